@@ -1,0 +1,39 @@
+"""One hierarchy for every harness fault; a rejected proof is a verdict, never one of these."""
+
+from __future__ import annotations
+
+
+class LeanEvalError(Exception):
+    """Base of every error the harness raises on purpose."""
+
+
+class SetupError(LeanEvalError):
+    """The run cannot start: nothing is scored and `run-eval` exits 2."""
+
+
+class CatalogError(SetupError):
+    """The benchmark's problems, workspaces, pins or trusted digests are invalid."""
+
+
+class DigestMismatchError(CatalogError):
+    """A trusted file differs from its digest in workspaces/index.json."""
+
+
+class TrustedConfigError(CatalogError):
+    """A trusted config.json cannot be decoded strictly."""
+
+
+class ToolchainError(SetupError):
+    """The Lean toolchain (or a tool it must bundle) is missing or unusable."""
+
+
+class SandboxUnavailableError(SetupError):
+    """bubblewrap is missing or cannot be used."""
+
+
+class UsageError(SetupError):
+    """Arguments that cannot be honoured (conflicting paths, duplicate submission ids, ...)."""
+
+
+class ProcessStartError(LeanEvalError):
+    """A child process could not be started at all."""
