@@ -1,0 +1,228 @@
+"""Score a batch: intake every input, plan the pairs, run each through the driver, write files.
+
+Invariants:
+- Everything that can fail the whole run (duplicate ids, unusable paths) is checked before the
+  first pair is scored, so exit 2 always means nothing was scored.
+- A rejected entry marks its own pair ``invalid_submission``; other pairs still run.
+- The wrapper masks every submission input, the output directory and every sibling scoring
+  directory that Lake's own masks do not hide; all of them exist before the first sandbox starts.
+- One verdict file per pair, written atomically; the workspace is removed after its verdict
+  unless ``keep_work``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import NamedTuple
+
+from lean_eval import __version__, driver, intake, workspace
+from lean_eval.catalog import Catalog, ProblemWorkspace
+from lean_eval.errors import UsageError
+from lean_eval.sandbox import BwrapInfo, outside_lake_masks
+from lean_eval.toolchain import Toolchain
+from lean_eval.verdict import (
+    INFRASTRUCTURE_FAILURES,
+    Execution,
+    Identity,
+    LogRef,
+    Outcome,
+    PairSummary,
+    ProblemRef,
+    Reason,
+    SubmissionRef,
+    SubmissionSummary,
+    Summary,
+    Timings,
+    Verdict,
+    write_model,
+)
+
+
+class RunOptions(NamedTuple):
+    """Options of one ``run-eval``."""
+
+    out_dir: Path
+    timeout: float
+    work_dir: Path | None = None
+    limits: intake.IntakeLimits = intake.IntakeLimits()
+    keep_work: bool = False
+
+
+class Tools(NamedTuple):
+    """The resolved executables a run uses."""
+
+    toolchain: Toolchain
+    bwrap: BwrapInfo
+
+
+def identity(catalog: Catalog, tools: Tools) -> Identity:
+    """What every verdict of this run depends on besides its two inputs."""
+    return Identity(harness_version=__version__, benchmark_path=str(catalog.root),
+                    benchmark_commit=catalog.commit, toolchain_name=catalog.toolchain_name,
+                    toolchain_path=str(tools.toolchain.root),
+                    bwrap_path=str(tools.bwrap.path), bwrap_version=tools.bwrap.version)
+
+
+def _contains(outer: Path, inner: Path) -> bool:
+    outer_s, inner_s = os.path.realpath(outer), os.path.realpath(inner)
+    return inner_s == outer_s or inner_s.startswith(outer_s.rstrip("/") + "/")
+
+
+def check_inputs(inputs: Sequence[Path]) -> list[tuple[str, Path]]:
+    """Submission ids in input order; two inputs with one id is a setup failure."""
+    seen: dict[str, Path] = {}
+    for path in inputs:
+        sid = intake.submission_id(path)
+        if sid in seen:
+            raise UsageError(f"submissions {seen[sid]} and {path} have the same id {sid!r}")
+        seen[sid] = path
+    return list(seen.items())
+
+
+def _check_paths(inputs: Sequence[Path], options: RunOptions, catalog: Catalog,
+                 tools: Tools) -> None:
+    must_see = [tools.toolchain.root, tools.bwrap.path, catalog.root]
+    if options.work_dir is not None:
+        must_see.append(options.work_dir)
+    for path in inputs:
+        for needed in must_see:
+            if _contains(path, needed):
+                raise UsageError(f"submission input {path} contains {needed}, which scoring "
+                                 "needs; move the submission elsewhere")
+        if _contains(path, options.out_dir) or _contains(options.out_dir, path):
+            raise UsageError(f"--out {options.out_dir} and submission {path} overlap")
+    if options.work_dir is not None and (_contains(options.out_dir, options.work_dir)
+                                         or _contains(options.work_dir, options.out_dir)):
+        raise UsageError(f"--out {options.out_dir} and --work-dir {options.work_dir} overlap")
+
+
+def _scoring_root(options: RunOptions) -> Path:
+    base = options.work_dir
+    if base is not None:
+        base.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="lean-eval-", dir=base)).resolve()
+
+
+def _masks(inputs: Sequence[Path], out_dir: Path, root: Path, sid: str, pid: str,
+           planned: Mapping[str, Sequence[str]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    dirs = [p for p in inputs if p.is_dir()] + [out_dir]
+    dirs += [root / other for other in planned if other != sid]
+    dirs += [root / sid / other for other in planned[sid] if other != pid]
+    files = [p for p in inputs if not p.is_dir()]
+    return outside_lake_masks(dirs), outside_lake_masks(files)
+
+
+def _verdict(sub: intake.Intake, problem: ProblemWorkspace, ident: Identity, outcome: Outcome,
+             execution: Execution, reason: Reason, **extra: object) -> Verdict:
+    return Verdict.model_validate({
+        "submission": SubmissionRef(id=sub.submission_id, digest=sub.digest, source=sub.source),
+        "problem": ProblemRef(id=problem.problem.id,
+                              statement_revision=problem.problem.statement_revision),
+        "verdict": outcome, "execution": execution, "reason": reason,
+        "identity": ident, "trusted_files": problem.digests,
+        "timings": extra.pop("timings", Timings(wall_seconds=0.0)), **extra,
+    })
+
+
+def score_pair(sub: intake.Intake, entry: intake.ProblemEntry, problem: ProblemWorkspace,
+               settings: driver.DriverSettings, dirs: workspace.PairDirs, ident: Identity,
+               log_path: Path, shared_packages: Path | None) -> Verdict:
+    """One pair: refuse, skip or run the driver; never raises for a bad submission."""
+    files = {f.relpath: f.sha256 for f in entry.files}
+    base: dict[str, object] = {"submission_files": files, "ignored": entry.ignored}
+    if sub.rejection is not None or entry.rejection is not None:
+        message = sub.rejection or entry.rejection or ""
+        code = "limit_exceeded" if "limit" in message else "path_rejected"
+        return _verdict(sub, problem, ident, "invalid_submission", "not_run",
+                        Reason(code=code, message=message), **base)
+    submitted = next(f.data for f in entry.files if f.relpath == "Submission.lean")
+    if submitted == problem.starter["Submission.lean"]:
+        return _verdict(sub, problem, ident, "unchanged", "not_run",
+                        Reason(code="unchanged", message="Submission.lean is the starter"), **base)
+    started = time.monotonic()
+    workspace.materialise(dirs, problem.trusted, entry.files, shared_packages)
+    result = driver.run_workspace(dirs.workspace, dirs.state, problem.config, settings, log_path)
+    c = result.classification
+    return _verdict(sub, problem, ident, c.verdict, c.execution, c.reason,
+                    last_phase=c.last_phase, checkers=c.checkers,
+                    exit_code=result.outcome.returncode, signal=result.outcome.signal,
+                    timings=Timings(wall_seconds=round(time.monotonic() - started, 3)),
+                    log=LogRef(path=str(log_path), tail=result.log_tail), **base)
+
+
+def run_batch(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options: RunOptions,
+              caller_env: Mapping[str, str],
+              on_verdict: Callable[[Verdict], None] | None = None) -> Summary:
+    """Score every (submission, problem) pair and write verdicts and ``summary.json``."""
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    inputs = [p.absolute() for p in inputs]
+    ids = check_inputs(inputs)
+    _check_paths(inputs, options, catalog, tools)
+    problem_ids = frozenset(catalog.problems)
+    intakes = [intake.read_submission(path, problem_ids, options.limits) for _, path in ids]
+    planned = {sub.submission_id: [e.problem_id for e in sub.problems] for sub in intakes}
+    options.out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = options.out_dir.resolve()
+    root = _scoring_root(options)
+    ident = identity(catalog, tools)
+    verdicts: list[tuple[Verdict, Path]] = []
+    try:
+        workspace.plan_scoring_root(root, [(s, p) for s, ps in planned.items() for p in ps])
+        for sub in intakes:
+            for entry in sub.problems:
+                dirs = workspace.pair_dirs(root, sub.submission_id, entry.problem_id)
+                masks, file_masks = _masks(inputs, out_dir, root, sub.submission_id,
+                                           entry.problem_id, planned)
+                settings = driver.DriverSettings(
+                    toolchain=tools.toolchain, bwrap=tools.bwrap.path, caller_env=caller_env,
+                    timeout=options.timeout,
+                    writable_roots=(root, out_dir, Path(tempfile.gettempdir()),
+                                    *([options.work_dir] if options.work_dir else [])),
+                    ro_binds=outside_lake_masks([catalog.shared_packages])
+                    if catalog.shared_packages else (),
+                    masks=masks, file_masks=file_masks)
+                sub_out = out_dir / sub.submission_id
+                path = sub_out / f"{entry.problem_id}.json"
+                verdict = score_pair(sub, entry, catalog.problems[entry.problem_id], settings,
+                                     dirs, ident, sub_out / f"{entry.problem_id}.log",
+                                     catalog.shared_packages)
+                write_model(path, verdict)
+                verdicts.append((verdict, path))
+                if not options.keep_work:
+                    workspace.remove(dirs)
+                if on_verdict is not None:
+                    on_verdict(verdict)
+    finally:
+        if not options.keep_work:
+            shutil.rmtree(root, ignore_errors=True)
+    return _summary(started_at, ident, catalog, intakes, verdicts, out_dir)
+
+
+def _summary(started_at: str, ident: Identity, catalog: Catalog, intakes: Sequence[intake.Intake],
+             verdicts: Sequence[tuple[Verdict, Path]], out_dir: Path) -> Summary:
+    counts: dict[str, int] = {}
+    for v, _ in verdicts:
+        counts[v.verdict] = counts.get(v.verdict, 0) + 1
+    failed = any(v.verdict == "error" or v.execution in INFRASTRUCTURE_FAILURES
+                 for v, _ in verdicts)
+    summary = Summary(
+        started_at=started_at,
+        finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        identity=ident, problems=tuple(catalog.problems),
+        submissions=tuple(SubmissionSummary(id=s.submission_id, source=s.source, digest=s.digest,
+                                            problems=tuple(e.problem_id for e in s.problems),
+                                            rejection=s.rejection) for s in intakes),
+        counts=dict(sorted(counts.items())),
+        pairs=tuple(PairSummary(submission=v.submission.id, problem=v.problem.id,
+                                verdict=v.verdict, execution=v.execution, reason=v.reason.code,
+                                path=str(p)) for v, p in verdicts),
+        exit_code=1 if failed else 0,
+    )
+    write_model(out_dir / "summary.json", summary)
+    return summary

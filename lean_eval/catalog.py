@@ -1,0 +1,325 @@
+"""Load and validate the trusted benchmark: problems, workspaces, pins and trusted digests.
+
+Invariants:
+- Trusted bytes come from the benchmark's git revision when the benchmark is a git checkout
+  (a dirty working tree is reported, never used), else from the directory as it stands.
+- Every trusted and starter file must match its SHA-256 in ``workspaces/index.json``; any
+  difference is a setup failure, so a tampered checkout cannot score.
+- ``config.json`` is decoded strictly: duplicate keys, NaN/Infinity and wrong types are errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import sys
+import tarfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from lean_eval import process
+from lean_eval.errors import CatalogError, DigestMismatchError, TrustedConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+PROBLEM_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]{0,127}$")
+TRUSTED_FILES = (
+    "Challenge.lean",
+    "Solution.lean",
+    "config.json",
+    "lakefile.toml",
+    "lake-manifest.json",
+    "lean-toolchain",
+    "README.md",
+)
+OPTIONAL_TRUSTED_FILES = ("ChallengeDeps.lean",)
+STARTER_FILES = ("Submission.lean", "Submission/Helpers.lean")
+ROOT_PIN_FILES = ("lean-toolchain", "lakefile.toml", "lake-manifest.json")
+_GIT_PATHS = ("problems", "workspaces", *ROOT_PIN_FILES)
+_MAX_ARCHIVE = 512 * 1024 * 1024
+
+
+class Hole(BaseModel):
+    """One hole of a problem: a declaration the submission must supply."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    name: str
+    kind: Literal["theorem", "def", "instance"]
+
+
+class Problem(BaseModel):
+    """A problem manifest, ``problems/<id>.toml`` (SPEC §4.1)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    id: str = Field(pattern=PROBLEM_ID.pattern)
+    title: str
+    status: str
+    visible: bool
+    statement_revision: int = Field(ge=1)
+    tags: tuple[str, ...]
+    holes: tuple[Hole, ...] = Field(min_length=1)
+    submitter: str
+    notes: str | None = None
+    source: str | None = None
+
+    @field_validator("tags", "holes", mode="before")
+    @classmethod
+    def _lists_are_tuples(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+
+class ComparatorConfig(BaseModel):
+    """A trusted ``config.json`` (SPEC §4.2), typed exactly as ``lake comparator`` reads it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    challenge_module: str
+    solution_module: str
+    theorem_names: tuple[str, ...]
+    definition_names: tuple[str, ...] | None = None
+    permitted_axioms: tuple[str, ...]
+    enable_nanoda: bool | None = None
+    external_kernels: dict[str, tuple[str, ...]] | None = None
+
+    @field_validator(
+        "theorem_names", "definition_names", "permitted_axioms", mode="before"
+    )
+    @classmethod
+    def _arrays(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+    @field_validator("external_kernels", mode="before")
+    @classmethod
+    def _kernel_argvs(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
+        return value
+
+
+class ProblemWorkspace(BaseModel):
+    """Everything trusted about one problem, read once per run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    problem: Problem
+    config: ComparatorConfig
+    config_raw: bytes
+    trusted: dict[str, bytes]
+    starter: dict[str, bytes]
+    digests: dict[str, str]
+
+
+class Catalog(BaseModel):
+    """The benchmark as the run sees it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    root: Path
+    commit: str | None
+    toolchain_name: str
+    problems: dict[str, ProblemWorkspace]
+    shared_packages: Path | None
+    warnings: tuple[str, ...] = ()
+
+
+def sha256(data: bytes) -> str:
+    """Hex SHA-256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name} is not allowed")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"duplicate key {key!r}")
+        seen[key] = value
+    return seen
+
+
+def strict_json(data: bytes, what: str) -> Any:
+    """Decode JSON rejecting duplicate keys, NaN/Infinity and non-UTF-8 input."""
+    try:
+        return json.loads(
+            data.decode("utf-8"),
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_reject_constant,
+        )
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise TrustedConfigError(f"{what}: {exc}") from exc
+
+
+def parse_config(data: bytes, what: str) -> ComparatorConfig:
+    """Strictly decode and type-check a trusted comparator configuration."""
+    value = strict_json(data, what)
+    try:
+        return ComparatorConfig.model_validate(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        raise TrustedConfigError(f"{what}: {loc}: {first['msg']}") from exc
+
+
+def _git_files(root: Path, revision: str) -> tuple[str, dict[str, bytes]]:
+    env = {"PATH": "/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(root)}
+    rev = process.run_capture(
+        ("git", "-C", str(root), "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"),
+        env=env,
+        cwd=root,
+    )
+    if rev.returncode != 0:
+        raise CatalogError(f"benchmark revision {revision!r} not found in {root}")
+    commit = rev.stdout.decode().strip()
+    present = process.run_capture(
+        ("git", "-C", str(root), "ls-tree", "--name-only", commit, "--", *_GIT_PATHS),
+        env=env,
+        cwd=root,
+    )
+    names = tuple(present.stdout.decode().split())
+    if not names:
+        raise CatalogError(f"revision {commit} of {root} holds no problems/ or workspaces/")
+    archive = process.run(
+        ("git", "-C", str(root), "archive", "--format=tar", commit, "--", *names),
+        env=env,
+        cwd=root,
+        timeout=300,
+        output_cap=_MAX_ARCHIVE,
+    )
+    if archive.returncode != 0 or archive.stdout_truncated:
+        raise CatalogError(f"could not read revision {commit} of {root}: "
+                           f"{archive.stderr.decode(errors='replace').strip()}")
+    files: dict[str, bytes] = {}
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout), mode="r:") as tar:
+        for member in tar:
+            if member.isfile():
+                handle = tar.extractfile(member)
+                if handle is not None:
+                    files[member.name] = handle.read()
+    return commit, files
+
+
+def _dirty(root: Path, commit: str) -> tuple[str, ...]:
+    status = process.run_capture(
+        ("git", "-C", str(root), "status", "--porcelain", "--", *_GIT_PATHS),
+        env={"PATH": "/usr/bin:/bin", "HOME": str(root)},
+        cwd=root,
+    )
+    lines = [ln for ln in status.stdout.decode(errors="replace").splitlines() if ln.strip()]
+    if not lines:
+        return ()
+    shown = ", ".join(ln[3:] for ln in lines[:5]) + (" ..." if len(lines) > 5 else "")
+    return (f"benchmark working tree differs from {commit[:12]} in trusted paths "
+            f"({shown}); scoring uses the committed revision",)
+
+
+def _tree_files(root: Path) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    for top in _GIT_PATHS:
+        base = root / top
+        if base.is_file():
+            files[top] = base.read_bytes()
+        elif base.is_dir():
+            for path in sorted(base.rglob("*")):
+                if ".lake" in path.relative_to(root).parts:
+                    continue
+                if path.is_file() and not path.is_symlink():
+                    files[path.relative_to(root).as_posix()] = path.read_bytes()
+    return files
+
+
+def _load_problem(pid: str, files: Mapping[str, bytes], index: Mapping[str, Any]) -> ProblemWorkspace:
+    manifest = f"problems/{pid}.toml"
+    try:
+        raw = tomllib.loads(files[manifest].decode("utf-8"))
+        problem = Problem.model_validate(raw)
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise CatalogError(f"{manifest}: {exc}") from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise CatalogError(f"{manifest}: {loc}: {first['msg']}") from exc
+    if problem.id != pid:
+        raise CatalogError(f"{manifest}: id {problem.id!r} differs from the file name")
+    prefix = f"workspaces/{pid}/"
+    missing = [name for name in TRUSTED_FILES if prefix + name not in files]
+    if missing:
+        raise CatalogError(f"workspace {prefix} lacks trusted file(s): {', '.join(missing)}")
+    names = TRUSTED_FILES + tuple(n for n in OPTIONAL_TRUSTED_FILES if prefix + n in files)
+    trusted = {name: files[prefix + name] for name in names}
+    starter = {name: files[prefix + name] for name in STARTER_FILES if prefix + name in files}
+    if "Submission.lean" not in starter:
+        raise CatalogError(f"workspace {prefix} lacks the starter Submission.lean")
+    entry = index.get(pid)
+    if not isinstance(entry, dict):
+        raise DigestMismatchError(f"workspaces/index.json has no entry for problem {pid!r}")
+    expected = {**entry.get("trusted", {}), **{f"starter:{k}": v for k, v in entry.get("starter", {}).items()}}
+    actual = {**{k: sha256(v) for k, v in trusted.items()},
+              **{f"starter:{k}": sha256(v) for k, v in starter.items()}}
+    if expected != actual:
+        differing = sorted(k for k in expected.keys() | actual.keys() if expected.get(k) != actual.get(k))
+        raise DigestMismatchError(
+            f"trusted files of {prefix} do not match workspaces/index.json: "
+            + ", ".join(prefix + d.removeprefix("starter:") for d in differing)
+        )
+    if trusted["lean-toolchain"] != files["lean-toolchain"]:
+        raise CatalogError(f"{prefix}lean-toolchain differs from the root lean-toolchain")
+    config = parse_config(trusted["config.json"], f"{prefix}config.json")
+    holes = {h.name for h in problem.holes}
+    named = set(config.theorem_names) | set(config.definition_names or ())
+    if holes != named:
+        raise CatalogError(f"{prefix}config.json names {sorted(named)} but {manifest} "
+                           f"declares holes {sorted(holes)}")
+    return ProblemWorkspace(problem=problem, config=config, config_raw=trusted["config.json"],
+                            trusted=trusted, starter=starter,
+                            digests={k: sha256(v) for k, v in trusted.items()})
+
+
+def load_catalog(root: Path, *, revision: str | None = "HEAD",
+                 only: frozenset[str] | None = None) -> Catalog:
+    """Read and validate the benchmark at ``root`` (one revision when it is a git checkout)."""
+    root = root.resolve()
+    if not root.is_dir():
+        raise CatalogError(f"benchmark directory {root} does not exist")
+    warnings: tuple[str, ...] = ()
+    commit: str | None = None
+    if revision is not None and (root / ".git").exists():
+        commit, files = _git_files(root, revision)
+        warnings = _dirty(root, commit)
+    else:
+        files = _tree_files(root)
+    for name in ROOT_PIN_FILES:
+        if name not in files:
+            raise CatalogError(f"benchmark {root} lacks {name}")
+    toolchain_name = files["lean-toolchain"].decode("utf-8", errors="replace").strip()
+    strict_json(files["lake-manifest.json"], "lake-manifest.json")
+    index = strict_json(files.get("workspaces/index.json", b"null"), "workspaces/index.json")
+    if not isinstance(index, dict) or not isinstance(index.get("problems"), dict):
+        raise CatalogError("workspaces/index.json is missing or has no 'problems' object")
+    ids = sorted(
+        name.removeprefix("problems/").removesuffix(".toml")
+        for name in files
+        if name.startswith("problems/") and name.endswith(".toml") and name.count("/") == 1
+    )
+    if not ids:
+        raise CatalogError(f"benchmark {root} has no problems/*.toml")
+    for pid in ids:
+        if not PROBLEM_ID.match(pid):
+            raise CatalogError(f"problems/{pid}.toml: invalid problem id {pid!r}")
+    if only is not None:
+        unknown = sorted(only - set(ids))
+        if unknown:
+            raise CatalogError(f"unknown problem id(s): {', '.join(unknown)}")
+        ids = [pid for pid in ids if pid in only]
+    problems = {pid: _load_problem(pid, files, index["problems"]) for pid in ids}
+    shared = root / ".lake" / "packages"
+    return Catalog(root=root, commit=commit, toolchain_name=toolchain_name, problems=problems,
+                   shared_packages=shared.resolve() if shared.is_dir() else None,
+                   warnings=warnings)

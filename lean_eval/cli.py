@@ -1,0 +1,162 @@
+"""The ``lean-eval`` command line: the only module that parses options, prints and exits."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+
+from lean_eval import __version__, batch, catalog, driver, intake, process, report, sandbox
+from lean_eval.errors import LeanEvalError, SetupError, UsageError
+from lean_eval.toolchain import resolve_toolchain
+
+F = TypeVar("F", bound=Callable[..., Any])
+EXIT_SETUP = 2
+EXIT_INTERRUPTED = 130
+
+
+def _default_benchmark() -> Path:
+    found = process.run_capture(("git", "rev-parse", "--show-toplevel"),
+                                env={"PATH": "/usr/bin:/bin"}, cwd=Path.cwd(), timeout=30)
+    if found.returncode == 0 and found.stdout.strip():
+        return Path(found.stdout.decode().strip())
+    return Path.cwd()
+
+
+def common_options(func: F) -> F:
+    """Options every command honours (SPEC §3)."""
+    decorators = [
+        click.option("--benchmark", type=click.Path(path_type=Path, file_okay=False),
+                     help="Benchmark checkout (default: the current git checkout)."),
+        click.option("--toolchain", type=click.Path(path_type=Path, file_okay=False),
+                     help="Lean toolchain directory with bin/lake (default: LEAN_EVAL_TOOLCHAIN, "
+                          "else the elan install of lean-toolchain)."),
+        click.option("--bwrap", "bwrap_path", type=str,
+                     help="bubblewrap executable (default: LEAN_EVAL_BWRAP, else bwrap on PATH)."),
+        click.option("--json", "as_json", is_flag=True, help="Machine output on stdout."),
+        click.option("-v", "--verbose", count=True, help="More progress output."),
+        click.option("-q", "--quiet", is_flag=True, help="No progress output."),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def _fail(message: str, code: int = EXIT_SETUP) -> None:
+    click.echo(f"lean-eval: error: {message}", err=True)
+    sys.exit(code)
+
+
+@click.group()
+@click.version_option(__version__, prog_name="lean-eval")
+def main() -> None:
+    """Score untrusted Lean 4 proofs against a trusted benchmark, inside bubblewrap."""
+
+
+@main.command("run-eval")
+@click.argument("submissions", nargs=-1, required=True,
+                type=click.Path(path_type=Path, exists=False))
+@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Directory for <submission>/<problem>.json verdicts and summary.json.")
+@click.option("--problem", "problems", multiple=True,
+              help="Only these problem ids (comma-separated or repeated).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
+              help="Deadline per pair in seconds.")
+@click.option("--work-dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Where the private scoring directories go (default: the system temp dir).")
+@click.option("--keep-work", is_flag=True, help="Keep scoring workspaces for inspection.")
+@click.option("--benchmark-rev", default="HEAD", show_default=True,
+              help="Git revision of the benchmark whose trusted files are used.")
+@click.option("--max-file-bytes", type=click.IntRange(min=1), default=1 << 20, show_default=True)
+@click.option("--max-total-bytes", type=click.IntRange(min=1), default=16 << 20,
+              show_default=True)
+@click.option("--max-files", type=click.IntRange(min=1), default=10_000, show_default=True)
+@click.option("--max-depth", type=click.IntRange(min=1), default=32, show_default=True)
+@common_options
+def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, ...],
+             timeout: float, work_dir: Path | None, keep_work: bool, benchmark_rev: str,
+             max_file_bytes: int, max_total_bytes: int, max_files: int, max_depth: int,
+             benchmark: Path | None, toolchain: Path | None, bwrap_path: str | None,
+             as_json: bool, verbose: int, quiet: bool) -> None:
+    """Score SUBMISSION... (directories or .tar/.tar.gz/.tgz archives) against the benchmark."""
+    del verbose
+    err = Console(stderr=True)
+    env = dict(os.environ)
+    selected = frozenset(p for item in problems for p in item.split(",") if p) or None
+    try:
+        batch.check_inputs(submissions)
+        cat = catalog.load_catalog(benchmark or _default_benchmark(), revision=benchmark_rev,
+                                   only=selected)
+        for warning in cat.warnings:
+            err.print(f"[yellow]warning:[/] {warning}")
+        tools = batch.Tools(
+            toolchain=resolve_toolchain(toolchain, env, cat.toolchain_name),
+            bwrap=sandbox.resolve_bwrap(bwrap_path, env))
+        limits = intake.IntakeLimits(max_file_bytes=max_file_bytes,
+                                     max_total_bytes=max_total_bytes, max_files=max_files,
+                                     max_depth=max_depth)
+        options = batch.RunOptions(out_dir=out_dir, timeout=timeout, work_dir=work_dir,
+                                   limits=limits, keep_work=keep_work)
+
+        def progress(verdict: Any) -> None:
+            if not quiet:
+                err.print(report.verdict_line(verdict), highlight=False)
+
+        summary = batch.run_batch(list(submissions), cat, tools, options, env, progress)
+    except SetupError as exc:
+        _fail(str(exc))
+        return
+    except KeyboardInterrupt:
+        _fail("interrupted; verdicts already written stay valid", EXIT_INTERRUPTED)
+        return
+    if as_json:
+        click.echo(summary.model_dump_json(indent=2))
+    else:
+        report.print_summary(summary, Console())
+    sys.exit(summary.exit_code)
+
+
+@main.command("test")
+@click.argument("workspace", required=False, type=click.Path(path_type=Path, file_okay=False))
+@click.option("--timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True)
+@common_options
+def test(workspace: Path | None, timeout: float, benchmark: Path | None, toolchain: Path | None,
+         bwrap_path: str | None, as_json: bool, verbose: int, quiet: bool) -> None:
+    """Run the WorkspaceTest driver on WORKSPACE (default: the current directory) as it stands."""
+    del benchmark, verbose, quiet
+    env = dict(os.environ)
+    ws = (workspace or Path.cwd()).resolve()
+    try:
+        if not (ws / "config.json").is_file():
+            raise UsageError(f"{ws} has no config.json; is it a lean-eval workspace?")
+        config = catalog.parse_config((ws / "config.json").read_bytes(), f"{ws}/config.json")
+        name = (ws / "lean-toolchain").read_text(encoding="utf-8").strip() \
+            if (ws / "lean-toolchain").is_file() else ""
+        tools = batch.Tools(toolchain=resolve_toolchain(toolchain, env, name),
+                            bwrap=sandbox.resolve_bwrap(bwrap_path, env))
+        state = Path(tempfile.mkdtemp(prefix="lean-eval-test-"))
+        settings = driver.DriverSettings(toolchain=tools.toolchain, bwrap=tools.bwrap.path,
+                                         caller_env=env, timeout=timeout,
+                                         writable_roots=(state, Path(tempfile.gettempdir())))
+        result = driver.run_workspace(ws, state / "state", config, settings, state / "test.log")
+    except LeanEvalError as exc:
+        _fail(str(exc))
+        return
+    c = result.classification
+    data = {"workspace": str(ws), "verdict": c.verdict, "execution": c.execution,
+            "reason": c.reason.model_dump(), "last_phase": c.last_phase,
+            "checkers": [k.model_dump() for k in c.checkers],
+            "exit_code": result.outcome.returncode, "log": str(state / "test.log")}
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(f"{ws.name}: {c.verdict} ({c.reason.code}): {c.reason.message}")
+        click.echo(f"raw log: {state / 'test.log'}")
+    sys.exit(0 if c.verdict == "accepted" else 1)

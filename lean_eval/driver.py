@@ -1,0 +1,246 @@
+"""The WorkspaceTest driver: run ``lake comparator`` on one workspace and classify the result.
+
+Invariants (SPEC §5.4, §6.3-§6.6):
+- Lake and NanoDa are absolute paths inside the toolchain and outside every writable root.
+- The configuration Lake reads is a temporary file outside the workspace: the trusted one,
+  with ``enable_nanoda`` removed and ``external_kernels.nanoda`` forced to the bundled NanoDa.
+- Lake's environment is the allowlist of :mod:`lean_eval.sandbox`; ``--paranoid`` and
+  ``--inadvisably-no-sandbox`` are never passed; no submitted module is built or imported here.
+- ``accepted`` needs exit 0 *and* acceptance lines from NanoDa and the Lean default kernel and
+  ``Your solution is okay!``; an infrastructure failure is never ``rejected``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal as signals
+from collections.abc import Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+from lean_eval import process, sandbox
+from lean_eval.catalog import ComparatorConfig
+from lean_eval.errors import ToolchainError
+from lean_eval.toolchain import Toolchain
+from lean_eval.verdict import Checker, Execution, Outcome, Reason
+
+REQUIRED_KERNELS = ("nanoda", "Lean default")
+OKAY_LINE = "Your solution is okay!"
+LOG_TAIL_LINES = 40
+
+_REASONS = (
+    ("Challenge and solution theorem statement do not match", "statement_mismatch"),
+    ("Challenge and solution constant kind don't match", "kind_mismatch"),
+    ("Solution constant is not a theorem", "kind_mismatch"),
+    ("Solution constant is not a definition", "kind_mismatch"),
+    ("Challenge constant is not a definition", "kind_mismatch"),
+    ("Const not found in", "missing_constant"),
+    ("Const does not match between challenge and target", "definition_mismatch"),
+    ("Illegal axiom detected", "illegal_axiom"),
+    ("Error while interacting with", "kernel_rejected"),
+)
+_KERNEL_EXIT = re.compile(r"^(?P<k>.+) exited with -?\d+$")
+_CHILD_EXIT = re.compile(r"^Child exited with -?\d+$")
+_RESOURCE_SIGNALS = frozenset({signals.SIGXCPU, signals.SIGXFSZ})
+
+
+class DriverSettings(NamedTuple):
+    """Everything the driver needs besides the workspace; fixed for a run."""
+
+    toolchain: Toolchain
+    bwrap: Path
+    caller_env: Mapping[str, str]
+    timeout: float
+    writable_roots: tuple[Path, ...]
+    ro_binds: tuple[str, ...] = ()
+    masks: tuple[str, ...] = ()
+    file_masks: tuple[str, ...] = ()
+    output_cap: int = 256 * 1024
+
+
+class Classification(NamedTuple):
+    """What the comparator's run means."""
+
+    verdict: Outcome
+    execution: Execution
+    reason: Reason
+    last_phase: str | None
+    checkers: tuple[Checker, ...]
+
+
+class DriverResult(NamedTuple):
+    """A classified run and its raw outcome."""
+
+    classification: Classification
+    outcome: process.Outcome
+    log_tail: tuple[str, ...]
+
+
+def _inside(path: Path, roots: tuple[Path, ...]) -> bool:
+    real = os.path.realpath(path)
+    return any(real == os.path.realpath(r) or real.startswith(os.path.realpath(r) + "/")
+               for r in roots)
+
+
+def check_toolchain_placement(toolchain: Toolchain, writable_roots: tuple[Path, ...]) -> None:
+    """Step 1: the absolute tools must not lie in anything a build can write."""
+    for tool in (toolchain.lake, toolchain.nanoda):
+        if _inside(tool, writable_roots):
+            raise ToolchainError(f"{tool} lies inside a writable scoring directory; refusing it")
+
+
+def forced_config(config: ComparatorConfig, nanoda: Path) -> dict[str, object]:
+    """Step 2: the trusted configuration with NanoDa forced on (pure)."""
+    data = config.model_dump(mode="json", exclude_none=True)
+    data.pop("enable_nanoda", None)
+    kernels = dict(data.get("external_kernels") or {})
+    kernels["nanoda"] = [str(nanoda)]
+    data["external_kernels"] = kernels
+    return data
+
+
+def comparator_argv(toolchain: Toolchain, config_path: Path) -> tuple[str, ...]:
+    """Step 5's command: the toolchain's absolute Lake, nothing else on the command line."""
+    return (str(toolchain.lake), "comparator", "--config", str(config_path))
+
+
+def phase_of(line: str, config: ComparatorConfig) -> str | None:
+    """The phase a comparator stdout line announces, if any."""
+    if line == "Resolving dependencies":
+        return "resolve"
+    if line == f"Building {config.challenge_module}":
+        return "build_challenge"
+    if line == f"Building {config.solution_module}":
+        return "build_solution"
+    if line.startswith("Exporting ") and line.endswith(f" from {config.challenge_module}"):
+        return "export_challenge"
+    if line.startswith("Exporting ") and line.endswith(f" from {config.solution_module}"):
+        return "export_solution"
+    if line.startswith("Running ") and line.endswith(" kernel on solution"):
+        return "kernel:" + line.removeprefix("Running ").removesuffix(" kernel on solution")
+    return None
+
+
+def _checkers(lines: list[str]) -> tuple[Checker, ...]:
+    results: dict[str, Checker] = {}
+    for line in lines:
+        for suffix, result in ((" kernel accepts the solution", "accepted"),
+                               (" kernel rejected the solution", "rejected"),
+                               (" kernel on solution", "started")):
+            if line.endswith(suffix):
+                name = line.removesuffix(suffix).removeprefix("Running ")
+                if result != "started" or name not in results:
+                    results[name] = Checker(name=name, result=result)  # type: ignore[arg-type]
+    return tuple(results.values())
+
+
+def _error_lines(stderr: str) -> list[str]:
+    return [ln.removeprefix("error: ").strip() for ln in stderr.splitlines()
+            if ln.startswith("error: ")]
+
+
+def _rejection_code(message: str, last_phase: str | None) -> str:
+    for prefix, code in _REASONS:
+        if message.startswith(prefix):
+            return code
+    if _KERNEL_EXIT.match(message) and not _CHILD_EXIT.match(message):
+        return "kernel_rejected"
+    if last_phase is not None and last_phase.startswith("export"):
+        return "export_failed"
+    return "build_failed"
+
+
+def classify(outcome: process.Outcome, config: ComparatorConfig, timeout: float) -> Classification:
+    """Step 6 (pure): exit status and output to verdict, execution and reason."""
+    stdout = outcome.stdout.decode("utf-8", errors="replace")
+    stderr = outcome.stderr.decode("utf-8", errors="replace")
+    lines = [ln.strip() for ln in stdout.splitlines()]
+    phases = [p for p in (phase_of(ln, config) for ln in lines) if p is not None]
+    last = phases[-1] if phases else None
+    checkers = _checkers(lines)
+    errors = _error_lines(stderr)
+    message = errors[-1] if errors else ""
+    where = f" while in phase {last}" if last else " before any phase line"
+
+    def fail(execution: Execution, code: str, text: str) -> Classification:
+        return Classification("error", execution, Reason(code=code, message=text), last, checkers)
+
+    if outcome.timed_out:
+        return fail("timed_out", "timeout", f"deadline of {timeout:g}s reached{where}")
+    if outcome.signal is not None:
+        name = signals.Signals(outcome.signal).name if outcome.signal in signals.Signals.__members__.values() else str(outcome.signal)
+        if outcome.signal in _RESOURCE_SIGNALS:
+            return fail("resource_exhausted", "resource_limit", f"killed by {name}{where}")
+        return fail("crashed", "crashed", f"lake was killed by {name}{where}")
+    sandbox_lines = [ln for ln in stderr.splitlines()
+                     if ln.startswith(("bwrap:", sandbox.WRAPPER_TAG + ":"))]
+    if outcome.returncode == 0:
+        accepted = {c.name for c in checkers if c.result == "accepted"}
+        missing = [k for k in REQUIRED_KERNELS if k not in accepted]
+        if OKAY_LINE not in lines:
+            missing.append(repr(OKAY_LINE))
+        if missing or any(c.result == "rejected" for c in checkers):
+            return fail("completed", "protocol_violation",
+                        "lake comparator exited 0 without the acceptance lines of "
+                        + ", ".join(missing or ["every kernel"]))
+        return Classification("accepted", "completed",
+                              Reason(code="accepted", message=OKAY_LINE), last, checkers)
+    if outcome.returncode == 1:
+        if sandbox_lines:
+            return fail("sandbox_error", "sandbox", sandbox_lines[-1])
+        if not errors:
+            return fail("completed", "protocol_violation",
+                        "lake comparator exited 1 without an error: line")
+        if last in (None, "resolve", "build_challenge", "export_challenge"):
+            return fail("completed", "challenge_failed",
+                        f"the trusted side failed{where}: {message}")
+        return Classification("rejected", "completed",
+                              Reason(code=_rejection_code(message, last), message=message),
+                              last, checkers)
+    if outcome.returncode == 2:
+        code = "sandbox" if "There is no unsandboxed mode" in stderr else "setup"
+        execution: Execution = "sandbox_error" if code == "sandbox" else "completed"
+        return fail(execution, code, message or "lake comparator could not start")
+    return fail("crashed", "crashed", f"lake exited with {outcome.returncode}{where}: {message}")
+
+
+def write_log(path: Path, argv: tuple[str, ...], outcome: process.Outcome) -> tuple[str, ...]:
+    """Write the capped raw log and return its last lines."""
+    text = (
+        f"# argv: {json.dumps(list(argv))}\n"
+        f"# returncode: {outcome.returncode} signal: {outcome.signal} "
+        f"timed_out: {outcome.timed_out} duration: {outcome.duration:.3f}s\n"
+        "## stdout\n" + outcome.stdout.decode("utf-8", errors="replace")
+        + "\n## stderr\n" + outcome.stderr.decode("utf-8", errors="replace") + "\n"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return tuple(text.splitlines()[-LOG_TAIL_LINES:])
+
+
+def run_workspace(workspace: Path, state: Path, config: ComparatorConfig,
+                  settings: DriverSettings, log_path: Path) -> DriverResult:
+    """Run the six steps of SPEC §5.4 on ``workspace``, using ``state`` for harness files."""
+    roots = (*settings.writable_roots, workspace, workspace / ".lake")
+    check_toolchain_placement(settings.toolchain, roots)
+    state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    config_path = state / "comparator.json"
+    config_path.write_text(json.dumps(forced_config(config, settings.toolchain.nanoda), indent=2),
+                           encoding="utf-8")
+    tmpdir = state / "tmp"
+    tmpdir.mkdir(mode=0o700, exist_ok=True)
+    search = sandbox.filter_search_path(settings.caller_env.get("PATH", ""), roots)
+    spec = sandbox.WrapperSpec(bwrap=settings.bwrap, ro_binds=settings.ro_binds,
+                               masks=settings.masks, file_masks=settings.file_masks)
+    wrapper = sandbox.write_wrapper(state / "bwrap-wrapper", spec)
+    env = sandbox.lake_environment(settings.caller_env, search_path=search, tmpdir=tmpdir,
+                                   wrapper=wrapper)
+    argv = comparator_argv(settings.toolchain, config_path)
+    outcome = process.run(argv, env=env, cwd=workspace, timeout=settings.timeout,
+                          output_cap=settings.output_cap)
+    tail = write_log(log_path, argv, outcome)
+    return DriverResult(classify(outcome, config, settings.timeout), outcome, tail)

@@ -1,0 +1,179 @@
+"""Verdict and run-summary models (SPEC §4.4) and their atomic, never-half-written files.
+
+Invariants:
+- Both models are frozen, reject unknown keys, and carry ``schema_version`` first; their JSON
+  Schema is committed under ``lean_eval/schemas`` and a test fails on drift.
+- Files are written to a temporary file in the same directory, fsynced, then ``os.replace``d.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+SCHEMA_VERSION = 1
+
+Execution = Literal[
+    "completed", "timed_out", "resource_exhausted", "crashed", "sandbox_error", "not_run"
+]
+Outcome = Literal["accepted", "rejected", "invalid_submission", "unchanged", "error"]
+INFRASTRUCTURE_FAILURES: frozenset[str] = frozenset(
+    {"timed_out", "resource_exhausted", "crashed", "sandbox_error"}
+)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Reason(_Model):
+    """A machine code and the human message (the comparator's own ``error:`` line if any)."""
+
+    code: str
+    message: str
+
+
+class Checker(_Model):
+    """One kernel as the comparator's stdout reported it."""
+
+    name: str
+    result: Literal["accepted", "rejected", "started"]
+
+
+class Timings(_Model):
+    """Wall time of the pair and of each phase reached, in seconds."""
+
+    wall_seconds: float
+    phases: dict[str, float] = {}
+
+
+class SubmissionRef(_Model):
+    """Which submission this is."""
+
+    id: str
+    digest: str
+    source: str
+
+
+class ProblemRef(_Model):
+    """Which problem, at which statement revision."""
+
+    id: str
+    statement_revision: int
+
+
+class Identity(_Model):
+    """Everything that a verdict's meaning depends on besides the two inputs."""
+
+    harness_version: str
+    benchmark_path: str
+    benchmark_commit: str | None
+    toolchain_name: str
+    toolchain_path: str
+    bwrap_path: str
+    bwrap_version: str
+
+
+class LogRef(_Model):
+    """Where the retained raw log is and its last lines."""
+
+    path: str | None
+    tail: tuple[str, ...] = ()
+
+
+class Verdict(_Model):
+    """The judgement of one (submission, problem) pair."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    submission: SubmissionRef
+    problem: ProblemRef
+    verdict: Outcome
+    execution: Execution
+    reason: Reason
+    last_phase: str | None = None
+    checkers: tuple[Checker, ...] = ()
+    exit_code: int | None = None
+    signal: int | None = None
+    timings: Timings
+    identity: Identity
+    trusted_files: dict[str, str] = {}
+    submission_files: dict[str, str] = {}
+    ignored: tuple[str, ...] = ()
+    log: LogRef = LogRef(path=None)
+
+
+class PairSummary(_Model):
+    """One line of the run summary."""
+
+    submission: str
+    problem: str
+    verdict: Outcome
+    execution: Execution
+    reason: str
+    path: str
+
+
+class SubmissionSummary(_Model):
+    """One input of the run."""
+
+    id: str
+    source: str
+    digest: str
+    problems: tuple[str, ...]
+    rejection: str | None = None
+
+
+class Summary(_Model):
+    """The run as a whole; ``exit_code`` is what ``run-eval`` exits with."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    started_at: str
+    finished_at: str
+    identity: Identity
+    problems: tuple[str, ...]
+    submissions: tuple[SubmissionSummary, ...]
+    counts: dict[str, int]
+    pairs: tuple[PairSummary, ...]
+    exit_code: int
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON to ``path`` so that readers see the old file or the new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2, sort_keys=False, ensure_ascii=False)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def write_model(path: Path, model: BaseModel) -> None:
+    """Atomically write a verdict or summary."""
+    write_json_atomic(path, model.model_dump(mode="json"))
+
+
+def schemas() -> dict[str, dict[str, Any]]:
+    """The JSON Schema of each committed model, by file name."""
+    return {
+        "verdict.schema.json": Verdict.model_json_schema(),
+        "summary.schema.json": Summary.model_json_schema(),
+    }
+
+
+SCHEMA_DIR = Path(__file__).parent / "schemas"

@@ -1,0 +1,90 @@
+"""Materialise the private scoring directory of one (submission, problem) pair.
+
+Invariants (SPEC §5.3, §6.1-§6.2):
+- A scoring workspace holds the trusted files of the benchmark revision, the overlay
+  (``Submission.lean`` and ``Submission/**/*.lean`` already checked by intake), an empty
+  ``.lake`` for Lake, and nothing else; shared packages are linked read-only, never copied.
+- Every write is relative to a directory the harness created itself with ``O_EXCL``-style
+  creation and ``O_NOFOLLOW``, and no overlay path can leave the workspace.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable, Mapping
+from pathlib import Path, PurePosixPath
+from typing import NamedTuple
+
+from lean_eval.intake import SubmissionFile
+
+_OVERLAY_ROOTS = ("Submission.lean", "Submission")
+
+
+class PairDirs(NamedTuple):
+    """A pair's private directories: ``root`` holds ``workspace`` and harness-only ``state``."""
+
+    root: Path
+    workspace: Path
+    state: Path
+
+
+def pair_dirs(scoring_root: Path, submission_id: str, problem_id: str) -> PairDirs:
+    """Where a pair lives; submission and problem ids are validated names, never paths."""
+    root = scoring_root / submission_id / problem_id
+    return PairDirs(root=root, workspace=root / "workspace", state=root / "state")
+
+
+def plan_scoring_root(scoring_root: Path, pairs: Iterable[tuple[str, str]]) -> None:
+    """Create every pair's directory up front so that the wrapper can mask siblings statically."""
+    scoring_root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for submission_id, problem_id in pairs:
+        dirs = pair_dirs(scoring_root, submission_id, problem_id)
+        dirs.root.parent.mkdir(mode=0o700, exist_ok=True)
+        dirs.root.mkdir(mode=0o700)
+
+
+def _write_new(path: Path, data: bytes, mode: int) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
+def _safe_relpath(relpath: str) -> PurePosixPath:
+    rel = PurePosixPath(relpath)
+    if rel.is_absolute() or ".." in rel.parts or rel.parts[0] not in _OVERLAY_ROOTS:
+        raise ValueError(f"overlay path {relpath!r} is not Submission.lean or under Submission/")
+    if rel.parts[0] == "Submission.lean" and len(rel.parts) != 1:
+        raise ValueError(f"overlay path {relpath!r} is not Submission.lean or under Submission/")
+    return rel
+
+
+def materialise(dirs: PairDirs, trusted: Mapping[str, bytes], overlay: Iterable[SubmissionFile],
+                shared_packages: Path | None) -> None:
+    """Fill ``dirs.workspace`` (which must not exist) with trusted files and the overlay."""
+    dirs.workspace.mkdir(mode=0o755)
+    dirs.state.mkdir(mode=0o700, exist_ok=True)
+    for name, data in trusted.items():
+        target = dirs.workspace / name
+        target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        _write_new(target, data, 0o644)
+    for item in overlay:
+        rel = _safe_relpath(item.relpath)
+        target = dirs.workspace.joinpath(*rel.parts)
+        for depth in range(1, len(rel.parts)):
+            parent = dirs.workspace.joinpath(*rel.parts[:depth])
+            if parent.is_symlink():
+                raise ValueError(f"overlay directory {parent} is a symlink")
+            parent.mkdir(mode=0o755, exist_ok=True)
+        _write_new(target, item.data, 0o644)
+    lake_dir = dirs.workspace / ".lake"
+    lake_dir.mkdir(mode=0o755)
+    if shared_packages is not None:
+        (lake_dir / "packages").symlink_to(shared_packages, target_is_directory=True)
+
+
+def remove(dirs: PairDirs) -> None:
+    """Delete a pair's workspace and state, keeping its (now empty) directory as a mask target."""
+    for path in (dirs.workspace, dirs.state):
+        if path.exists():
+            shutil.rmtree(path)

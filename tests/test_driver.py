@@ -1,0 +1,154 @@
+"""Pure parts of the driver: NanoDa forcing, strict config decoding and classification."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lean_eval import catalog, driver, process
+from lean_eval.errors import TrustedConfigError
+
+CONFIG = catalog.ComparatorConfig(challenge_module="Challenge", solution_module="Solution",
+                                  theorem_names=("t",), permitted_axioms=("propext",))
+NANODA = Path("/tc/bin/nanoda_bin")
+ACCEPT_OUT = "\n".join([
+    "Resolving dependencies", "Building Challenge", "Exporting #[t] from Challenge",
+    "Building Solution", "Exporting #[t] from Solution", "Running nanoda kernel on solution",
+    "nanoda kernel accepts the solution", "Running Lean default kernel on solution",
+    "Lean default kernel accepts the solution", "Your solution is okay!", "",
+])
+
+
+def outcome(stdout: str = "", stderr: str = "", returncode: int | None = 0,
+            signal: int | None = None, timed_out: bool = False) -> process.Outcome:
+    return process.Outcome(returncode=returncode, signal=signal, timed_out=timed_out,
+                           duration=1.0, stdout=stdout.encode(), stderr=stderr.encode(),
+                           stdout_truncated=False, stderr_truncated=False, orphans_killed=0)
+
+
+kernel_argv = st.lists(st.text(min_size=1, max_size=10), min_size=1, max_size=3)
+
+
+@given(enable=st.one_of(st.none(), st.booleans()),
+       kernels=st.one_of(st.none(), st.dictionaries(st.sampled_from(["nanoda", "other", "x"]),
+                                                      kernel_argv, max_size=3)))
+def test_forced_config_always_names_the_bundled_nanoda(
+        enable: bool | None, kernels: dict[str, list[str]] | None) -> None:
+    raw: dict[str, object] = {"challenge_module": "C", "solution_module": "S",
+                              "theorem_names": ["t"], "permitted_axioms": []}
+    if enable is not None:
+        raw["enable_nanoda"] = enable
+    if kernels is not None:
+        raw["external_kernels"] = kernels
+    config = catalog.parse_config(json.dumps(raw).encode(), "config.json")
+    forced = driver.forced_config(config, NANODA)
+    assert "enable_nanoda" not in forced
+    assert forced["external_kernels"]["nanoda"] == [str(NANODA)]  # type: ignore[index]
+    others = {k: v for k, v in (kernels or {}).items() if k != "nanoda"}
+    assert {k: v for k, v in forced["external_kernels"].items()  # type: ignore[attr-defined]
+            if k != "nanoda"} == others
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ('{"challenge_module": "C", "challenge_module": "D"}', "duplicate key"),
+        ('{"challenge_module": NaN}', "non-finite"),
+        ('{"challenge_module": Infinity}', "non-finite"),
+        ('{"challenge_module": 1, "solution_module": "S", "theorem_names": [], '
+         '"permitted_axioms": []}', "challenge_module"),
+        ('{"challenge_module": "C", "solution_module": "S", "theorem_names": "t", '
+         '"permitted_axioms": []}', "theorem_names"),
+        ('{"challenge_module": "C", "solution_module": "S", "theorem_names": [], '
+         '"permitted_axioms": [], "surprise": 1}', "surprise"),
+        ('{"challenge_module": "C", "solution_module": "S", "theorem_names": [], '
+         '"permitted_axioms": [], "enable_nanoda": "yes"}', "enable_nanoda"),
+    ],
+)
+def test_trusted_config_is_decoded_strictly(text: str, fragment: str) -> None:
+    with pytest.raises(TrustedConfigError, match=fragment):
+        catalog.parse_config(text.encode(), "config.json")
+
+
+def test_accepts_only_with_every_required_line() -> None:
+    c = driver.classify(outcome(ACCEPT_OUT), CONFIG, 10)
+    assert (c.verdict, c.execution, c.reason.code) == ("accepted", "completed", "accepted")
+    assert [k.name for k in c.checkers] == ["nanoda", "Lean default"]
+
+
+@pytest.mark.parametrize("drop", ["nanoda kernel accepts the solution",
+                                  "Lean default kernel accepts the solution",
+                                  "Your solution is okay!"])
+def test_exit_zero_without_a_required_line_is_an_error(drop: str) -> None:
+    c = driver.classify(outcome(ACCEPT_OUT.replace(drop + "\n", "")), CONFIG, 10)
+    assert (c.verdict, c.reason.code) == ("error", "protocol_violation")
+
+
+@pytest.mark.parametrize(
+    ("message", "code"),
+    [
+        ("Challenge and solution theorem statement do not match: 't'", "statement_mismatch"),
+        ("Challenge and solution constant kind don't match: 't'", "kind_mismatch"),
+        ("Const not found in solution: 't'", "missing_constant"),
+        ("Const does not match between challenge and target 'd'", "definition_mismatch"),
+        ("Illegal axiom detected: 'sorryAx'", "illegal_axiom"),
+        ("nanoda exited with 1", "kernel_rejected"),
+        ("Lean default exited with 1", "kernel_rejected"),
+        ("Child exited with 1", "build_failed"),
+    ],
+)
+def test_rejection_reasons(message: str, code: str) -> None:
+    stdout = ACCEPT_OUT.split("Exporting #[t] from Solution")[0]
+    faked = "Your solution is okay!\nnanoda kernel accepts the solution\n"
+    c = driver.classify(outcome(faked + stdout, f"error: {message}\n", 1), CONFIG, 10)
+    assert (c.verdict, c.execution, c.reason.code, c.reason.message) == (
+        "rejected", "completed", code, message)
+
+
+def test_export_failure_is_told_apart() -> None:
+    stdout = ACCEPT_OUT.split("Running nanoda")[0]
+    c = driver.classify(outcome(stdout, "error: Child exited with 3\n", 1), CONFIG, 10)
+    assert c.reason.code == "export_failed" and c.last_phase == "export_solution"
+
+
+def test_submission_printing_error_lines_does_not_choose_the_reason() -> None:
+    stderr = "error: Illegal axiom detected: 'fake'\nerror: Child exited with 1\n"
+    c = driver.classify(outcome("Building Challenge\nBuilding Solution\n", stderr, 1), CONFIG, 10)
+    assert c.reason.code == "build_failed"
+
+
+def test_sandbox_failure_is_never_a_rejection() -> None:
+    stderr = "bwrap: Can't mount proc on /newroot/proc: Operation not permitted\n" \
+             "error: Child exited with 1\n"
+    c = driver.classify(outcome("Resolving dependencies\n", stderr, 1), CONFIG, 10)
+    assert (c.verdict, c.execution) == ("error", "sandbox_error")
+
+
+def test_timeout_and_signals() -> None:
+    c = driver.classify(outcome("Building Solution\n", returncode=None, signal=9,
+                                timed_out=True), CONFIG, 7)
+    assert (c.verdict, c.execution, c.reason.code) == ("error", "timed_out", "timeout")
+    assert "build_solution" in c.reason.message
+    c = driver.classify(outcome(returncode=None, signal=11), CONFIG, 7)
+    assert (c.verdict, c.execution) == ("error", "crashed")
+    c = driver.classify(outcome(returncode=None, signal=24), CONFIG, 7)
+    assert c.execution == "resource_exhausted"
+
+
+def test_exit_two_is_setup_and_missing_sandbox_is_sandbox_error() -> None:
+    c = driver.classify(outcome(stderr="error: `nanoda` kernel `x` was not found\n",
+                                returncode=2), CONFIG, 7)
+    assert (c.verdict, c.reason.code) == ("error", "setup")
+    c = driver.classify(outcome(stderr="error: no bwrap. There is no unsandboxed mode\n",
+                                returncode=2), CONFIG, 7)
+    assert (c.verdict, c.execution) == ("error", "sandbox_error")
+
+
+def test_challenge_side_failure_is_not_the_submissions_fault() -> None:
+    c = driver.classify(outcome("Resolving dependencies\nBuilding Challenge\n",
+                                "error: Child exited with 1\n", 1), CONFIG, 7)
+    assert (c.verdict, c.reason.code) == ("error", "challenge_failed")

@@ -1,0 +1,176 @@
+"""The COMPARATOR_BWRAP wrapper, search-path filtering and Lake's environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess  # noqa: TID251 - the wrapper is a shell script run directly here
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lean_eval import sandbox
+
+LAKE_ARGS = [
+    "--ro-bind", "/", "/", "--tmpfs", "/home", "--tmpfs", "/root", "--tmpfs", "/run/user",
+    "--tmpfs", "/tmp", "--dir", "/tmp/home", "--dev", "/dev", "--proc", "/proc", "--clearenv",
+    "--tmpfs", "/run", "--tmpfs", "/var",
+    "--ro-bind", "/w/p", "/w/p", "--ro-bind", "/tc", "/tc", "--bind", "/w/p/.lake", "/w/p/.lake",
+    "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LEAN_ABORT_ON_PANIC", "1",
+    "--setenv", "HOME", "/tmp/home", "--unshare-all", "--die-with-parent", "--new-session",
+    "--chdir", "/w/p", "--", "/tc/bin/lake", "build", "Solution",
+]
+MOUNT_END = LAKE_ARGS.index("--setenv")
+
+
+@pytest.fixture
+def echo_bwrap(tmp_path: Path) -> Path:
+    """A stand-in for bwrap that prints the argv it was given, as JSON."""
+    fake = tmp_path / "fake-bwrap"
+    fake.write_text(f"#!{sys.executable}\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
+    fake.chmod(0o755)
+    return fake
+
+
+def run_wrapper(tmp_path: Path, spec: sandbox.WrapperSpec,
+                args: list[str]) -> subprocess.CompletedProcess[str]:
+    wrapper = sandbox.write_wrapper(tmp_path / "wrapper", spec)
+    return subprocess.run(["/usr/bin/env", "-i", str(wrapper), *args], capture_output=True,
+                          text=True, check=False)
+
+
+def test_insert_is_exact() -> None:
+    spec = sandbox.WrapperSpec(bwrap=Path("/usr/bin/bwrap"), ro_binds=("/pk",),
+                               masks=("/srv/in", "/srv/out"), file_masks=("/srv/a.tar",))
+    assert sandbox.wrapper_insert(spec) == (
+        "--ro-bind", "/pk", "/pk", "--tmpfs", "/srv/in", "--tmpfs", "/srv/out",
+        "--ro-bind", "/dev/null", "/srv/a.tar",
+    )
+
+
+def test_wrapper_text_embeds_absolute_bwrap_and_reads_no_environment() -> None:
+    text = sandbox.wrapper_text(sandbox.WrapperSpec(bwrap=Path("/opt/bw/bin/bwrap"),
+                                                    masks=("/srv/x y",)))
+    assert text.startswith("#!/bin/sh\n")
+    assert "exec /opt/bw/bin/bwrap \"$@\"" in text
+    assert "'/srv/x y'" in text
+    assert "$PATH" not in text and "${" not in text
+
+
+def test_wrapper_passes_lake_args_through_and_inserts_after_last_mount(
+        tmp_path: Path, echo_bwrap: Path) -> None:
+    spec = sandbox.WrapperSpec(bwrap=echo_bwrap, ro_binds=("/pk",),
+                               masks=("/srv/sub's dir",), file_masks=("/srv/a.tar",))
+    done = run_wrapper(tmp_path, spec, LAKE_ARGS)
+    assert done.returncode == 0, done.stderr
+    expected = (LAKE_ARGS[:MOUNT_END] + list(sandbox.wrapper_insert(spec))
+                + LAKE_ARGS[MOUNT_END:])
+    assert json.loads(done.stdout) == expected
+
+
+def test_wrapper_with_nothing_to_insert_is_identity(tmp_path: Path, echo_bwrap: Path) -> None:
+    done = run_wrapper(tmp_path, sandbox.WrapperSpec(bwrap=echo_bwrap), LAKE_ARGS)
+    assert json.loads(done.stdout) == LAKE_ARGS
+
+
+def test_wrapper_does_not_count_command_arguments_as_mounts(
+        tmp_path: Path, echo_bwrap: Path) -> None:
+    args = [*LAKE_ARGS[:-3], "/bin/sh", "-c", "x", "--bind", "/a", "/b"]
+    spec = sandbox.WrapperSpec(bwrap=echo_bwrap, masks=("/m",))
+    out = json.loads(run_wrapper(tmp_path, spec, args).stdout)
+    assert out[-7:] == ["--", "/bin/sh", "-c", "x", "--bind", "/a", "/b"]
+    assert out[MOUNT_END:MOUNT_END + 2] == ["--tmpfs", "/m"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param([*LAKE_ARGS[:2], "--args", "3", "--", "/bin/true"], id="unknown-option"),
+        pytest.param(["--ro-bind", "/", "/", "/bin/true"], id="no-double-dash"),
+        pytest.param(["--unshare-all", "--", "/bin/true"], id="no-mounts"),
+    ],
+)
+def test_wrapper_fails_closed(tmp_path: Path, echo_bwrap: Path, args: list[str]) -> None:
+    done = run_wrapper(tmp_path, sandbox.WrapperSpec(bwrap=echo_bwrap, masks=("/m",)), args)
+    assert done.returncode == 126
+    assert done.stderr.startswith(f"{sandbox.WRAPPER_TAG}: ")
+    assert done.stdout == ""
+
+
+def test_wrapper_refuses_newlines_in_paths() -> None:
+    with pytest.raises(ValueError, match="newline"):
+        sandbox.wrapper_text(sandbox.WrapperSpec(bwrap=Path("/b"), masks=("/a\nb",)))
+
+
+def test_outside_lake_masks_drops_paths_lake_already_hides(tmp_path: Path) -> None:
+    srv = Path("/srv")
+    kept = sandbox.outside_lake_masks([tmp_path, Path("/root/x"), srv, srv, Path("/home/u")])
+    assert kept == ("/srv",)
+
+
+# --- search-path filtering -------------------------------------------------------------------
+
+
+def _mkbin(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def test_filter_keeps_trusted_absolute_existing_entries(tmp_path: Path) -> None:
+    root = _mkbin(tmp_path / "score")
+    assert sandbox.filter_search_path("/usr/bin:/bin", [root]) == ("/usr/bin", "/bin")
+
+
+def test_filter_drops_planted_entries_every_way(tmp_path: Path) -> None:
+    root = _mkbin(tmp_path / "score")
+    planted = _mkbin(root / "ws" / ".lake" / "build" / "bin")
+    link = tmp_path / "innocent"
+    link.symlink_to(planted)
+    via_parent = tmp_path / "parentlink"
+    via_parent.symlink_to(root / "ws")
+    value = ":".join([str(planted), ".lake/build/bin", "", str(link),
+                      str(via_parent / ".lake" / "build" / "bin"), "/nonexistent/bin",
+                      "/usr/bin", "/usr/bin"])
+    assert sandbox.filter_search_path(value, [root]) == ("/usr/bin",)
+
+
+def test_filter_drops_world_writable_directories(tmp_path: Path) -> None:
+    open_dir = _mkbin(tmp_path / "open")
+    open_dir.chmod(0o777)
+    sticky = _mkbin(tmp_path / "sticky")
+    sticky.chmod(0o777 | stat.S_ISVTX)
+    inside_sticky = _mkbin(sticky / "bin")
+    kept = sandbox.filter_search_path(f"{open_dir}:{inside_sticky}", [])
+    assert kept == (str(inside_sticky),)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["", ".", "rel/bin", "ROOT", "ROOT/a", "LINK", "/usr/bin",
+                                 "/bin", "/nope", "ROOT/../ROOT/a"]), max_size=8))
+def test_filter_never_keeps_anything_inside_a_writable_root(entries: list[str]) -> None:
+    base = Path(os.environ.get("LEAN_EVAL_HYPOTHESIS_DIR", "/tmp")) / f"pf-{os.getpid()}"
+    root = _mkbin(base / "root")
+    _mkbin(root / "a")
+    link = base / "link"
+    if not link.is_symlink():
+        link.symlink_to(root)
+    value = ":".join(e.replace("ROOT", str(root)).replace("LINK", str(link)) for e in entries)
+    kept = sandbox.filter_search_path(value, [root])
+    for entry in kept:
+        assert Path(entry).is_absolute()
+        assert not os.path.realpath(entry).startswith(str(root.resolve()))
+    assert len(kept) == len(set(kept))
+
+
+def test_lake_environment_is_the_allowlist_only(tmp_path: Path) -> None:
+    caller = {"PATH": "/usr/bin", "HOME": "/h", "LANG": "C.UTF-8", "AWS_SECRET_ACCESS_KEY": "s",
+              "LD_PRELOAD": "/evil.so", "GITHUB_TOKEN": "t", "LEAN_PATH": "/x"}
+    env = sandbox.lake_environment(caller, search_path=("/usr/bin", "/bin"), tmpdir=tmp_path,
+                                   wrapper=tmp_path / "w")
+    assert env == {"PATH": "/usr/bin:/bin", "HOME": "/h", "LANG": "C.UTF-8",
+                   "TMPDIR": str(tmp_path), "COMPARATOR_BWRAP": str(tmp_path / "w")}
+    assert set(env) <= set(sandbox.ENV_ALLOWLIST)
