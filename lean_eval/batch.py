@@ -102,11 +102,12 @@ def _check_paths(inputs: Sequence[Path], options: RunOptions, catalog: Catalog,
         raise UsageError(f"--out {options.out_dir} and --work-dir {options.work_dir} overlap")
 
 
-def _scoring_root(options: RunOptions) -> Path:
-    base = options.work_dir
-    if base is not None:
-        base.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix="lean-eval-", dir=base)).resolve()
+def _scoring_root(options: RunOptions) -> tuple[Path, bool]:
+    """The scoring root and whether the run created it (and so may delete it whole)."""
+    if options.work_dir is None:
+        return Path(tempfile.mkdtemp(prefix="lean-eval-")).resolve(), True
+    options.work_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return options.work_dir.resolve(), False
 
 
 def _masks(inputs: Sequence[Path], out_dir: Path, root: Path, sid: str, pid: str,
@@ -169,11 +170,11 @@ def run_batch(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options: R
     planned = {sub.submission_id: [e.problem_id for e in sub.problems] for sub in intakes}
     options.out_dir.mkdir(parents=True, exist_ok=True)
     out_dir = options.out_dir.resolve()
-    root = _scoring_root(options)
+    root, own_root = _scoring_root(options)
     ident = identity(catalog, tools)
     verdicts: list[tuple[Verdict, Path]] = []
+    workspace.plan_scoring_root(root, [(s, p) for s, ps in planned.items() for p in ps])
     try:
-        workspace.plan_scoring_root(root, [(s, p) for s, ps in planned.items() for p in ps])
         for sub in intakes:
             for entry in sub.problems:
                 dirs = workspace.pair_dirs(root, sub.submission_id, entry.problem_id)
@@ -200,7 +201,10 @@ def run_batch(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options: R
                     on_verdict(verdict)
     finally:
         if not options.keep_work:
-            shutil.rmtree(root, ignore_errors=True)
+            for sid in planned:
+                shutil.rmtree(root / sid, ignore_errors=True)
+            if own_root:
+                shutil.rmtree(root, ignore_errors=True)
     return _summary(started_at, ident, catalog, intakes, verdicts, out_dir)
 
 

@@ -177,3 +177,13 @@ def schemas() -> dict[str, dict[str, Any]]:
 
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
+
+
+def _write_schemas() -> None:
+    for name, schema in schemas().items():
+        (SCHEMA_DIR / name).write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n",
+                                       encoding="utf-8")
+
+
+if __name__ == "__main__":
+    _write_schemas()

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
+from lean_eval.errors import UsageError
 from lean_eval.intake import SubmissionFile
 
 _OVERLAY_ROOTS = ("Submission.lean", "Submission")
@@ -36,7 +37,15 @@ def pair_dirs(scoring_root: Path, submission_id: str, problem_id: str) -> PairDi
 
 
 def plan_scoring_root(scoring_root: Path, pairs: Iterable[tuple[str, str]]) -> None:
-    """Create every pair's directory up front so that the wrapper can mask siblings statically."""
+    """Create every pair's directory up front so that the wrapper can mask siblings statically.
+
+    A pair directory that already exists belongs to someone else: refuse rather than reuse it.
+    """
+    pairs = list(pairs)
+    for submission_id, problem_id in pairs:
+        existing = pair_dirs(scoring_root, submission_id, problem_id).root
+        if existing.exists() or existing.is_symlink():
+            raise UsageError(f"scoring directory {existing} already exists; use an empty --work-dir")
     scoring_root.mkdir(mode=0o700, parents=True, exist_ok=True)
     for submission_id, problem_id in pairs:
         dirs = pair_dirs(scoring_root, submission_id, problem_id)

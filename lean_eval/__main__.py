@@ -1,0 +1,5 @@
+"""``python -m lean_eval`` runs the command line."""
+
+from lean_eval.cli import main
+
+main()

@@ -1,0 +1,522 @@
+"""Intake (SPEC §4.3, §5.2): read an untrusted submission into memory, checking every entry.
+
+Security invariants (SPEC §6.1, §6.2), each exercised by tests/test_intake*.py:
+
+- Nothing in a submission is followed, executed, extracted or written. Directories are walked
+  with ``lstat`` and ``O_NOFOLLOW`` opens relative to an open directory descriptor, and every
+  opened entry must still be the entry that was ``lstat``-ed (type, device, inode); archives are
+  decoded in memory as one bounded stream (``tarfile`` mode ``r|``), member by member.
+- The only files handed on are ``Submission.lean`` and ``Submission/**/*.lean`` of a problem
+  directory, each a regular file with one link, valid UTF-8 without NUL bytes, within the size
+  limit, whose relpath matches ``Submission.lean|Submission/(ident/)*ident.lean``: no relpath
+  can leave the problem directory.
+- A symlink, hard link, FIFO, socket or device in that read set rejects the problem. Link,
+  device and FIFO archive members, absolute or ``..`` member names, and exceeded limits reject
+  the whole submission.
+- Entries, depth and bytes are counted before they are used: a huge tree is not walked past
+  the limit and a decompression bomb is not decompressed past it (every byte the archive
+  decoder yields is counted, including tar headers and pax records).
+- The result is a function of the submission's content only: every listing is sorted, and
+  every name shown in a message is escaped (non-printable characters) and truncated.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import os
+import re
+import stat
+import tarfile
+import unicodedata
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, NamedTuple, cast
+
+from pydantic import BaseModel, Field
+
+from lean_eval.errors import UsageError
+
+if TYPE_CHECKING:
+    from hashlib import _Hash
+
+MIB = 1 << 20
+SUBMISSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+LEAN_COMPONENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_']*")
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
+SKIPPED_NAMES = frozenset({".lake", ".git"})  # build and VCS data: skipped wholesale
+IGNORED_CAP = 200
+_CHUNK = 64 * 1024
+_MEMBER_OVERHEAD = 3072  # tar header, padding and a pax record per member
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})  # Cs: undecodable bytes
+
+
+class IntakeLimits(BaseModel, frozen=True, extra="forbid"):
+    """Bounds on what one submission may make the harness read."""
+
+    max_file_bytes: int = Field(default=MIB, ge=1)  # per overlaid file
+    max_total_bytes: int = Field(default=16 * MIB, ge=1)  # all file bytes of the submission
+    max_files: int = Field(default=10_000, ge=1)  # entries walked / archive members seen
+    max_depth: int = Field(default=32, ge=1, le=256)  # path components
+
+
+DEFAULT_LIMITS = IntakeLimits()
+
+
+class SubmissionFile(NamedTuple):
+    relpath: str  # "Submission.lean" or "Submission/A/B.lean", relative to the problem dir
+    data: bytes
+    sha256: str
+
+
+class ProblemEntry(BaseModel, frozen=True, extra="forbid"):
+    problem_id: str
+    location: str  # path of the problem directory inside the submission (escaped for display)
+    files: tuple[SubmissionFile, ...]  # sorted by relpath; empty when rejected
+    rejection: str | None
+    ignored: tuple[str, ...]  # "path: why", sorted
+
+
+class Intake(BaseModel, frozen=True, extra="forbid"):
+    submission_id: str
+    source: str
+    digest: str
+    problems: tuple[ProblemEntry, ...]  # sorted by problem_id; empty when rejected
+    rejection: str | None
+    ignored: tuple[str, ...]
+
+
+class _RejectError(Exception):
+    """Whole-submission rejection; the message names the offending entry."""
+
+
+class _BadProblemError(Exception):
+    """Problem rejection; the message names the offending entry."""
+
+
+@dataclass
+class _Node:
+    kind: str  # dir | file | skipped | symlink | FIFO | socket | device | special file
+    data: bytes = b""
+    nlink: int = 1
+    children: dict[str, _Node] = field(default_factory=dict)
+
+
+def _show(text: str) -> str:
+    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return out if len(out) <= 300 else out[:297] + "..."
+
+
+def _cap(lines: list[str]) -> tuple[str, ...]:
+    lines = sorted(lines)
+    if len(lines) <= IGNORED_CAP:
+        return tuple(lines)
+    return (*lines[:IGNORED_CAP], f"... and {len(lines) - IGNORED_CAP} more")
+
+
+class _Budget:
+    def __init__(self, limits: IntakeLimits) -> None:
+        self.limits, self.entries, self.bytes = limits, 0, 0
+
+    def entry(self, shown: str, depth: int) -> None:
+        self.entries += 1
+        limits = self.limits
+        if self.entries > limits.max_files:
+            raise _RejectError(f"{shown}: the submission has more than {limits.max_files} entries")
+        if depth > limits.max_depth:
+            raise _RejectError(f"{shown}: deeper than {limits.max_depth} path components")
+
+    def data(self, shown: str, size: int) -> None:
+        self.bytes += size
+        if self.bytes > (limit := self.limits.max_total_bytes):
+            raise _RejectError(f"{shown}: the submission holds more than {limit} bytes")
+
+
+def submission_id(path: Path) -> str:
+    """The basename of `path` without .tar/.tar.gz/.tgz; UsageError when it is not a safe id."""
+    name = Path(os.path.abspath(path)).name
+    if not (path.is_dir() and not path.is_symlink()):
+        suffix = next((s for s in ARCHIVE_SUFFIXES if name.lower().endswith(s)), "")
+        name = name[: len(name) - len(suffix)]
+    if not SUBMISSION_ID_RE.fullmatch(name):
+        raise UsageError(f"submission {_show(str(path))}: {_show(name)!r} is not a valid id")
+    return name
+
+
+def read_submission(
+    path: Path, problem_ids: frozenset[str], limits: IntakeLimits = DEFAULT_LIMITS
+) -> Intake:
+    """Read a submission directory or tar archive; only bad top-level paths raise UsageError.
+
+    A problem directory is any directory but the root named after an id in `problem_ids` that
+    holds an entry `Submission.lean`; it is not searched for further problem directories.
+    `.lake` and `.git` are skipped (in archives still counted, as they must be decoded). Every
+    regular file walked is read and counts toward `max_total_bytes` (so a directory and its tar
+    get the same answer); the digest of a directory hashes every walked path, type and content.
+    A whole-submission rejection leaves `problems` and `ignored` empty.
+    """
+    source = os.path.abspath(path)
+    sid = submission_id(path)
+    try:
+        st = os.lstat(source)
+    except OSError as exc:
+        raise UsageError(f"submission {_show(source)}: {exc.strerror}") from None
+    is_dir = stat.S_ISDIR(st.st_mode)
+    if not is_dir and not (stat.S_ISREG(st.st_mode) and source.lower().endswith(ARCHIVE_SUFFIXES)):
+        raise UsageError(
+            f"submission {_show(source)}: not a directory or a .tar, .tar.gz or .tgz file"
+            " (symlinks are not followed)"
+        )
+    try:
+        fd = os.open(source, _DIR_FLAGS if is_dir else _FILE_FLAGS)
+    except OSError as exc:
+        raise UsageError(f"submission {_show(source)}: {exc.strerror}") from None
+    digest = hashlib.sha256(b"lean-eval-dir-v1\0" if is_dir else b"")
+    problems: tuple[ProblemEntry, ...] = ()
+    ignored: tuple[str, ...] = ()
+    rejection = None
+    try:
+        if (os.fstat(fd).st_ino, os.fstat(fd).st_mode) != (st.st_ino, st.st_mode):
+            raise UsageError(f"submission {_show(source)}: changed while it was opened")
+        if is_dir:
+            root = _Node("dir")
+            _walk_dir(fd, "", root, _Budget(limits), digest)
+        else:
+            root = _parse_archive(_read_raw(fd, _stream_cap(limits), digest), limits)
+        problems, ignored = _analyse(root, problem_ids, limits)
+    except _RejectError as exc:
+        rejection = str(exc)
+        if is_dir:  # the walk may have stopped early: make the digest cover the reason too
+            digest.update(b"\0rejected\0" + rejection.encode())
+    finally:
+        os.close(fd)
+    return Intake(submission_id=sid, source=source, digest=digest.hexdigest(),
+                  problems=problems, rejection=rejection, ignored=ignored)
+
+
+_MODE_KINDS = {stat.S_IFDIR: "dir", stat.S_IFREG: "file", stat.S_IFLNK: "symlink",
+               stat.S_IFIFO: "FIFO", stat.S_IFSOCK: "socket", stat.S_IFCHR: "device",
+               stat.S_IFBLK: "device"}
+
+
+def _open_same(name: str, dfd: int, flags: int, st: os.stat_result, shown: str) -> int:
+    fd = os.open(name, flags, dir_fd=dfd)
+    now = os.fstat(fd)
+    if (now.st_dev, now.st_ino, now.st_mode) != (st.st_dev, st.st_ino, st.st_mode):
+        os.close(fd)
+        raise _RejectError(f"{shown}: changed while the submission was read")
+    return fd
+
+
+def _record(digest: _Hash, *fields: bytes) -> None:
+    for item in fields:
+        digest.update(len(item).to_bytes(8, "big") + item)
+
+
+def _walk_dir(dfd: int, prefix: str, node: _Node, budget: _Budget, digest: _Hash) -> None:
+    names: list[str] = []
+    with os.scandir(dfd) as entries:
+        for entry in entries:
+            names.append(entry.name)
+            if budget.entries + len(names) > budget.limits.max_files:
+                raise _RejectError(f"{_show(prefix or './')}: the submission has more than "
+                                   f"{budget.limits.max_files} entries")
+    for name in sorted(names):
+        rel = prefix + name
+        shown = _show(rel)
+        budget.entry(shown, rel.count("/") + 1)
+        try:
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            kind = _MODE_KINDS.get(stat.S_IFMT(st.st_mode), "special file")
+            child = _Node("skipped" if name in SKIPPED_NAMES and kind in ("dir", "file") else kind)
+            node.children[name] = child
+            extra = b""
+            if child.kind == "file":
+                fd = _open_same(name, dfd, _FILE_FLAGS, st, shown)
+                try:
+                    child.nlink = os.fstat(fd).st_nlink
+                    child.data = _read_bounded(fd, budget, shown)
+                finally:
+                    os.close(fd)
+                extra = hashlib.sha256(child.data).digest()
+            elif child.kind == "symlink":
+                extra = os.fsencode(os.readlink(name, dir_fd=dfd))
+            _record(digest, os.fsencode(rel), child.kind.encode(), extra)
+            if child.kind == "dir":
+                fd = _open_same(name, dfd, _DIR_FLAGS, st, shown)
+                try:
+                    _walk_dir(fd, rel + "/", child, budget, digest)
+                finally:
+                    os.close(fd)
+        except OSError as exc:
+            raise _RejectError(f"{shown}: cannot be read: {exc.strerror}") from None
+
+
+def _read_bounded(fd: int, budget: _Budget, shown: str) -> bytes:
+    chunks: list[bytes] = []
+    while chunk := os.read(fd, min(_CHUNK, budget.limits.max_total_bytes - budget.bytes + 1)):
+        budget.data(shown, len(chunk))  # raises before a growing file passes the total limit
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _stream_cap(limits: IntakeLimits) -> int:
+    """Most decompressed bytes a tar stream within the limits can need (data plus headers)."""
+    headers = _MEMBER_OVERHEAD * (limits.max_files + 4) + 2 * tarfile.RECORDSIZE
+    return limits.max_total_bytes + headers
+
+
+def _read_raw(fd: int, stream_cap: int, digest: _Hash) -> bytes:
+    """Hash the whole archive file; keep it only if small enough to decode within the limits."""
+    raw_cap = stream_cap + stream_cap // 64 + 65536  # compression overhead on incompressible data
+    kept: list[bytes] = []
+    size = 0
+    while chunk := os.read(fd, 1 * MIB):
+        digest.update(chunk)
+        size += len(chunk)
+        if size <= raw_cap:
+            kept.append(chunk)
+    if size > raw_cap:
+        raise _RejectError(f"archive: {size} bytes, more than the limits allow ({raw_cap})")
+    return b"".join(kept)
+
+
+class _Bounded:
+    """What tarfile's stream reader reads from: counts decoded bytes and stops at the cap."""
+
+    def __init__(self, inner: io.BufferedIOBase, cap: int) -> None:
+        self.inner, self.cap, self.used, self.where = inner, cap, 0, "at its start"
+
+    def read(self, size: int = -1) -> bytes:
+        room = self.cap + 1 - self.used
+        data = self.inner.read(room if size < 0 else min(size, room))
+        self.used += len(data)
+        if self.used > self.cap:
+            raise _RejectError(f"archive expands beyond {self.cap} bytes {self.where}")
+        return data
+
+
+def _decoder(raw: bytes) -> io.BufferedIOBase:
+    source = io.BytesIO(raw)
+    return gzip.GzipFile(fileobj=source, mode="rb") if raw.startswith(b"\x1f\x8b") else source
+
+
+def _member_parts(name: str) -> list[str]:
+    if name.startswith("/"):
+        raise _RejectError(f"{_show(name)}: absolute member name")
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise _RejectError(f"{_show(name)}: member name has a '..' component")
+    return parts
+
+
+_MEMBER_KINDS = {tarfile.SYMTYPE: "symlink", tarfile.LNKTYPE: "hard link",
+                 tarfile.CHRTYPE: "device", tarfile.BLKTYPE: "device", tarfile.FIFOTYPE: "FIFO"}
+
+
+def _member_kind(member: tarfile.TarInfo) -> str | None:
+    """None for regular files and directories, else what the member is."""
+    if member.isdir() or (member.isreg() and not member.issparse()):
+        return None
+    return _MEMBER_KINDS.get(member.type, f"unsupported (type {member.type!r})")
+
+
+def _parse_archive(raw: bytes, limits: IntakeLimits) -> _Node:
+    root = _Node("dir")
+    budget = _Budget(limits)
+    stream = _Bounded(_decoder(raw), _stream_cap(limits))
+    try:
+        with tarfile.open(fileobj=cast("IO[bytes]", stream), mode="r|",
+                          encoding="utf-8", errors="surrogateescape") as archive:
+            for member in archive:
+                shown = _show(member.name)
+                parts = _member_parts(member.name)
+                budget.entry(shown, len(parts))
+                kind = _member_kind(member)
+                if kind is not None:
+                    raise _RejectError(f"{shown}: {kind} member")
+                node = _Node("dir" if member.isdir() else "file")
+                if node.kind == "file":
+                    budget.data(shown, member.size)  # before a single byte of it is decoded
+                    handle = archive.extractfile(member)  # size is within the budget
+                    if handle and not SKIPPED_NAMES.intersection(parts):
+                        node.data = handle.read(member.size)
+                        if len(node.data) != member.size:
+                            raise _RejectError(f"{shown}: member data is truncated")
+                if parts:
+                    _insert(root, parts, node, shown)
+                elif node.kind != "dir":
+                    raise _RejectError(f"{shown}: names the archive root but is not a directory")
+                stream.where = f"after member {shown}"
+            while stream.read(_CHUNK):  # to the end, so a gzip CRC or length error is seen
+                pass
+    except (tarfile.TarError, EOFError, OSError, zlib.error, ValueError) as exc:
+        raise _RejectError(f"archive: corrupt {stream.where}: {_show(str(exc))}") from None
+    return root
+
+
+def _insert(root: _Node, parts: list[str], node: _Node, shown: str) -> None:
+    current = root
+    for depth, name in enumerate(parts):
+        existing = current.children.get(name)
+        if name in SKIPPED_NAMES:  # the whole subtree is reported once and not kept
+            current.children.setdefault(name, _Node("skipped"))
+            return
+        if depth == len(parts) - 1:
+            if existing is None:
+                current.children[name] = node
+            elif not (existing.kind == node.kind == "dir"):
+                raise _RejectError(f"{shown}: duplicate member")
+            return
+        if existing is None:
+            existing = current.children[name] = _Node("dir")
+        elif existing.kind != "dir":
+            raise _RejectError(f"{shown}: member lies under a member that is not a directory")
+        current = existing
+
+
+def _is_problem_dir(name: str, node: _Node, problem_ids: frozenset[str]) -> bool:
+    return node.kind == "dir" and name in problem_ids and "Submission.lean" in node.children
+
+
+def _analyse(
+    root: _Node, problem_ids: frozenset[str], limits: IntakeLimits
+) -> tuple[tuple[ProblemEntry, ...], tuple[str, ...]]:
+    """Find problem directories (not searched inside one another) and report everything else."""
+    memo: dict[int, bool] = {}
+    found: dict[str, list[tuple[str, _Node]]] = {}
+    ignored: list[str] = []
+
+    def holds(node: _Node) -> bool:
+        if id(node) not in memo:
+            memo[id(node)] = any(
+                _is_problem_dir(n, c, problem_ids) or (c.kind == "dir" and holds(c))
+                for n, c in node.children.items()
+            )
+        return memo[id(node)]
+
+    def visit(node: _Node, prefix: str) -> None:
+        for name in sorted(node.children):
+            child, path = node.children[name], prefix + name
+            shown = _show(path)
+            if _is_problem_dir(name, child, problem_ids):
+                found.setdefault(name, []).append((path, child))
+            elif child.kind == "dir":
+                if name in problem_ids:
+                    ignored.append(f"{shown}/: named after problem {name}, no Submission.lean")
+                if holds(child):
+                    visit(child, path + "/")
+                elif name not in problem_ids:
+                    ignored.append(f"{shown}/: holds no problem directory")
+            elif child.kind == "skipped":
+                ignored.append(f"{shown}: build or version-control data, not read")
+            elif child.kind == "file" and name == "Submission.lean":
+                ignored.append(f"{shown}: its directory is not named after a catalog problem id")
+            elif child.kind == "file":
+                ignored.append(f"{shown}: outside every problem directory")
+            else:
+                ignored.append(f"{shown}: {child.kind}, not followed or read")
+
+    visit(root, "")
+    for pid in sorted(found):
+        if len(found[pid]) > 1:
+            paths = ", ".join(sorted(_show(p) for p, _ in found[pid]))
+            raise _RejectError(f"problem {pid} has more than one problem directory: {paths}")
+    problems = tuple(_problem(pid, *found[pid][0], limits) for pid in sorted(found))
+    return problems, _cap(ignored)
+
+
+def _bad_kind(node: _Node) -> str | None:
+    if node.kind == "file":
+        return None if node.nlink == 1 else f"hard link ({node.nlink} links)"
+    return None if node.kind in ("dir", "skipped") else node.kind
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
+
+
+class _ProblemReader:
+    """Collects the read set of one problem directory; raises _BadProblemError to reject it."""
+
+    def __init__(self, location: str, limits: IntakeLimits) -> None:
+        self.loc, self.limits = _show(location), limits
+        self.files: list[SubmissionFile] = []
+        self.ignored: list[str] = []
+        self.keys: dict[str, str] = {}  # folded relpath -> relpath, for collisions
+
+    def read(self, node: _Node) -> None:
+        for name, child in node.children.items():
+            if name not in ("Submission.lean", "Submission"):
+                slash = "/" if child.kind == "dir" else ""
+                self.ignored.append(f"{self.loc}/{_show(name)}{slash}: not read (only "
+                                    "Submission.lean and Submission/**/*.lean are)")
+        self.lean_file(node.children["Submission.lean"], "Submission.lean")
+        sub = node.children.get("Submission")
+        if sub is not None and sub.kind == "dir":
+            self.tree(sub, "Submission")
+        elif sub is not None and (why := _bad_kind(sub)):
+            raise _BadProblemError(f"{self.loc}/Submission: {why}")
+        elif sub is not None:
+            self.ignored.append(f"{self.loc}/Submission: not a directory, not read")
+
+    def tree(self, node: _Node, prefix: str) -> None:
+        for name in sorted(node.children):
+            child, rel = node.children[name], f"{prefix}/{name}"
+            shown = f"{self.loc}/{_show(rel)}"
+            if any(unicodedata.category(c) in _UNSAFE_CATEGORIES for c in name):
+                raise _BadProblemError(f"{shown}: name is not UTF-8 or holds control characters")
+            if (other := self.keys.setdefault(_fold(rel), rel)) != rel:
+                raise _BadProblemError(
+                    f"{shown}: collides with {self.loc}/{_show(other)} (case or Unicode form)")
+            if why := _bad_kind(child):
+                raise _BadProblemError(f"{shown}: {why}")
+            if child.kind == "skipped":
+                self.ignored.append(f"{shown}: build or version-control data, not read")
+            elif child.kind == "dir" and name.endswith(".lean"):
+                raise _BadProblemError(f"{shown}: a directory named *.lean")
+            elif child.kind == "dir":
+                self.tree(child, rel)
+            elif name.endswith(".lean"):
+                self.lean_file(child, rel)
+            else:
+                self.ignored.append(f"{shown}: not a .lean file, not read")
+
+    def lean_file(self, node: _Node, rel: str) -> None:
+        shown = f"{self.loc}/{_show(rel)}"
+        if node.kind == "dir":
+            raise _BadProblemError(f"{shown}: a directory named *.lean")
+        if why := _bad_kind(node):
+            raise _BadProblemError(f"{shown}: {why}")
+        for part in rel[: -len(".lean")].split("/")[1:]:  # "Submission" itself is fixed
+            if not LEAN_COMPONENT_RE.fullmatch(part) or len(part) > 255:
+                raise _BadProblemError(
+                    f"{shown}: {_show(part)!r} is not a valid Lean module name component")
+        data, limit = node.data, self.limits.max_file_bytes
+        if len(data) > limit:
+            raise _BadProblemError(f"{shown}: {len(data)} bytes, over the limit of {limit}")
+        if rel == "Submission.lean" and not data:
+            raise _BadProblemError(f"{shown}: empty")
+        if b"\0" in data:
+            raise _BadProblemError(f"{shown}: holds NUL bytes")
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _BadProblemError(f"{shown}: not UTF-8 (bad byte at offset {exc.start})") from None
+        self.files.append(SubmissionFile(rel, data, hashlib.sha256(data).hexdigest()))
+
+
+def _problem(pid: str, location: str, node: _Node, limits: IntakeLimits) -> ProblemEntry:
+    reader = _ProblemReader(location, limits)
+    rejection = None
+    try:
+        reader.read(node)
+    except _BadProblemError as exc:
+        rejection, reader.files = str(exc), []
+    return ProblemEntry(problem_id=pid, location=reader.loc, rejection=rejection,
+                        ignored=_cap(reader.ignored),
+                        files=tuple(sorted(reader.files, key=lambda f: f.relpath)))

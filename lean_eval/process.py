@@ -1,0 +1,449 @@
+"""Start a child process and return only once its whole process tree is gone.
+
+Invariants (the rest of lean-eval relies on them):
+- This is the only module that starts processes; ruff bans `subprocess` everywhere else.
+- argv is a tuple of str, never a shell string. env and cwd are always explicit: the child sees
+  exactly the env it is given and nothing of os.environ. Its stdin is /dev/null and no file
+  descriptor other than 0, 1 and 2 reaches it.
+- Every run() has its own reaper: a Python process running `_reaper_main` of this module, made a
+  child subreaper (prctl PR_SET_CHILD_SUBREAPER). It starts argv in a new process group with the
+  requested rlimits and, once that child has ended, SIGKILLs and reaps everything reparented to
+  it until waitpid reports ECHILD, so descendants that left the group or the session (setsid,
+  double fork, bwrap --new-session) die too. Parallel callers never share a reaper, so none can
+  steal or miss another's orphans. If the caller's thread dies, PR_SET_PDEATHSIG tells the reaper.
+- When run() returns or raises, the reaper has exited and been reaped; unless run() had to
+  SIGKILL a wedged reaper (last resort), the reaper reaped every descendant first.
+- Deadlines come from time.monotonic(); a timeout is Outcome.timed_out, never an exception. At
+  the deadline run() SIGTERMs the reaper, which TERMs the child's group, KILLs it `grace` seconds
+  later, then sweeps. A reaper still alive `grace + _REAPER_MARGIN` after that is SIGKILLed with
+  the child's group.
+- stdout and stderr are drained by one poll loop in the calling thread into bounded buffers
+  (head + rolling tail, at most `output_cap` bytes kept per stream): floods cannot deadlock it
+  and memory stays bounded.
+- A child that cannot be started raises ProcessStartError naming argv[0] and the OS error (the
+  reaper reports exec failures on its status pipe); a reaper that dies without reporting raises
+  LeanEvalError. Nothing the child does raises. Exit codes above 128 are plain returncodes;
+  only a real signal sets Outcome.signal. timed_out means the deadline, not the child, ended it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import resource
+import selectors
+import signal
+import subprocess  # noqa: TID251 - the one module allowed to start processes
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from lean_eval.errors import LeanEvalError, ProcessStartError
+
+__all__ = ["Outcome", "run", "run_capture"]
+
+_HEAD_MAX = 64 * 1024  # bytes kept from the start of a stream; the rest of the cap is its tail
+_READ_CHUNK = 256 * 1024
+_SPEC_CHUNK = 64 * 1024
+_REAPER_MARGIN = 5.0  # after deadline + grace, before run() gives up on the reaper
+_DRAIN_AFTER_EXIT = 2.0  # how long run() drains output still held open once the reaper is gone
+_SWEEP_POLL = 0.05
+_CAPTURE_CAP = 8 * 1024 * 1024
+_CAPTURE_GRACE = 1.0
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+_TERM_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
+_WAITED = _TERM_SIGNALS | {signal.SIGCHLD}
+# `-I` ignores PYTHON* variables, the user site and the current directory; the reaper imports
+# this very package from the directory the harness loaded it from.
+_REAPER_BOOT = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from lean_eval.process import _reaper_main; sys.exit(_reaper_main())"
+)
+
+
+class Outcome(NamedTuple):
+    """How a child ended, with its capped output."""
+
+    returncode: int | None  # exit status if it exited normally
+    signal: int | None  # the signal that ended it (for timeouts: the one that finally did)
+    timed_out: bool
+    duration: float  # seconds, monotonic
+    stdout: bytes  # capped: head + "\n[... N bytes omitted ...]\n" + tail
+    stderr: bytes
+    stdout_truncated: bool
+    stderr_truncated: bool
+    orphans_killed: int  # descendants alive after the main child ended, killed by the reaper
+
+
+def run(
+    argv: tuple[str, ...],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    timeout: float | None,
+    output_cap: int = 256 * 1024,
+    grace: float = 5.0,
+    rlimits: Mapping[int, tuple[int, int]] | None = None,
+) -> Outcome:
+    """Run argv to completion or to its deadline; its whole process tree is gone on return."""
+    if not argv:
+        raise ValueError("argv must not be empty")
+    if output_cap < 0 or grace < 0:
+        raise ValueError("output_cap and grace must not be negative")
+    if not sys.executable:
+        raise ProcessStartError(f"cannot start {argv[0]!r}: no Python interpreter for the reaper")
+    status_r, status_w = os.pipe()
+    spec = {
+        "argv": list(argv),
+        "env": dict(env),
+        "cwd": os.fspath(cwd),
+        "grace": grace,
+        "rlimits": [[int(k), int(v[0]), int(v[1])] for k, v in (rlimits or {}).items()],
+        "status_fd": status_w,
+        "parent_pid": os.getpid(),
+    }
+    start = time.monotonic()
+    try:
+        reaper = subprocess.Popen(
+            (sys.executable, "-I", "-c", _REAPER_BOOT, str(Path(__file__).resolve().parents[1])),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            pass_fds=(status_w,), env={}, cwd="/", start_new_session=True)
+    except OSError as exc:
+        os.close(status_r)
+        raise ProcessStartError(f"cannot start {argv[0]!r}: the reaper failed: {exc}") from exc
+    finally:
+        os.close(status_w)
+    supervisor = _Supervisor(reaper, status_r, json.dumps(spec).encode("ascii"), start=start,
+                             timeout=timeout, grace=grace, output_cap=output_cap)
+    try:
+        supervisor.pump()
+    finally:
+        supervisor.finish()
+    return supervisor.outcome(argv[0])
+
+
+def run_capture(
+    argv: tuple[str, ...], *, env: Mapping[str, str], cwd: Path, timeout: float = 60.0
+) -> Outcome:
+    """Run a short trusted helper (git, bwrap --version) with run()'s guarantees."""
+    return run(argv, env=env, cwd=cwd, timeout=timeout, output_cap=_CAPTURE_CAP,
+               grace=_CAPTURE_GRACE)
+
+
+class _Capture:
+    """A stream's first bytes and a rolling tail, never more than `cap` bytes kept."""
+
+    def __init__(self, cap: int) -> None:
+        self.head_cap = min(_HEAD_MAX, cap // 2)
+        self.tail_cap = cap - self.head_cap
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data and self.tail_cap:
+            self.tail += data
+            if len(self.tail) > 2 * self.tail_cap:  # amortised: trim at most once per tail_cap
+                del self.tail[: len(self.tail) - self.tail_cap]
+
+    def result(self) -> tuple[bytes, bool]:
+        tail = bytes(self.tail[max(0, len(self.tail) - self.tail_cap) :])
+        omitted = self.total - len(self.head) - len(tail)
+        if omitted == 0:
+            return bytes(self.head) + tail, False
+        return bytes(self.head) + f"\n[... {omitted} bytes omitted ...]\n".encode() + tail, True
+
+
+class _Supervisor:
+    """run()'s side of one reaper: feed it the spec, drain its pipes, enforce the deadline."""
+
+    def __init__(self, reaper: subprocess.Popen[bytes], status_fd: int, spec: bytes, *,
+                 start: float, timeout: float | None, grace: float, output_cap: int) -> None:
+        self.reaper = reaper
+        self.status_fd = status_fd
+        self.spec = memoryview(spec)
+        self.start = start
+        self.end = start
+        self.deadline = None if timeout is None else start + timeout
+        self.grace = grace
+        self.term_sent_at: float | None = None
+        self.reaper_killed = False
+        self.status_eof_at: float | None = None
+        self.status = bytearray()
+        if reaper.stdin is None or reaper.stdout is None or reaper.stderr is None:
+            raise AssertionError("the reaper's standard streams are pipes")
+        self.out = _Capture(output_cap)
+        self.err = _Capture(output_cap)
+        self.captures = {reaper.stdout.fileno(): self.out, reaper.stderr.fileno(): self.err}
+
+    def pump(self) -> None:
+        assert self.reaper.stdin  # noqa: S101
+        stdin_fd = self.reaper.stdin.fileno()
+        os.set_blocking(stdin_fd, False)
+        with selectors.DefaultSelector() as sel:
+            sel.register(stdin_fd, selectors.EVENT_WRITE)
+            sel.register(self.status_fd, selectors.EVENT_READ)
+            for fd in self.captures:
+                sel.register(fd, selectors.EVENT_READ)
+            while sel.get_map():
+                now = time.monotonic()
+                term_at = self.deadline if self.term_sent_at is None else None
+                if term_at is not None and now >= term_at:
+                    self.term_sent_at, term_at = now, None
+                    self._signal_reaper(signal.SIGTERM)
+                kill_at = None
+                if self.term_sent_at is not None and not self.reaper_killed:
+                    kill_at = self.term_sent_at + self.grace + _REAPER_MARGIN
+                    if now >= kill_at:
+                        self._kill_tree()
+                        kill_at = None
+                drain_until = None
+                if self.status_eof_at is not None:  # the reaper is gone; after a normal exit, so
+                    drain_until = self.status_eof_at + _DRAIN_AFTER_EXIT  # is every descendant
+                    if now >= drain_until:
+                        break
+                wakes = [t for t in (term_at, kill_at, drain_until) if t is not None]
+                for key, _ in sel.select(max(0.0, min(wakes) - now) if wakes else None):
+                    self._service(sel, key.fd, stdin_fd)
+        self.end = time.monotonic()
+
+    def _service(self, sel: selectors.BaseSelector, fd: int, stdin_fd: int) -> None:
+        if fd == stdin_fd:
+            assert self.reaper.stdin  # noqa: S101
+            try:
+                self.spec = self.spec[os.write(fd, self.spec[:_SPEC_CHUNK]) :]
+            except BrokenPipeError:
+                self.spec = self.spec[:0]
+            if not self.spec:
+                sel.unregister(fd)
+                with contextlib.suppress(BrokenPipeError):
+                    self.reaper.stdin.close()
+            return
+        data = os.read(fd, _READ_CHUNK)
+        if not data:
+            sel.unregister(fd)
+            if fd == self.status_fd:
+                self.status_eof_at = time.monotonic()
+        elif fd == self.status_fd:
+            self.status += data
+        else:
+            self.captures[fd].feed(data)
+
+    def _signal_reaper(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self.reaper.send_signal(sig)
+
+    def _kill_tree(self) -> None:
+        """Last resort: SIGKILL the reaper and, while it is still the child's, the child's group."""
+        self.reaper_killed = True
+        events = self._events()
+        if "started" in events and "exited" not in events:  # the pid cannot have been reused yet
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(int(events["started"]["pid"]), signal.SIGKILL)
+        if self.reaper.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.reaper.pid, signal.SIGKILL)  # unreaped, so the pgid is still ours
+
+    def finish(self) -> None:
+        """Close every pipe and reap the reaper, stopping it first if pump() did not finish."""
+        if self.reaper.stdin is not None:
+            with contextlib.suppress(BrokenPipeError):
+                self.reaper.stdin.close()
+        for stream in (self.reaper.stdout, self.reaper.stderr):
+            if stream is not None:
+                stream.close()
+        os.close(self.status_fd)
+        if self.status_eof_at is None and self.reaper.poll() is None:
+            self._signal_reaper(signal.SIGTERM)  # interrupted (KeyboardInterrupt, ...)
+        try:
+            self.reaper.wait(timeout=self.grace + _REAPER_MARGIN)
+        except subprocess.TimeoutExpired:
+            self._kill_tree()
+            self.reaper.wait()
+
+    def _events(self) -> dict[str, dict[str, Any]]:
+        events: dict[str, dict[str, Any]] = {}
+        for line in bytes(self.status).splitlines():
+            with contextlib.suppress(ValueError):
+                event = json.loads(line)
+                events[str(event["event"])] = event
+        return events
+
+    def outcome(self, name: str) -> Outcome:
+        events = self._events()
+        if "error" in events:
+            raise ProcessStartError(f"cannot start {name!r}: {events['error']['message']}")
+        out, out_cut = self.out.result()
+        err, err_cut = self.err.result()
+
+        def ended(code: int | None, sig: int | None, timed_out: bool, orphans: int) -> Outcome:
+            return Outcome(code, sig, timed_out, self.end - self.start, out, err, out_cut,
+                           err_cut, orphans)
+
+        if "exited" in events:
+            exited = events["exited"]
+            return ended(exited["returncode"], exited["signal"],
+                         bool(exited["terminated"]) or self.reaper_killed,
+                         int(events.get("done", {}).get("orphans", 0)))
+        code = self.reaper.returncode
+        if self.term_sent_at is not None:  # deadline passed and the reaper never reported an end
+            return ended(None, -code if code is not None and code < 0 else int(signal.SIGKILL),
+                         True, 0)
+        detail = err.decode(errors="replace").strip()[-2000:]
+        if "started" not in events:
+            raise ProcessStartError(f"cannot start {name!r}: the reaper exited ({code}): {detail}")
+        raise LeanEvalError(f"the reaper of {name!r} died ({code}) before its child: {detail}")
+
+
+# --- the reaper (runs in its own process, started by run()) ------------------------------------
+
+
+def _reaper_main() -> int:
+    """Start the child, wait for it (or terminate it on request), then kill every descendant."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)  # taken synchronously, never by handlers
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    spec = json.loads(sys.stdin.buffer.read())
+    status_fd = int(spec["status_fd"])
+
+    def emit(**event: Any) -> None:
+        with contextlib.suppress(OSError):  # run() may have stopped listening; cleanup goes on
+            os.write(status_fd, json.dumps(event).encode("ascii") + b"\n")
+
+    orphaned = os.getppid() != spec["parent_pid"]  # the caller died before PDEATHSIG was armed
+    try:
+        _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    except OSError as exc:
+        emit(event="error", message=f"the reaper cannot become a subreaper: {exc}")
+        return 1
+    rlimits = tuple((int(r), int(s), int(h)) for r, s, h in spec["rlimits"])
+    try:
+        child = subprocess.Popen(
+            tuple(spec["argv"]),
+            env=dict(spec["env"]),
+            cwd=spec["cwd"], stdin=subprocess.DEVNULL, close_fds=True, restore_signals=True,
+            preexec_fn=functools.partial(_child_setup, rlimits),  # noqa: PLW1509 - single thread
+        )
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        message = str(exc)
+        if isinstance(exc, subprocess.SubprocessError):
+            message += " (setting its process group, signal mask or rlimits failed)"
+        emit(event="error", message=message)
+        return 0
+    try:
+        emit(event="started", pid=child.pid)
+        status, terminated = _wait_for_child(child.pid, float(spec["grace"]), orphaned)
+        child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        emit(event="exited", terminated=terminated,
+             returncode=os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+             signal=os.WTERMSIG(status) if os.WIFSIGNALED(status) else None)
+    finally:  # whatever went wrong above, nothing outlives the reaper
+        if child.returncode is None:
+            _signal_group(child.pid, signal.SIGKILL)
+        orphans = _sweep()
+    emit(event="done", orphans=orphans)
+    return 0
+
+
+def _child_setup(rlimits: tuple[tuple[int, int, int], ...]) -> None:
+    """Between fork and exec: own process group, rlimits, and no signal blocked."""
+    os.setpgid(0, 0)
+    for res, soft, hard in rlimits:
+        resource.setrlimit(res, (soft, hard))
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+
+
+def _wait_for_child(pid: int, grace: float, terminate: bool) -> tuple[int, bool]:
+    """The child's wait status, and whether it was terminated on request (TERM, then KILL)."""
+    terminated = False
+    kill_at: float | None = None
+    while True:
+        if terminate and not terminated:
+            terminated = True
+            _signal_group(pid, signal.SIGTERM)
+            kill_at = time.monotonic() + grace
+        status = _reap(pid)
+        if status is not None:
+            return status, terminated
+        if kill_at is not None and time.monotonic() >= kill_at:
+            _signal_group(pid, signal.SIGKILL)
+            kill_at = None
+            continue
+        info: signal.struct_siginfo | None
+        if kill_at is None:
+            info = signal.sigwaitinfo(_WAITED)
+        else:
+            info = signal.sigtimedwait(_WAITED, max(0.0, kill_at - time.monotonic()))
+        terminate = terminate or (info is not None and info.si_signo != signal.SIGCHLD)
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    """The child's group, and the child itself should it have left that group."""
+    for send in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            send(pid, sig)
+
+
+def _reap(pid: int) -> int | None:
+    """Reap every exited child without blocking; the wait status of `pid` if it was among them."""
+    found = None
+    while True:
+        try:
+            reaped, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return found
+        if reaped == 0:
+            return found
+        if reaped == pid:
+            found = status
+
+
+def _sweep() -> int:
+    """SIGKILL and reap every remaining descendant; how many were still alive."""
+    killed: set[int] = set()
+    me = os.getpid()
+    while True:
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] != 0:
+                pass
+        except ChildProcessError:
+            return len(killed)
+        for pid, state in _children_of(me):
+            if state not in "ZX":
+                killed.add(pid)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        signal.sigtimedwait((signal.SIGCHLD,), _SWEEP_POLL)
+
+
+def _children_of(parent: int) -> Iterator[tuple[int, str]]:
+    """(pid, state) of every process whose parent is `parent`, from /proc/<pid>/stat."""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_bytes()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1 and int(fields[1]) == parent:
+            yield int(entry.name), fields[0].decode("ascii", "replace")
+
+
+def _prctl(option: int, value: int) -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    zero = ctypes.c_ulong(0)
+    if int(libc.prctl(option, ctypes.c_ulong(value), zero, zero, zero)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))

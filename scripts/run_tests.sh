@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The whole check: lint, types, then every test (pytest exits non-zero when none ran).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m ruff check .
+python3 -m mypy
+python3 -m pytest

@@ -1,0 +1,159 @@
+"""Shared fixtures: the stand-in toolchain, real bubblewrap, a benchmark copy and a CLI runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+from click.testing import CliRunner, Result
+
+from lean_eval.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+STANDIN = REPO / "tests" / "standin" / "toolchain"
+CORRECT = REPO / "examples" / "submissions" / "correct"
+PROBLEMS = ("add_comm_explicit", "double_def", "multi_hole", "two_plus_two", "widget_instance")
+BENCHMARK_FILES = ("problems", "workspaces", "lean-toolchain", "lakefile.toml",
+                   "lake-manifest.json")
+# Lake masks these itself; a leak test placed inside them would prove nothing (SPEC §8).
+LAKE_MASKED = ("/tmp", "/home", "/root", "/run", "/var")
+
+
+def _bwrap_works() -> str | None:
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return "bubblewrap (bwrap) is not on PATH"
+    probe = os.system(f"{bwrap} --ro-bind / / --unshare-all --die-with-parent -- /bin/true "  # noqa: S605, TID251
+                      ">/dev/null 2>&1")
+    return None if probe == 0 else f"{bwrap} cannot create a sandbox here"
+
+
+@pytest.fixture(scope="session")
+def bwrap() -> str:
+    """Real bubblewrap; a hard failure under CI, a loud skip elsewhere (SPEC §8)."""
+    problem = _bwrap_works()
+    if problem is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{problem}; CI must install bubblewrap (apt-get install bubblewrap)")
+        pytest.skip(f"SANDBOX TESTS SKIPPED: {problem}")
+    found = shutil.which("bwrap")
+    assert found is not None
+    return found
+
+
+def _outside_base() -> Path:
+    base = Path(os.environ.get("LEAN_EVAL_TEST_OUTSIDE", "/srv/lean-eval-tests"))
+    if any(str(base) == m or str(base).startswith(m + "/") for m in LAKE_MASKED):
+        raise RuntimeError(f"LEAN_EVAL_TEST_OUTSIDE={base} lies under a path Lake masks")
+    base.mkdir(parents=True, exist_ok=True)
+    return base
+
+
+@pytest.fixture
+def outside() -> Iterator[Path]:
+    """A fresh directory outside /tmp, /home, /root, /run and /var, removed afterwards."""
+    path = Path(tempfile.mkdtemp(prefix="t-", dir=_outside_base()))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def bench_copy() -> Iterator[Path]:
+    """A copy of the repository's benchmark files as they stand (not a git checkout)."""
+    path = Path(tempfile.mkdtemp(prefix="bench-", dir=_outside_base()))
+    path.chmod(0o755)
+    for name in BENCHMARK_FILES:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, path / name, ignore=shutil.ignore_patterns(".lake"))
+        else:
+            shutil.copy2(source, path / name)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def write_tree(base: Path, files: Mapping[str, str | bytes]) -> Path:
+    """Create files under ``base`` from a relpath -> content mapping."""
+    for rel, content in files.items():
+        target = base / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content, encoding="utf-8")
+    return base
+
+
+def correct(problem: str, rel: str = "Submission.lean") -> str:
+    """The example correct submission file of ``problem``."""
+    return (CORRECT / problem / rel).read_text(encoding="utf-8")
+
+
+def with_lines(problem: str, *lines: str) -> str:
+    """The correct proof of ``problem`` with extra lines appended (directives, payloads)."""
+    return correct(problem) + "\n" + "\n".join(lines) + "\n"
+
+
+class Run(NamedTuple):
+    """A finished ``run-eval`` and its files."""
+
+    result: Result
+    out: Path
+
+    @property
+    def code(self) -> int:
+        return self.result.exit_code
+
+    def verdict(self, submission: str, problem: str) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.out / submission / f"{problem}.json").read_text())
+        return data
+
+    def log(self, submission: str, problem: str) -> str:
+        return (self.out / submission / f"{problem}.log").read_text(encoding="utf-8")
+
+    def summary(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.out / "summary.json").read_text())
+        return data
+
+
+class RunEval:
+    """Invoke ``lean-eval run-eval`` in-process with the stand-in toolchain by default."""
+
+    def __init__(self, benchmark: Path, base: Path) -> None:
+        self.benchmark = benchmark
+        self.base = base
+
+    def __call__(self, *submissions: Path, extra: tuple[str, ...] = (),
+                 toolchain: Path | None = STANDIN, env: Mapping[str, str] | None = None,
+                 out: Path | None = None, timeout: float = 60) -> Run:
+        out = out or self.base / "out"
+        args = ["run-eval", *map(str, submissions), "--out", str(out), "--benchmark",
+                str(self.benchmark), "--timeout", str(timeout), "-q", *extra]
+        if toolchain is not None:
+            args += ["--toolchain", str(toolchain)]
+        result = CliRunner().invoke(main, args, env=dict(env or {}), catch_exceptions=False)
+        return Run(result, out)
+
+
+@pytest.fixture
+def run_eval(bench_copy: Path, outside: Path, bwrap: str) -> RunEval:
+    """``run-eval`` against the benchmark copy, outputs under ``outside``."""
+    del bwrap
+    return RunEval(bench_copy, outside)
+
+
+def make_submission(base: Path, name: str, problems: Mapping[str, Mapping[str, str | bytes]]
+                    ) -> Path:
+    """A submission directory ``base/name`` with one problem directory per entry."""
+    root = base / name
+    root.mkdir(parents=True)
+    for problem, files in problems.items():
+        write_tree(root / problem, files)
+    return root

@@ -1,0 +1,481 @@
+"""lean_eval.process against real child processes: deadlines, floods, orphans, env, limits."""
+
+from __future__ import annotations
+
+import os
+import resource
+import secrets
+import shutil
+import signal
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from lean_eval import process
+from lean_eval.errors import ProcessStartError
+from lean_eval.process import Outcome, run, run_capture
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
+
+PATH_ENV = {"PATH": "/usr/bin:/bin"}
+PY = sys.executable
+REPO = Path(__file__).resolve().parents[1]
+MARGIN = 1.5  # scheduling slack on top of timeout + grace
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name, path=PATH_ENV["PATH"])
+    if found is None:
+        pytest.skip(f"{name} not found")
+    return found
+
+
+def _marker() -> str:
+    """A sleep duration no other process on the machine carries in its command line."""
+    return f"9{secrets.randbelow(10**9):09d}.{secrets.randbelow(10**6):06d}"
+
+
+def _processes_with(marker: str) -> list[int]:
+    """Live (non-zombie) processes whose command line contains marker."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            stat = (entry / "stat").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline and stat[stat.rfind(b")") + 2 :][:1] != b"Z":
+            found.append(int(entry.name))
+    return found
+
+
+Limits = dict[int, tuple[int, int]] | None
+
+
+def _sh(
+    script: str,
+    *,
+    timeout: float | None = 10.0,
+    grace: float = 5.0,
+    rlimits: Limits = None,
+) -> Outcome:
+    return run(
+        ("/bin/sh", "-c", script),
+        env=PATH_ENV,
+        cwd=Path("/"),
+        timeout=timeout,
+        grace=grace,
+        rlimits=rlimits,
+    )
+
+
+def _py(
+    code: str,
+    *args: str,
+    timeout: float | None = 10.0,
+    grace: float = 5.0,
+    output_cap: int = 256 * 1024,
+    rlimits: Limits = None,
+) -> Outcome:
+    return run(
+        (PY, "-I", "-c", code, *args),
+        env={},
+        cwd=Path("/"),
+        timeout=timeout,
+        grace=grace,
+        output_cap=output_cap,
+        rlimits=rlimits,
+    )
+
+
+# --- exit status -------------------------------------------------------------------------------
+
+
+def test_exit_code_and_output() -> None:
+    out = _sh("echo out; echo err >&2; exit 3")
+    assert out.returncode == 3
+    assert out.signal is None
+    assert not out.timed_out
+    assert out.stdout == b"out\n"
+    assert out.stderr == b"err\n"
+    assert not out.stdout_truncated
+    assert not out.stderr_truncated
+    assert out.orphans_killed == 0
+    assert out.duration > 0
+
+
+def test_exit_code_above_128_is_a_returncode_not_a_signal() -> None:
+    out = _sh("exit 139")
+    assert out.returncode == 139
+    assert out.signal is None
+
+
+def test_death_by_signal_is_reported_as_signal() -> None:
+    out = _sh("kill -SEGV $$", rlimits={resource.RLIMIT_CORE: (0, 0)})
+    assert out.signal == signal.SIGSEGV
+    assert out.returncode is None
+    assert not out.timed_out
+
+
+def test_no_timeout_means_no_deadline() -> None:
+    out = _sh("sleep 0.2; echo done", timeout=None)
+    assert out.returncode == 0
+    assert out.stdout == b"done\n"
+
+
+def test_run_capture() -> None:
+    out = run_capture((_tool("echo"), "hello"), env=PATH_ENV, cwd=Path("/"))
+    assert out.returncode == 0
+    assert out.stdout == b"hello\n"
+
+
+# --- start failures ----------------------------------------------------------------------------
+
+
+def test_nonexistent_executable_raises_process_start_error() -> None:
+    with pytest.raises(ProcessStartError, match=r"/nonexistent/lean-eval-tool.*No such file"):
+        run(("/nonexistent/lean-eval-tool",), env={}, cwd=Path("/"), timeout=5)
+
+
+def test_executable_not_on_the_given_path_raises() -> None:
+    # present on the caller's PATH, absent from the PATH the child is given
+    with pytest.raises(ProcessStartError, match="'sh'"):
+        run(("sh", "-c", "true"), env={"PATH": "/nonexistent"}, cwd=Path("/"), timeout=5)
+
+
+def test_non_executable_file_raises(tmp_path: Path) -> None:
+    script = tmp_path / "tool"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o644)
+    with pytest.raises(ProcessStartError, match="Permission denied"):
+        run((str(script),), env={}, cwd=tmp_path, timeout=5)
+
+
+def test_missing_cwd_raises(tmp_path: Path) -> None:
+    with pytest.raises(ProcessStartError, match="No such file"):
+        run((_tool("true"),), env={}, cwd=tmp_path / "absent", timeout=5)
+
+
+def test_empty_argv_is_a_programming_error() -> None:
+    with pytest.raises(ValueError, match="argv"):
+        run((), env={}, cwd=Path("/"), timeout=5)
+
+
+# --- environment, cwd, stdin, descriptors, limits ---------------------------------------------
+
+
+def test_env_is_exactly_what_was_passed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LEAN_EVAL_SECRET_FROM_CALLER", "do-not-leak")
+    env = {"ALPHA": "1", "WITH_SPACE": "a b=c", "EMPTY": ""}
+    out = run((_tool("cat"), "/proc/self/environ"), env=env, cwd=Path("/"), timeout=5)
+    assert out.returncode == 0
+    entries = [e for e in out.stdout.split(b"\0") if e]
+    assert sorted(entries) == sorted(f"{k}={v}".encode() for k, v in env.items())
+    assert b"do-not-leak" not in out.stdout
+
+
+def test_empty_env() -> None:
+    out = run((_tool("cat"), "/proc/self/environ"), env={}, cwd=Path("/"), timeout=5)
+    assert out.returncode == 0
+    assert out.stdout == b""
+
+
+def test_cwd_is_honoured(tmp_path: Path) -> None:
+    out = run((_tool("pwd"), "-P"), env={}, cwd=tmp_path, timeout=5)
+    assert out.stdout.decode().strip() == str(tmp_path.resolve())
+
+
+def test_stdin_is_dev_null_and_no_extra_descriptors() -> None:
+    code = (
+        "import os\n"
+        "print(os.readlink('/proc/self/fd/0'))\n"
+        "extra = []\n"
+        "for fd in range(3, 1024):\n"
+        "    try: os.fstat(fd)\n"
+        "    except OSError: continue\n"
+        "    extra.append(fd)\n"
+        "print(extra)\n"
+    )
+    out = _py(code)
+    assert out.stdout.decode().splitlines() == ["/dev/null", "[]"]
+
+
+def test_child_has_its_own_process_group_and_session_is_not_ours() -> None:
+    out = _py("import os; print(os.getpid(), os.getpgid(0), os.getsid(0))")
+    pid, pgid, sid = map(int, out.stdout.split())
+    assert pgid == pid
+    assert pgid != os.getpgid(0)
+    assert sid != os.getsid(0)
+
+
+def test_rlimits_are_applied_to_the_child() -> None:
+    out = _py(
+        "import resource; print(*resource.getrlimit(resource.RLIMIT_NOFILE))",
+        rlimits={resource.RLIMIT_NOFILE: (64, 128)},
+    )
+    assert out.stdout.split() == [b"64", b"128"]
+    # negative control: without rlimits the child sees the default, not 64
+    plain = _py("import resource; print(*resource.getrlimit(resource.RLIMIT_NOFILE))")
+    assert plain.stdout.split() != [b"64", b"128"]
+
+
+def test_signal_mask_and_dispositions_are_clean_in_the_child() -> None:
+    out = _sh("grep -E '^(SigBlk|SigIgn)' /proc/self/status")
+    fields = dict(line.split(b":") for line in out.stdout.splitlines())
+    assert int(fields[b"SigBlk"].strip(), 16) == 0
+    ignored = int(fields[b"SigIgn"].strip(), 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1))
+    assert not ignored & (1 << (signal.SIGTERM - 1))
+
+
+# --- deadlines ---------------------------------------------------------------------------------
+
+
+def test_sleeper_past_its_deadline_is_terminated() -> None:
+    out = run((_tool("sleep"), "30"), env={}, cwd=Path("/"), timeout=0.5, grace=1.0)
+    assert out.timed_out
+    assert out.signal == signal.SIGTERM
+    assert out.returncode is None
+    assert 0.5 <= out.duration < 0.5 + 1.0 + MARGIN
+
+
+def test_sigterm_ignoring_child_is_killed_after_grace() -> None:
+    out = _sh("trap '' TERM; echo ready; sleep 30", timeout=0.5, grace=0.5)
+    assert out.stdout == b"ready\n"
+    assert out.timed_out
+    assert out.signal == signal.SIGKILL
+    assert 1.0 <= out.duration < 0.5 + 0.5 + MARGIN
+
+
+def test_child_that_exits_on_sigterm_reports_its_own_status() -> None:
+    out = _sh("trap 'echo bye; exit 7' TERM; sleep 30 & wait", timeout=0.5, grace=2.0)
+    assert out.timed_out
+    assert out.returncode == 7
+    assert out.signal is None
+    assert out.stdout == b"bye\n"
+    assert out.duration < 0.5 + MARGIN
+
+
+def test_finishing_in_time_is_not_a_timeout() -> None:
+    out = _sh("exit 0", timeout=5.0)
+    assert not out.timed_out
+
+
+# --- output capture ----------------------------------------------------------------------------
+
+FLOOD = (
+    "import sys\n"
+    "size = 20 * 1024 * 1024\n"
+    "chunk = 64 * 1024\n"
+    "bodies = {}\n"
+    "for tag in (b'OUT', b'ERR'):\n"
+    "    body = bytearray(b'.' * size)\n"
+    "    body[:8] = b'HEAD-' + tag\n"
+    "    body[-8:] = b'TAIL-' + tag\n"
+    "    bodies[tag] = bytes(body)\n"
+    "for offset in range(0, size, chunk):\n"  # interleaved: a reader of one pipe only deadlocks
+    "    sys.stdout.buffer.write(bodies[b'OUT'][offset:offset + chunk]); sys.stdout.flush()\n"
+    "    sys.stderr.buffer.write(bodies[b'ERR'][offset:offset + chunk]); sys.stderr.flush()\n"
+)
+
+
+def test_flood_on_both_streams_is_capped_without_deadlock() -> None:
+    cap = 256 * 1024
+    out = _py(FLOOD, timeout=20.0, output_cap=cap)
+    assert out.returncode == 0
+    assert not out.timed_out
+    size = 20 * 1024 * 1024
+    for data, truncated, tag in (
+        (out.stdout, out.stdout_truncated, b"OUT"),
+        (out.stderr, out.stderr_truncated, b"ERR"),
+    ):
+        assert truncated
+        assert data.startswith(b"HEAD-" + tag)
+        assert data.endswith(b"TAIL-" + tag)
+        marker = f"\n[... {size - cap} bytes omitted ...]\n".encode()
+        assert marker in data
+        assert len(data) == cap + len(marker)
+        head, tail = data.split(marker)
+        assert len(head) == 64 * 1024
+        assert len(tail) == cap - 64 * 1024
+
+
+def test_small_cap_keeps_head_and_tail() -> None:
+    out = _py("import sys; sys.stdout.write('a' * 10 + 'b' * 980 + 'c' * 10)", output_cap=20)
+    assert out.stdout == b"a" * 10 + b"\n[... 980 bytes omitted ...]\n" + b"c" * 10
+    assert out.stdout_truncated
+
+
+def test_output_exactly_at_cap_is_not_truncated() -> None:
+    out = _py("import sys; sys.stdout.write('x' * 1000)", output_cap=1000)
+    assert out.stdout == b"x" * 1000
+    assert not out.stdout_truncated
+
+
+# --- the process tree is gone on return --------------------------------------------------------
+
+
+def test_detached_grandchild_is_killed_when_the_child_exits() -> None:
+    marker = _marker()
+    # the grandchild keeps stdout open: without the reaper run() would also wait for it forever
+    out = _sh(f"setsid {_tool('sleep')} {marker} & echo started", timeout=10.0)
+    assert out.returncode == 0
+    assert out.stdout == b"started\n"
+    assert not out.timed_out
+    assert out.orphans_killed >= 1
+    assert _processes_with(marker) == []
+
+
+def test_detached_grandchild_is_killed_at_timeout() -> None:
+    marker = _marker()
+    out = _sh(f"setsid {_tool('sleep')} {marker} & sleep 30", timeout=0.5, grace=0.5)
+    assert out.timed_out
+    assert out.orphans_killed >= 1
+    assert out.duration < 0.5 + 0.5 + MARGIN
+    assert _processes_with(marker) == []
+
+
+NAIVE_GROUP_KILL = r"""
+import os, signal, sys, time
+sleep, marker = sys.argv[1:3]
+r, w = os.pipe()
+leader = os.fork()
+if leader == 0:
+    os.setpgid(0, 0)
+    if os.fork() == 0:
+        os.setsid()  # what bwrap --new-session and a hostile submission do
+        os.write(w, b"%d\n" % os.getpid())
+        os.execv(sleep, [sleep, marker])
+    time.sleep(1000)
+    os._exit(0)
+with __import__("contextlib").suppress(OSError):
+    os.setpgid(leader, leader)
+grandchild = int(os.read(r, 64))
+os.killpg(leader, signal.SIGKILL)  # a supervisor without a reaper kills the group and stops
+os.waitpid(leader, 0)
+time.sleep(0.2)
+with open(f"/proc/{grandchild}/stat", "rb") as f:
+    state = f.read().rsplit(b")", 1)[1].split()[0]
+print("survived" if state != b"Z" else "died", flush=True)
+"""
+
+
+def test_a_process_group_kill_is_not_enough_but_the_reaper_is() -> None:
+    """Negative control: a session-detached grandchild outlives a group kill, not run()."""
+    marker = _marker()
+    out = _py(NAIVE_GROUP_KILL, _tool("sleep"), marker)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == b"survived\n"  # the naive group kill left it running
+    assert out.orphans_killed >= 1
+    assert _processes_with(marker) == []  # run() did not
+
+
+def test_double_fork_chain_is_killed(tmp_path: Path) -> None:
+    marker = _marker()
+    sleep = _tool("sleep")
+    ready = tmp_path / "ready"
+    inner = f"echo a >> {ready}; exec {sleep} {marker}"
+    middle = f"(setsid sh -c '{inner}' &); echo b >> {ready}; exec {sleep} {marker}"
+    out = _sh(
+        f'(setsid sh -c "{middle}" &)\n'
+        f'until [ -f {ready} ] && [ "$(wc -l < {ready})" -ge 2 ]; do sleep 0.01; done\n'
+        "exit 0"
+    )
+    assert out.returncode == 0
+    assert out.orphans_killed >= 2
+    assert _processes_with(marker) == []
+
+
+def test_parallel_callers_each_reap_their_own_orphans() -> None:
+    markers = [_marker() for _ in range(4)]
+    sleep = _tool("sleep")
+
+    def one(marker: str) -> Outcome:
+        return _sh(f"setsid {sleep} {marker} & sleep 0.3; exit 0", timeout=10.0)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        outcomes = list(pool.map(one, markers))
+    assert [o.returncode for o in outcomes] == [0, 0, 0, 0]
+    assert [o.orphans_killed for o in outcomes] == [1, 1, 1, 1]
+    for marker in markers:
+        assert _processes_with(marker) == []
+
+
+HARNESS_DIES = r"""
+import os, signal, sys, threading
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from lean_eval.process import run
+flag = sys.argv[2]
+threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGKILL)).start()
+run(("/bin/sh", "-c", f"trap 'echo term > {flag}; exit 0' TERM; sleep 30 & wait"),
+    env={}, cwd=Path("/"), timeout=None)
+"""
+
+
+def test_reaper_cleans_up_when_its_caller_is_killed(tmp_path: Path) -> None:
+    """The caller is SIGKILLed mid-run: PR_SET_PDEATHSIG makes its reaper TERM the child."""
+    flag = tmp_path / "terminated"
+    out = run(
+        ("/bin/sh", "-c", f'{PY} -I -c "$HARNESS" {REPO} {flag}; sleep 1'),
+        env={"HARNESS": HARNESS_DIES},
+        cwd=Path("/"),
+        timeout=10.0,
+    )
+    assert out.returncode == 0, out.stderr
+    assert flag.read_text() == "term\n"
+
+
+def test_quick_successive_runs_leave_nothing_behind() -> None:
+    marker = _marker()
+    start = time.monotonic()
+    for _ in range(5):
+        _sh(f"setsid {_tool('sleep')} {marker} &")
+    assert _processes_with(marker) == []
+    assert time.monotonic() - start < 10
+
+
+class _InterruptedError(Exception):
+    pass
+
+
+def test_interrupted_caller_still_leaves_no_tree() -> None:
+    """An exception inside run() (here from a signal handler) still stops and reaps the tree."""
+    marker = _marker()
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise _InterruptedError
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    start = time.monotonic()
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(_InterruptedError):
+            _sh(f"setsid {_tool('sleep')} {marker} & sleep 30", timeout=30.0, grace=0.5)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - start < 0.3 + 0.5 + MARGIN
+    assert _processes_with(marker) == []
+
+
+def test_wedged_reaper_is_killed_as_a_last_resort(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child freezes its reaper: run() still returns, timed out, and kills the child."""
+    monkeypatch.setattr(process, "_REAPER_MARGIN", 0.5)
+    marker = _marker()
+    code = "import os, signal, time; os.kill(os.getppid(), signal.SIGSTOP); time.sleep(30)"
+    out = _py(code, marker, timeout=0.5, grace=0.5)
+    assert out.timed_out
+    assert out.signal == signal.SIGKILL
+    assert out.returncode is None
+    assert 0.5 + 0.5 + 0.5 <= out.duration < 0.5 + 0.5 + 0.5 + MARGIN
+    # the child was SIGKILLed with its group; without its reaper, init reaps it
+    deadline = time.monotonic() + 2.0
+    while _processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _processes_with(marker) == []

@@ -1,0 +1,91 @@
+"""Setup failures exit 2 and score nothing (SPEC §4.5): trusted files, configs and catalogs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import CORRECT, RunEval
+
+
+def _copy(source: Path, dest: Path) -> Path:
+    shutil.copytree(source, dest)
+    return dest
+
+
+def _rehash(bench: Path, problem: str, name: str) -> None:
+    index_path = bench / "workspaces" / "index.json"
+    index = json.loads(index_path.read_text())
+    data = (bench / "workspaces" / problem / name).read_bytes()
+    index["problems"][problem]["trusted"][name] = hashlib.sha256(data).hexdigest()
+    index_path.write_text(json.dumps(index, indent=2))
+
+
+def _assert_nothing_scored(run_out: Path) -> None:
+    assert not run_out.exists() or not any(run_out.rglob("*.json"))
+
+
+def test_tampered_trusted_file_is_refused(outside: Path, bench_copy: Path, bwrap: str) -> None:
+    bench = _copy(bench_copy, outside / "bench")
+    challenge = bench / "workspaces" / "two_plus_two" / "Challenge.lean"
+    challenge.write_text(challenge.read_text().replace("2 + 2 = 4", "True"))
+    run = RunEval(bench, outside)(CORRECT)
+    assert run.code == 2
+    assert "workspaces/two_plus_two/Challenge.lean" in run.result.output
+    assert "index.json" in run.result.output
+    _assert_nothing_scored(run.out)
+
+
+def test_untampered_copy_scores(outside: Path, bench_copy: Path, bwrap: str) -> None:
+    """Control for the tamper tests: the same copy, untouched, is accepted."""
+    bench = _copy(bench_copy, outside / "bench")
+    run = RunEval(bench, outside)(CORRECT, extra=("--problem", "two_plus_two"))
+    assert run.code == 0, run.result.output
+
+
+@pytest.mark.parametrize(
+    ("mutate", "fragment"),
+    [
+        (lambda t: t.replace('"challenge_module": "Challenge"',
+                             '"challenge_module": "Challenge", "challenge_module": "X"'),
+         "duplicate key 'challenge_module'"),
+        (lambda t: t.replace('"enable_nanoda": false', '"enable_nanoda": NaN'), "non-finite"),
+    ],
+    ids=["duplicate-key", "nan"],
+)
+def test_malformed_trusted_config_is_refused(outside: Path, bench_copy: Path, bwrap: str,
+                                             mutate: object, fragment: str) -> None:
+    bench = _copy(bench_copy, outside / "bench")
+    config = bench / "workspaces" / "two_plus_two" / "config.json"
+    config.write_text(mutate(config.read_text()))  # type: ignore[operator]
+    _rehash(bench, "two_plus_two", "config.json")
+    run = RunEval(bench, outside)(CORRECT)
+    assert run.code == 2, run.result.output
+    assert fragment in run.result.output and "two_plus_two/config.json" in run.result.output
+    _assert_nothing_scored(run.out)
+
+
+def test_unknown_problem_filter_is_refused(run_eval: RunEval) -> None:
+    run = run_eval(CORRECT, extra=("--problem", "no_such_problem"))
+    assert run.code == 2 and "no_such_problem" in run.result.output
+
+
+def test_missing_submission_path_is_refused(run_eval: RunEval, outside: Path) -> None:
+    run = run_eval(outside / "nope")
+    assert run.code == 2 and str(outside / "nope") in run.result.output
+
+
+def test_committed_revision_is_what_scores(outside: Path, bwrap: str) -> None:
+    """A dirty working tree in trusted paths is reported and not used (SPEC §5.1)."""
+    from conftest import REPO
+    from lean_eval import catalog
+
+    if not (REPO / ".git").exists():
+        pytest.skip("the repository is not a git checkout here")
+    cat = catalog.load_catalog(REPO, revision="HEAD")
+    assert cat.commit is not None and len(cat.commit) == 40
+    assert set(cat.problems) >= {"two_plus_two"}
