@@ -1,0 +1,311 @@
+"""The stand-in's model of Lean elaboration (SPEC section 7); see tests/standin/README.md.
+
+Standard library only: this runs inside the sandbox under /usr/bin/python3 -IS.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+OLEAN_FORMAT = "standin-olean-1"
+EXPORT_FORMAT = "standin-export-1"
+
+# keyword -> kind of constant it declares
+KINDS = {
+    "theorem": "theorem",
+    "lemma": "theorem",
+    "def": "definition",
+    "abbrev": "definition",
+    "instance": "definition",
+    "axiom": "axiom",
+}
+
+# Axioms the model knows without a declaration, and the proof terms that stand for them.
+BUILTIN_AXIOMS = {
+    "sorryAx": "(α : Sort u) (synthetic : Bool := false) : α",
+    "Lean.ofReduceBool": "(a b : Bool) (h : Lean.reduceBool a = b) : a = b",
+}
+TACTIC_AXIOMS = {"sorry": "sorryAx", "admit": "sorryAx", "native_decide": "Lean.ofReduceBool"}
+
+_MODIFIERS = r"(?:(?:private|protected|noncomputable|partial|unsafe|nonrec)\s+)*"
+DECL_RE = re.compile(
+    r"^\s*(?:@\[[^\]]*\]\s*)*" + _MODIFIERS + r"(theorem|lemma|def|abbrev|instance|axiom)(?=\s|$)(.*)$"
+)
+_PRIORITY_RE = re.compile(r"^\s*\(\s*priority\s*:=[^)]*\)")
+_NAME_RE = re.compile(r"^\s+([^\s:(\[{⦃⟨]+)")
+SCOPE_RE = re.compile(r"^\s*(namespace|section|end)(?=\s|$)\s*(\S*)")
+IMPORT_RE = re.compile(r"^\s*import\s+(.*)$")
+
+BUILD_ERROR_RE = re.compile(r"^\s*--\s*standin:\s*build-error\s*$")
+KERNEL_REJECT_RE = re.compile(r"^\s*--\s*standin:\s*kernel-reject\s+(.*?)\s*$")
+IO_RE = re.compile(r"^\s*--\s*standin-io:\s?(.*)$")
+
+_OPEN = "([{⟨⦃"
+_CLOSE = ")]}⟩⦄"
+_STRING_RE = re.compile(r'"(?:\\.|[^"\\])*"')
+_IDENT_RE = re.compile(r"[^\W\d][\w'!?]*(?:\.[^\W\d][\w'!?]*)*")
+
+
+class ElabError(Exception):
+    """An error the model reports as a Lean elaboration error (the build fails)."""
+
+    def __init__(self, message: str, line: int = 1) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def strip_comments(text: str) -> str:
+    """Remove `--` and (nested) `/- -/` comments, keeping newlines and string literals."""
+    out: list[str] = []
+    i, n, depth = 0, len(text), 0
+    while i < n:
+        c = text[i]
+        if depth:
+            if text.startswith("/-", i):
+                depth, i = depth + 1, i + 2
+            elif text.startswith("-/", i):
+                depth, i = depth - 1, i + 2
+            else:
+                if c == "\n":
+                    out.append(c)
+                i += 1
+        elif text.startswith("/-", i):
+            depth, i = 1, i + 2
+        elif text.startswith("--", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif c == '"':
+            m = _STRING_RE.match(text, i)
+            j = m.end() if m else n
+            out.append(text[i:j])
+            i = j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def split_statement(text: str) -> tuple[str, str]:
+    """Split at the first `:=` outside brackets: (statement, body)."""
+    depth = 0
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            m = _STRING_RE.match(text, i)
+            i = m.end() if m else len(text)
+            continue
+        if c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth = max(0, depth - 1)
+        elif depth == 0 and text.startswith(":=", i):
+            return text[:i], text[i + 2 :]
+        i += 1
+    return text, ""
+
+
+def identifiers(body: str) -> list[str]:
+    """Identifier tokens of a body, string literals removed, first occurrence order."""
+    seen: dict[str, None] = {}
+    for tok in _IDENT_RE.findall(_STRING_RE.sub(" ", body)):
+        seen.setdefault(tok, None)
+    return list(seen)
+
+
+def parse_imports(text: str) -> list[str]:
+    mods: list[str] = []
+    for line in strip_comments(text).splitlines():
+        m = IMPORT_RE.match(line)
+        if m:
+            mods.extend(m.group(1).split())
+    return mods
+
+
+def parse_directives(text: str) -> dict:
+    """The `-- standin` lines of a file, read from the raw text in file order."""
+    build_error = False
+    kernel_reject: list[str] = []
+    io: list[str] = []
+    for line in text.splitlines():
+        if BUILD_ERROR_RE.match(line):
+            build_error = True
+        elif (m := KERNEL_REJECT_RE.match(line)) and m.group(1):
+            kernel_reject.append(m.group(1))
+        elif (m := IO_RE.match(line)) and m.group(1).strip():
+            io.append(m.group(1))
+    return {"build_error": build_error, "kernel_reject": kernel_reject, "io": io}
+
+
+def parse_declarations(text: str) -> list[dict]:
+    """Declarations of a file: [{name, kind, type, value, line}] in file order.
+
+    A declaration starts at a line `[@[..]] [modifiers] <keyword> <name>` and runs to the next
+    such line or a line starting with `end`/`namespace`/`section`. `namespace X` ... `end X`
+    prefix names with `X.`; `_root_.` escapes the namespace. Anonymous instances end the
+    previous declaration but are not recorded (nothing can name them).
+    """
+    decls: list[dict] = []
+    scopes: list[tuple[str, str]] = []  # (kind, name)
+    current: dict | None = None
+
+    def finish() -> None:
+        nonlocal current
+        if current is not None and current["name"] is not None:
+            stmt, body = split_statement("\n".join(current.pop("lines")))
+            current["type"] = collapse(stmt)
+            current["value"] = collapse(body)
+            decls.append(current)
+        current = None
+
+    for lineno, line in enumerate(strip_comments(text).splitlines(), start=1):
+        m = DECL_RE.match(line)
+        if m:
+            finish()
+            keyword, rest = m.group(1), m.group(2)
+            if keyword == "instance":
+                p = _PRIORITY_RE.match(rest)
+                if p:
+                    rest = " " + rest[p.end() :]
+            nm = _NAME_RE.match(rest)
+            name = None
+            if nm:
+                name = nm.group(1)
+                rest = rest[nm.end() :]
+                if name.startswith("_root_."):
+                    name = name[len("_root_.") :]
+                else:
+                    prefix = ".".join(n for k, n in scopes if k == "namespace" and n)
+                    name = f"{prefix}.{name}" if prefix else name
+            current = {"name": name, "kind": KINDS[keyword], "line": lineno, "lines": [rest]}
+            continue
+        s = SCOPE_RE.match(line)
+        if s:
+            finish()
+            word, arg = s.group(1), s.group(2)
+            if word == "end":
+                if scopes:
+                    scopes.pop()
+            else:
+                scopes.append((word, arg))
+            continue
+        if current is not None:
+            current["lines"].append(line)
+    finish()
+    return decls
+
+
+# ---------------------------------------------------------------------------------------------
+# modules and "oleans"
+
+
+def module_path(module: str) -> str:
+    return module.replace(".", "/")
+
+
+def module_of_file(relpath: str) -> str:
+    rel = relpath[: -len(".lean")] if relpath.endswith(".lean") else relpath
+    return ".".join(p for p in rel.split("/") if p not in ("", "."))
+
+
+def is_submitted(module: str) -> bool:
+    return module == "Submission" or module.startswith("Submission.")
+
+
+def find_olean(module: str, search_path: list[str]) -> str | None:
+    for d in search_path:
+        cand = os.path.join(d, module_path(module) + ".olean")
+        if os.path.isfile(cand):
+            return cand
+    return None
+
+
+def read_olean(path: str) -> dict:
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    if not isinstance(data, dict) or data.get("format") != OLEAN_FORMAT:
+        raise ElabError(f"{path}: not a stand-in olean")
+    return data
+
+
+def load_environment(imports: list[str], search_path: list[str]) -> tuple[dict, list[str], list[dict]]:
+    """Load imported oleans transitively. Imports with no olean on the search path are
+    dependency modules (Mathlib, ...), which the model does not have: they declare nothing.
+
+    Returns (constants by name, loaded module names, loaded oleans).
+    """
+    constants: dict[str, dict] = {}
+    loaded: list[str] = []
+    oleans: list[dict] = []
+    seen: set[str] = set()
+
+    def visit(module: str) -> None:
+        if module in seen:
+            return
+        seen.add(module)
+        path = find_olean(module, search_path)
+        if path is None:
+            return
+        data = read_olean(path)
+        for dep in data.get("imports", []):
+            visit(dep)
+        loaded.append(module)
+        oleans.append(data)
+        for c in data.get("decls", []):
+            constants.setdefault(c["name"], dict(c, module=module))
+
+    for imp in imports:
+        visit(imp)
+    return constants, loaded, oleans
+
+
+def resolve_refs(body: str, known: dict) -> list[str]:
+    """Names a body refers to: a token names a declaration when it equals its full name or a
+    dot-suffix of it (an over-approximation of namespaces and `open`); tactic axioms map to
+    their axiom; builtin axioms match by full name only."""
+    refs: dict[str, None] = {}
+    for tok in identifiers(body):
+        if tok in TACTIC_AXIOMS:
+            refs.setdefault(TACTIC_AXIOMS[tok], None)
+            continue
+        if tok in BUILTIN_AXIOMS:
+            refs.setdefault(tok, None)
+            continue
+        for name in known:
+            if name == tok or name.endswith("." + tok):
+                refs.setdefault(name, None)
+    return list(refs)
+
+
+def elaborate(module: str, text: str, env: dict) -> list[dict]:
+    """Constants a file adds to `env`. The Solution bridge: in a non-submitted file, a
+    declaration `N` whose body mentions `Submission.N` takes the kind and statement of the
+    submitted `Submission.N` it delegates to, and is left out when that does not exist."""
+    decls = parse_declarations(text)
+    known = dict(env)
+    for d in decls:
+        if d["name"] in known or d["name"] in BUILTIN_AXIOMS:
+            raise ElabError(f"'{d['name']}' has already been declared", d["line"])
+        known[d["name"]] = d
+    out = []
+    for d in decls:
+        bridge = "Submission." + d["name"]
+        if not is_submitted(module) and bridge in identifiers(d["value"]):
+            target = known.get(bridge)
+            if target is None:
+                continue
+            d = dict(d, kind=target["kind"], type=target["type"])
+        refs = [r for r in resolve_refs(d["value"], known) if r != d["name"]]
+        out.append({k: d[k] for k in ("name", "kind", "type", "value", "line")} | {"refs": refs})
+    return out
+
+
+def builtin_constant(name: str) -> dict:
+    return {"name": name, "kind": "axiom", "type": BUILTIN_AXIOMS[name], "value": "", "refs": [],
+            "module": "Init"}
