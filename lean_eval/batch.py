@@ -153,7 +153,8 @@ def score_pair(sub: intake.Intake, entry: intake.ProblemEntry, problem: ProblemW
     return _verdict(sub, problem, ident, c.verdict, c.execution, c.reason,
                     last_phase=c.last_phase, checkers=c.checkers,
                     exit_code=result.outcome.returncode, signal=result.outcome.signal,
-                    timings=Timings(wall_seconds=round(time.monotonic() - started, 3)),
+                    timings=Timings(wall_seconds=round(time.monotonic() - started, 3),
+                                    phases=result.phase_seconds),
                     log=LogRef(path=str(log_path), tail=result.log_tail), **base)
 
 

@@ -216,8 +216,9 @@ def _dirty(root: Path, commit: str) -> tuple[str, ...]:
     if not lines:
         return ()
     shown = ", ".join(ln[3:] for ln in lines[:5]) + (" ..." if len(lines) > 5 else "")
-    return (f"benchmark working tree differs from {commit[:12]} in trusted paths "
-            f"({shown}); scoring uses the committed revision",)
+    message = (f"benchmark working tree differs from {commit[:12]} in trusted paths "
+               f"({shown}); scoring uses the committed revision")
+    return (message,)
 
 
 def _tree_files(root: Path) -> dict[str, bytes]:
@@ -235,7 +236,8 @@ def _tree_files(root: Path) -> dict[str, bytes]:
     return files
 
 
-def _load_problem(pid: str, files: Mapping[str, bytes], index: Mapping[str, Any]) -> ProblemWorkspace:
+def _load_problem(pid: str, files: Mapping[str, bytes],
+                  index: Mapping[str, Any]) -> ProblemWorkspace:
     manifest = f"problems/{pid}.toml"
     try:
         raw = tomllib.loads(files[manifest].decode("utf-8"))
@@ -260,11 +262,13 @@ def _load_problem(pid: str, files: Mapping[str, bytes], index: Mapping[str, Any]
     entry = index.get(pid)
     if not isinstance(entry, dict):
         raise DigestMismatchError(f"workspaces/index.json has no entry for problem {pid!r}")
-    expected = {**entry.get("trusted", {}), **{f"starter:{k}": v for k, v in entry.get("starter", {}).items()}}
+    expected = {**entry.get("trusted", {}),
+                **{f"starter:{k}": v for k, v in entry.get("starter", {}).items()}}
     actual = {**{k: sha256(v) for k, v in trusted.items()},
               **{f"starter:{k}": sha256(v) for k, v in starter.items()}}
     if expected != actual:
-        differing = sorted(k for k in expected.keys() | actual.keys() if expected.get(k) != actual.get(k))
+        differing = sorted(k for k in expected.keys() | actual.keys()
+                           if expected.get(k) != actual.get(k))
         raise DigestMismatchError(
             f"trusted files of {prefix} do not match workspaces/index.json: "
             + ", ".join(prefix + d.removeprefix("starter:") for d in differing)

@@ -76,6 +76,7 @@ class DriverResult(NamedTuple):
     classification: Classification
     outcome: process.Outcome
     log_tail: tuple[str, ...]
+    phase_seconds: dict[str, float]
 
 
 def _inside(path: Path, roots: tuple[Path, ...]) -> bool:
@@ -123,6 +124,17 @@ def phase_of(line: str, config: ComparatorConfig) -> str | None:
     return None
 
 
+def phase_seconds(outcome: process.Outcome, config: ComparatorConfig) -> dict[str, float]:
+    """Seconds spent in each phase: from its line to the next phase line (or the end)."""
+    starts = [(at, phase) for at, raw in outcome.line_marks
+              if (phase := phase_of(raw.decode("utf-8", "replace").strip(), config)) is not None]
+    ends = [at for at, _ in starts[1:]] + [outcome.duration]
+    spent: dict[str, float] = {}
+    for (at, phase), end in zip(starts, ends, strict=True):
+        spent[phase] = round(spent.get(phase, 0.0) + max(0.0, end - at), 3)
+    return spent
+
+
 def _checkers(lines: list[str]) -> tuple[Checker, ...]:
     results: dict[str, Checker] = {}
     for line in lines:
@@ -132,7 +144,7 @@ def _checkers(lines: list[str]) -> tuple[Checker, ...]:
             if line.endswith(suffix):
                 name = line.removesuffix(suffix).removeprefix("Running ")
                 if result != "started" or name not in results:
-                    results[name] = Checker(name=name, result=result)  # type: ignore[arg-type]
+                    results[name] = Checker(name=name, result=result)
     return tuple(results.values())
 
 
@@ -170,7 +182,10 @@ def classify(outcome: process.Outcome, config: ComparatorConfig, timeout: float)
     if outcome.timed_out:
         return fail("timed_out", "timeout", f"deadline of {timeout:g}s reached{where}")
     if outcome.signal is not None:
-        name = signals.Signals(outcome.signal).name if outcome.signal in signals.Signals.__members__.values() else str(outcome.signal)
+        try:
+            name = signals.Signals(outcome.signal).name
+        except ValueError:
+            name = f"signal {outcome.signal}"
         if outcome.signal in _RESOURCE_SIGNALS:
             return fail("resource_exhausted", "resource_limit", f"killed by {name}{where}")
         return fail("crashed", "crashed", f"lake was killed by {name}{where}")
@@ -243,4 +258,5 @@ def run_workspace(workspace: Path, state: Path, config: ComparatorConfig,
     outcome = process.run(argv, env=env, cwd=workspace, timeout=settings.timeout,
                           output_cap=settings.output_cap)
     tail = write_log(log_path, argv, outcome)
-    return DriverResult(classify(outcome, config, settings.timeout), outcome, tail)
+    return DriverResult(classify(outcome, config, settings.timeout), outcome, tail,
+                        phase_seconds(outcome, config))

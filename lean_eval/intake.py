@@ -5,35 +5,31 @@ Security invariants (SPEC §6.1, §6.2), each exercised by tests/test_intake*.py
 - Nothing in a submission is followed, executed, extracted or written. Directories are walked
   with ``lstat`` and ``O_NOFOLLOW`` opens relative to an open directory descriptor, and every
   opened entry must still be the entry that was ``lstat``-ed (type, device, inode); archives are
-  decoded in memory as one bounded stream (``tarfile`` mode ``r|``), member by member.
+  decoded in memory by lean_eval/archive.py into the same tree, so both are classified alike.
 - The only files handed on are ``Submission.lean`` and ``Submission/**/*.lean`` of a problem
   directory, each a regular file with one link, valid UTF-8 without NUL bytes, within the size
   limit, whose relpath matches ``Submission.lean|Submission/(ident/)*ident.lean``: no relpath
   can leave the problem directory.
-- A symlink, hard link, FIFO, socket or device in that read set rejects the problem. Link,
-  device and FIFO archive members, absolute or ``..`` member names, and exceeded limits reject
-  the whole submission.
+- A symlink, hard link, FIFO, socket, device or other special entry (directory entry or archive
+  member) in that read set rejects the problem, naming the entry; elsewhere it is reported as
+  ignored. Exceeded limits, two directories for one problem, and the archive-only faults that
+  archive.py lists reject the whole submission.
 - Entries, depth and bytes are counted before they are used: a huge tree is not walked past
-  the limit and a decompression bomb is not decompressed past it (every byte the archive
-  decoder yields is counted, including tar headers and pax records).
+  the limit, and a file is not read past the total byte limit.
 - The result is a function of the submission's content only: every listing is sorted, and
   every name shown in a message is escaped (non-printable characters) and truncated.
 """
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import io
 import os
 import re
 import stat
-import tarfile
 import unicodedata
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, NamedTuple, cast
+from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -49,7 +45,6 @@ ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 SKIPPED_NAMES = frozenset({".lake", ".git"})  # build and VCS data: skipped wholesale
 IGNORED_CAP = 200
 _CHUNK = 64 * 1024
-_MEMBER_OVERHEAD = 3072  # tar header, padding and a pax record per member
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})  # Cs: undecodable bytes
@@ -100,7 +95,7 @@ class _BadProblemError(Exception):
 
 @dataclass
 class _Node:
-    kind: str  # dir | file | skipped | symlink | FIFO | socket | device | special file
+    kind: str  # dir | file | skipped, or a link or special kind: "symlink", "FIFO", ...
     data: bytes = b""
     nlink: int = 1
     children: dict[str, _Node] = field(default_factory=dict)
@@ -167,10 +162,8 @@ def read_submission(
         raise UsageError(f"submission {_show(source)}: {exc.strerror}") from None
     is_dir = stat.S_ISDIR(st.st_mode)
     if not is_dir and not (stat.S_ISREG(st.st_mode) and source.lower().endswith(ARCHIVE_SUFFIXES)):
-        raise UsageError(
-            f"submission {_show(source)}: not a directory or a .tar, .tar.gz or .tgz file"
-            " (symlinks are not followed)"
-        )
+        raise UsageError(f"submission {_show(source)}: not a directory or a .tar, .tar.gz or"
+                         " .tgz file (symlinks are not followed)")
     try:
         fd = os.open(source, _DIR_FLAGS if is_dir else _FILE_FLAGS)
     except OSError as exc:
@@ -186,7 +179,8 @@ def read_submission(
             root = _Node("dir")
             _walk_dir(fd, "", root, _Budget(limits), digest)
         else:
-            root = _parse_archive(_read_raw(fd, _stream_cap(limits), digest), limits)
+            from lean_eval.archive import read_archive  # imports this module: import it late
+            root = read_archive(fd, limits, digest)
         problems, ignored = _analyse(root, problem_ids, limits)
     except _RejectError as exc:
         rejection = str(exc)
@@ -264,128 +258,12 @@ def _read_bounded(fd: int, budget: _Budget, shown: str) -> bytes:
     return b"".join(chunks)
 
 
-def _stream_cap(limits: IntakeLimits) -> int:
-    """Most decompressed bytes a tar stream within the limits can need (data plus headers)."""
-    headers = _MEMBER_OVERHEAD * (limits.max_files + 4) + 2 * tarfile.RECORDSIZE
-    return limits.max_total_bytes + headers
-
-
-def _read_raw(fd: int, stream_cap: int, digest: _Hash) -> bytes:
-    """Hash the whole archive file; keep it only if small enough to decode within the limits."""
-    raw_cap = stream_cap + stream_cap // 64 + 65536  # compression overhead on incompressible data
-    kept: list[bytes] = []
-    size = 0
-    while chunk := os.read(fd, 1 * MIB):
-        digest.update(chunk)
-        size += len(chunk)
-        if size <= raw_cap:
-            kept.append(chunk)
-    if size > raw_cap:
-        raise _RejectError(f"archive: {size} bytes, more than the limits allow ({raw_cap})")
-    return b"".join(kept)
-
-
-class _Bounded:
-    """What tarfile's stream reader reads from: counts decoded bytes and stops at the cap."""
-
-    def __init__(self, inner: io.BufferedIOBase, cap: int) -> None:
-        self.inner, self.cap, self.used, self.where = inner, cap, 0, "at its start"
-
-    def read(self, size: int = -1) -> bytes:
-        room = self.cap + 1 - self.used
-        data = self.inner.read(room if size < 0 else min(size, room))
-        self.used += len(data)
-        if self.used > self.cap:
-            raise _RejectError(f"archive expands beyond {self.cap} bytes {self.where}")
-        return data
-
-
-def _decoder(raw: bytes) -> io.BufferedIOBase:
-    source = io.BytesIO(raw)
-    return gzip.GzipFile(fileobj=source, mode="rb") if raw.startswith(b"\x1f\x8b") else source
-
-
-def _member_parts(name: str) -> list[str]:
-    if name.startswith("/"):
-        raise _RejectError(f"{_show(name)}: absolute member name")
-    parts = [p for p in name.split("/") if p not in ("", ".")]
-    if ".." in parts:
-        raise _RejectError(f"{_show(name)}: member name has a '..' component")
-    return parts
-
-
-_MEMBER_KINDS = {tarfile.SYMTYPE: "symlink", tarfile.LNKTYPE: "hard link",
-                 tarfile.CHRTYPE: "device", tarfile.BLKTYPE: "device", tarfile.FIFOTYPE: "FIFO"}
-
-
-def _member_kind(member: tarfile.TarInfo) -> str | None:
-    """None for regular files and directories, else what the member is."""
-    if member.isdir() or (member.isreg() and not member.issparse()):
-        return None
-    return _MEMBER_KINDS.get(member.type, f"unsupported (type {member.type!r})")
-
-
-def _parse_archive(raw: bytes, limits: IntakeLimits) -> _Node:
-    root = _Node("dir")
-    budget = _Budget(limits)
-    stream = _Bounded(_decoder(raw), _stream_cap(limits))
-    try:
-        with tarfile.open(fileobj=cast("IO[bytes]", stream), mode="r|",
-                          encoding="utf-8", errors="surrogateescape") as archive:
-            for member in archive:
-                shown = _show(member.name)
-                parts = _member_parts(member.name)
-                budget.entry(shown, len(parts))
-                kind = _member_kind(member)
-                if kind is not None:
-                    raise _RejectError(f"{shown}: {kind} member")
-                node = _Node("dir" if member.isdir() else "file")
-                if node.kind == "file":
-                    budget.data(shown, member.size)  # before a single byte of it is decoded
-                    handle = archive.extractfile(member)  # size is within the budget
-                    if handle and not SKIPPED_NAMES.intersection(parts):
-                        node.data = handle.read(member.size)
-                        if len(node.data) != member.size:
-                            raise _RejectError(f"{shown}: member data is truncated")
-                if parts:
-                    _insert(root, parts, node, shown)
-                elif node.kind != "dir":
-                    raise _RejectError(f"{shown}: names the archive root but is not a directory")
-                stream.where = f"after member {shown}"
-            while stream.read(_CHUNK):  # to the end, so a gzip CRC or length error is seen
-                pass
-    except (tarfile.TarError, EOFError, OSError, zlib.error, ValueError) as exc:
-        raise _RejectError(f"archive: corrupt {stream.where}: {_show(str(exc))}") from None
-    return root
-
-
-def _insert(root: _Node, parts: list[str], node: _Node, shown: str) -> None:
-    current = root
-    for depth, name in enumerate(parts):
-        existing = current.children.get(name)
-        if name in SKIPPED_NAMES:  # the whole subtree is reported once and not kept
-            current.children.setdefault(name, _Node("skipped"))
-            return
-        if depth == len(parts) - 1:
-            if existing is None:
-                current.children[name] = node
-            elif not (existing.kind == node.kind == "dir"):
-                raise _RejectError(f"{shown}: duplicate member")
-            return
-        if existing is None:
-            existing = current.children[name] = _Node("dir")
-        elif existing.kind != "dir":
-            raise _RejectError(f"{shown}: member lies under a member that is not a directory")
-        current = existing
-
-
 def _is_problem_dir(name: str, node: _Node, problem_ids: frozenset[str]) -> bool:
     return node.kind == "dir" and name in problem_ids and "Submission.lean" in node.children
 
 
-def _analyse(
-    root: _Node, problem_ids: frozenset[str], limits: IntakeLimits
-) -> tuple[tuple[ProblemEntry, ...], tuple[str, ...]]:
+def _analyse(root: _Node, problem_ids: frozenset[str],
+             limits: IntakeLimits) -> tuple[tuple[ProblemEntry, ...], tuple[str, ...]]:
     """Find problem directories (not searched inside one another) and report everything else."""
     memo: dict[int, bool] = {}
     found: dict[str, list[tuple[str, _Node]]] = {}

@@ -28,6 +28,7 @@ Invariants (the rest of lean-eval relies on them):
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import json
@@ -47,6 +48,8 @@ from lean_eval.errors import LeanEvalError, ProcessStartError
 __all__ = ["Outcome", "run", "run_capture"]
 
 _HEAD_MAX = 64 * 1024  # bytes kept from the start of a stream; the rest of the cap is its tail
+_LINE_MARKS = 1024  # stdout lines timed at each end of the stream
+_MARK_BYTES = 200  # bytes of each timed line kept
 _READ_CHUNK = 256 * 1024
 _SPEC_CHUNK = 64 * 1024
 _REAPER_MARGIN = 5.0  # after deadline + grace, before run() gives up on the reaper
@@ -78,6 +81,9 @@ class Outcome(NamedTuple):
     stdout_truncated: bool
     stderr_truncated: bool
     orphans_killed: int  # descendants alive after the main child ended, killed by the reaper
+    # (seconds since start, first bytes) of stdout lines as they completed: the first and the
+    # last _LINE_MARKS of them, so callers can time phases announced on stdout
+    line_marks: tuple[tuple[float, bytes], ...] = ()
 
 
 def run(
@@ -144,6 +150,10 @@ class _Capture:
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
+        self.partial = bytearray()
+        self.first_marks: list[tuple[float, bytes]] = []
+        self.last_marks: collections.deque[tuple[float, bytes]] = collections.deque(
+            maxlen=_LINE_MARKS)
 
     def feed(self, data: bytes) -> None:
         self.total += len(data)
@@ -155,6 +165,20 @@ class _Capture:
             self.tail += data
             if len(self.tail) > 2 * self.tail_cap:  # amortised: trim at most once per tail_cap
                 del self.tail[: len(self.tail) - self.tail_cap]
+
+    def mark_lines(self, data: bytes, at: float) -> None:
+        """Note when each line of ``data`` completed (bounded, like the bytes themselves)."""
+        pieces = data.split(b"\n")
+        for piece in pieces[:-1]:
+            line = bytes(self.partial + piece[: _MARK_BYTES])[:_MARK_BYTES]
+            self.partial = bytearray()
+            if len(self.first_marks) < _LINE_MARKS:
+                self.first_marks.append((at, line))
+            else:
+                self.last_marks.append((at, line))
+        room = _MARK_BYTES - len(self.partial)
+        if room > 0:
+            self.partial += pieces[-1][:room]
 
     def result(self) -> tuple[bytes, bool]:
         tail = bytes(self.tail[max(0, len(self.tail) - self.tail_cap) :])
@@ -238,6 +262,8 @@ class _Supervisor:
             self.status += data
         else:
             self.captures[fd].feed(data)
+            if self.captures[fd] is self.out:
+                self.out.mark_lines(data, round(time.monotonic() - self.start, 3))
 
     def _signal_reaper(self, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -287,8 +313,9 @@ class _Supervisor:
         err, err_cut = self.err.result()
 
         def ended(code: int | None, sig: int | None, timed_out: bool, orphans: int) -> Outcome:
+            marks = (*self.out.first_marks, *self.out.last_marks)
             return Outcome(code, sig, timed_out, self.end - self.start, out, err, out_cut,
-                           err_cut, orphans)
+                           err_cut, orphans, marks)
 
         if "exited" in events:
             exited = events["exited"]

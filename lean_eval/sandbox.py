@@ -24,7 +24,7 @@ from lean_eval import process
 from lean_eval.errors import SandboxUnavailableError
 
 # Lake masks these in every sandboxed step; paths under them need no mask of ours.
-LAKE_MASKED_ROOTS = ("/home", "/root", "/run/user", "/tmp")
+LAKE_MASKED_ROOTS = ("/home", "/root", "/run/user", "/tmp")  # noqa: S108
 
 # bwrap options by the number of arguments they take.
 _MOUNT_2 = ("--bind", "--ro-bind", "--dev-bind", "--bind-try", "--ro-bind-try", "--dev-bind-try",
@@ -190,7 +190,8 @@ def filter_search_path(value: str, writable_roots: Sequence[Path]) -> tuple[str,
     root, symlinks (or entries under a symlinked ancestor) that resolve into one, and entries
     under a world-writable directory without the sticky bit.
     """
-    roots = [os.path.realpath(r) for r in writable_roots] + [os.path.abspath(r) for r in writable_roots]
+    roots = [os.path.realpath(r) for r in writable_roots]
+    roots += [os.path.abspath(r) for r in writable_roots]
     kept: list[str] = []
     for entry in value.split(os.pathsep):
         if not entry or not os.path.isabs(entry):

@@ -89,7 +89,7 @@ class LogRef(_Model):
 class Verdict(_Model):
     """The judgement of one (submission, problem) pair."""
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     submission: SubmissionRef
     problem: ProblemRef
     verdict: Outcome
@@ -131,7 +131,7 @@ class SubmissionSummary(_Model):
 class Summary(_Model):
     """The run as a whole; ``exit_code`` is what ``run-eval`` exits with."""
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     started_at: str
     finished_at: str
     identity: Identity
@@ -143,7 +143,7 @@ class Summary(_Model):
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` so that readers see the old file or the new, never half."""
+    """Write ``data`` as JSON to ``path``: readers see the old file or the new, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

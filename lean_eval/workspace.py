@@ -45,7 +45,8 @@ def plan_scoring_root(scoring_root: Path, pairs: Iterable[tuple[str, str]]) -> N
     for submission_id, problem_id in pairs:
         existing = pair_dirs(scoring_root, submission_id, problem_id).root
         if existing.exists() or existing.is_symlink():
-            raise UsageError(f"scoring directory {existing} already exists; use an empty --work-dir")
+            raise UsageError(f"scoring directory {existing} already exists; "
+                             "use an empty --work-dir")
     scoring_root.mkdir(mode=0o700, parents=True, exist_ok=True)
     for submission_id, problem_id in pairs:
         dirs = pair_dirs(scoring_root, submission_id, problem_id)

@@ -123,17 +123,30 @@ class Run(NamedTuple):
         return data
 
 
-class RunEval:
-    """Invoke ``lean-eval run-eval`` in-process with the stand-in toolchain by default."""
+DEFAULT = Path("default-toolchain")  # sentinel: the toolchain this RunEval was made for
 
-    def __init__(self, benchmark: Path, base: Path) -> None:
+
+class RunEval:
+    """Invoke ``lean-eval run-eval`` in-process against one toolchain (the stand-in by default)."""
+
+    def __init__(self, benchmark: Path, base: Path, toolchain: Path = STANDIN) -> None:
         self.benchmark = benchmark
         self.base = base
+        self.toolchain = toolchain
+
+    @property
+    def is_lean(self) -> bool:
+        """Whether this runs the real Lean release rather than the stand-in."""
+        return self.toolchain != STANDIN
 
     def __call__(self, *submissions: Path, extra: tuple[str, ...] = (),
-                 toolchain: Path | None = STANDIN, env: Mapping[str, str] | None = None,
-                 out: Path | None = None, timeout: float = 60) -> Run:
+                 toolchain: Path | None = DEFAULT, env: Mapping[str, str] | None = None,
+                 out: Path | None = None, timeout: float | None = None) -> Run:
         out = out or self.base / "out"
+        if toolchain == DEFAULT:
+            toolchain = self.toolchain
+        if timeout is None:
+            timeout = 600 if self.is_lean else 60
         args = ["run-eval", *map(str, submissions), "--out", str(out), "--benchmark",
                 str(self.benchmark), "--timeout", str(timeout), "-q", *extra]
         if toolchain is not None:
@@ -142,11 +155,53 @@ class RunEval:
         return Run(result, out)
 
 
+def real_toolchain() -> Path | None:
+    """The installed Lean release named in lean-toolchain, if any."""
+    from lean_eval.toolchain import resolve_toolchain
+
+    name = (REPO / "lean-toolchain").read_text(encoding="utf-8").strip()
+    try:
+        return resolve_toolchain(None, os.environ, name).root
+    except Exception:  # noqa: BLE001 - any failure means "not installed here"
+        return None
+
+
+@pytest.fixture(params=[
+    pytest.param("standin", id="standin"),
+    pytest.param("lean", id="lean", marks=pytest.mark.lean),
+])
+def toolchain(request: pytest.FixtureRequest) -> Path:
+    """Each end-to-end scenario runs on the stand-in and, where installed, on real Lean."""
+    if request.param == "standin":
+        return STANDIN
+    found = real_toolchain()
+    if found is None:
+        pytest.skip("real Lean release of lean-toolchain is not installed (elan or "
+                    "LEAN_EVAL_TOOLCHAIN); @pytest.mark.lean scenario not run")
+    return found
+
+
 @pytest.fixture
-def run_eval(bench_copy: Path, outside: Path, bwrap: str) -> RunEval:
+def run_eval(bench_copy: Path, outside: Path, bwrap: str, toolchain: Path) -> RunEval:
     """``run-eval`` against the benchmark copy, outputs under ``outside``."""
     del bwrap
-    return RunEval(bench_copy, outside)
+    return RunEval(bench_copy, outside, toolchain)
+
+
+def standin_only(run_eval: RunEval, why: str) -> None:
+    """Skip a scenario the real toolchain cannot express (e.g. a kernel that rejects)."""
+    if run_eval.is_lean:
+        pytest.skip(f"stand-in only: {why}")
+
+
+def sh_payload(command: str) -> str:
+    """Run ``command`` during the Solution build, in both forms (SPEC §7): a real Lean
+    ``#eval`` for a real toolchain and a ``-- standin-io:`` line for the stand-in."""
+    quoted = command.replace("\\", "\\\\").replace('"', '\\"')
+    return (f"-- standin-io: {command}\n"
+            f'#eval show IO Unit from do\n'
+            f'  let out ← IO.Process.output {{ cmd := "/bin/sh", args := #["-c", "{quoted}"] }}\n'
+            f"  IO.println out.stdout")
 
 
 def make_submission(base: Path, name: str, problems: Mapping[str, Mapping[str, str | bytes]]

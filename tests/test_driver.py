@@ -122,8 +122,8 @@ def test_submission_printing_error_lines_does_not_choose_the_reason() -> None:
 
 
 def test_sandbox_failure_is_never_a_rejection() -> None:
-    stderr = "bwrap: Can't mount proc on /newroot/proc: Operation not permitted\n" \
-             "error: Child exited with 1\n"
+    stderr = ("bwrap: Can't mount proc on /newroot/proc: Operation not permitted\n"
+              "error: Child exited with 1\n")
     c = driver.classify(outcome("Resolving dependencies\n", stderr, 1), CONFIG, 10)
     assert (c.verdict, c.execution) == ("error", "sandbox_error")
 
@@ -152,3 +152,12 @@ def test_challenge_side_failure_is_not_the_submissions_fault() -> None:
     c = driver.classify(outcome("Resolving dependencies\nBuilding Challenge\n",
                                 "error: Child exited with 1\n", 1), CONFIG, 7)
     assert (c.verdict, c.reason.code) == ("error", "challenge_failed")
+
+
+def test_phase_seconds_come_from_line_arrival_times() -> None:
+    marks = ((0.1, b"Resolving dependencies"), (0.5, b"Building Challenge"),
+             (0.7, b"noise"), (2.0, b"Building Solution"),
+             (3.5, b"Running nanoda kernel on solution"))
+    done = outcome()._replace(duration=4.0, line_marks=marks)
+    assert driver.phase_seconds(done, CONFIG) == {
+        "resolve": 0.4, "build_challenge": 1.5, "build_solution": 1.5, "kernel:nanoda": 0.5}

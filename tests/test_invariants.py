@@ -12,8 +12,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from conftest import (
+    STANDIN,
+    RunEval,
+    correct,
+    make_submission,
+    sh_payload,
+    standin_only,
+    with_lines,
+)
 
-from conftest import STANDIN, RunEval, correct, make_submission, with_lines
 from lean_eval import batch, sandbox
 
 
@@ -34,7 +42,7 @@ def _leak_run(run_eval: RunEval, outside: Path) -> tuple[str, str]:
     targets = [subs / "alice" / "two_plus_two" / "Submission.lean",
                run_eval.base / "out" / "alice" / "two_plus_two.json",
                work / "alice" / "two_plus_two" / "workspace" / "Submission.lean"]
-    io = [f"-- standin-io: cat {t} || echo DENIED-{i}" for i, t in enumerate(targets)]
+    io = [sh_payload(f"cat {t} || echo DENIED-{i}") for i, t in enumerate(targets)]
     make_submission(subs, "mallory", {"two_plus_two": {
         "Submission.lean": with_lines("two_plus_two", *io)}})
     run = run_eval(subs / "alice", subs / "mallory",
@@ -88,7 +96,7 @@ def _planted_run(run_eval: RunEval, outside: Path) -> tuple[Path, str, str]:
           for t in ("env", "bwrap", "git")),
     ])
     make_submission(outside / "subs", "p", {"two_plus_two": {
-        "Submission.lean": with_lines("two_plus_two", f"-- standin-io: {plant}")}})
+        "Submission.lean": with_lines("two_plus_two", sh_payload(plant))}})
     path = ":".join([str(cache), str(link), str(build_bin), ".lake/build/bin", str(build_link),
                      "/usr/local/bin", "/usr/bin", "/bin"])
     run = run_eval(outside / "subs" / "p", extra=("--work-dir", str(work), "--keep-work",
@@ -103,6 +111,8 @@ def test_planted_tools_are_never_executed(run_eval: RunEval, outside: Path) -> N
     work, verdict, seen = _planted_run(run_eval, outside)
     assert verdict == "accepted", seen
     assert "PLANTED" not in seen and "env" not in seen.split(), seen
+    if run_eval.is_lean:
+        return
     trace = _trace(work, "p", "two_plus_two")
     resolved = trace["resolved"]
     assert isinstance(resolved, dict)
@@ -112,6 +122,7 @@ def test_planted_tools_are_never_executed(run_eval: RunEval, outside: Path) -> N
 
 def test_negative_control_unfiltered_path_executes_planted_tools(
         run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    standin_only(run_eval, "whether real Lake runs git outside the sandbox is not modelled")
     monkeypatch.setattr(sandbox, "filter_search_path",
                         lambda value, roots: tuple(value.split(":")))
     _, _, seen = _planted_run(run_eval, outside)
@@ -128,8 +139,10 @@ DECOYS = {"LEAN_EVAL_DECOY_TOKEN": "decoy-token-5f1e", "AWS_SECRET_ACCESS_KEY": 
 def _env_run(run_eval: RunEval, outside: Path) -> tuple[dict[str, str], str]:
     work = outside / "work"
     sub = make_submission(outside / "subs", "e", {"two_plus_two": {
-        "Submission.lean": with_lines("two_plus_two", "-- standin-io: env")}})
+        "Submission.lean": with_lines("two_plus_two", sh_payload("env"))}})
     run = run_eval(sub, extra=("--work-dir", str(work), "--keep-work"), env=DECOYS)
+    if run_eval.is_lean:
+        return {}, run.log("e", "two_plus_two")
     lake_env = _trace(work, "e", "two_plus_two")["env"]
     assert isinstance(lake_env, dict)
     return lake_env, run.log("e", "two_plus_two")
@@ -139,7 +152,7 @@ def test_caller_secrets_reach_neither_lake_nor_the_sandbox(run_eval: RunEval,
                                                            outside: Path) -> None:
     lake_env, log = _env_run(run_eval, outside)
     assert set(lake_env) <= set(sandbox.ENV_ALLOWLIST)
-    assert {"PATH", "HOME", "TMPDIR", "COMPARATOR_BWRAP"} <= set(lake_env)
+    assert run_eval.is_lean or {"PATH", "HOME", "TMPDIR", "COMPARATOR_BWRAP"} <= set(lake_env)
     for value in DECOYS.values():
         assert value not in json.dumps(lake_env) and value not in log
     assert "LEAN_ABORT_ON_PANIC=1" in log  # the sandbox's env was really printed
@@ -152,6 +165,7 @@ def test_negative_control_passed_through_environment_is_seen(
     def leaky(caller: dict[str, str], **kw: object) -> dict[str, str]:
         return {**caller, **real(caller, **kw)}  # type: ignore[arg-type]
 
+    standin_only(run_eval, "reads Lake's environment from the stand-in's trace")
     monkeypatch.setattr(sandbox, "lake_environment", leaky)
     lake_env, _ = _env_run(run_eval, outside)
     assert lake_env["LEAN_EVAL_DECOY_TOKEN"] == DECOYS["LEAN_EVAL_DECOY_TOKEN"]
@@ -203,6 +217,7 @@ def test_scoring_workspace_is_trusted_bytes_plus_overlay(
     '"enable_nanoda": false, "external_kernels": {"nanoda": ["/bin/true"]}',
 ], ids=["enable_nanoda", "other-nanoda-argv"])
 def test_nanoda_is_forced(outside: Path, bench_copy: Path, bwrap: str, setting: str) -> None:
+    """Reads what Lake was given from the stand-in's trace (the real Lake keeps no trace)."""
     import shutil
 
     from test_setup_failures import _rehash

@@ -479,3 +479,11 @@ def test_wedged_reaper_is_killed_as_a_last_resort(monkeypatch: pytest.MonkeyPatc
     while _processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert _processes_with(marker) == []
+
+
+def test_stdout_lines_are_timed_as_they_complete() -> None:
+    done = process.run(("/bin/sh", "-c", "echo one; sleep 0.3; printf 'two\\nthr'; echo ee"),
+                       env={"PATH": "/usr/bin:/bin"}, cwd=Path("/"), timeout=10)
+    assert [line for _, line in done.line_marks] == [b"one", b"two", b"three"]
+    times = [at for at, _ in done.line_marks]
+    assert times[1] - times[0] >= 0.25

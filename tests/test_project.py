@@ -6,6 +6,7 @@ import json
 import re
 
 from conftest import REPO
+
 from lean_eval import verdict
 
 
@@ -41,4 +42,4 @@ def test_verdict_keys_required_by_the_issue_exist() -> None:
     for key in ("schema_version", "submission", "problem", "verdict", "execution", "reason",
                 "checkers", "exit_code", "timings"):
         assert key in props
-    assert list(props)[0] == "schema_version"
+    assert next(iter(props)) == "schema_version"
