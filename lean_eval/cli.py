@@ -96,9 +96,10 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
                                    only=selected)
         for warning in cat.warnings:
             err.print(f"[yellow]warning:[/] {warning}")
+        writable = [out_dir, Path(tempfile.gettempdir()), *([work_dir] if work_dir else [])]
         tools = batch.Tools(
             toolchain=resolve_toolchain(toolchain, env, cat.toolchain_name),
-            bwrap=sandbox.resolve_bwrap(bwrap_path, env))
+            bwrap=sandbox.resolve_bwrap(bwrap_path, env, writable))
         limits = intake.IntakeLimits(max_file_bytes=max_file_bytes,
                                      max_total_bytes=max_total_bytes, max_files=max_files,
                                      max_depth=max_depth)
@@ -140,7 +141,8 @@ def test(workspace: Path | None, timeout: float, benchmark: Path | None, toolcha
         name = (ws / "lean-toolchain").read_text(encoding="utf-8").strip() \
             if (ws / "lean-toolchain").is_file() else ""
         tools = batch.Tools(toolchain=resolve_toolchain(toolchain, env, name),
-                            bwrap=sandbox.resolve_bwrap(bwrap_path, env))
+                            bwrap=sandbox.resolve_bwrap(bwrap_path, env,
+                                                        [Path(tempfile.gettempdir())]))
         state = Path(tempfile.mkdtemp(prefix="lean-eval-test-"))
         settings = driver.DriverSettings(toolchain=tools.toolchain, bwrap=tools.bwrap.path,
                                          caller_env=env, timeout=timeout,

@@ -59,8 +59,13 @@ class WrapperSpec(NamedTuple):
     file_masks: tuple[str, ...] = ()
 
 
-def resolve_bwrap(explicit: str | None, env: Mapping[str, str]) -> BwrapInfo:
-    """``--bwrap``, else ``LEAN_EVAL_BWRAP``, else ``bwrap`` on PATH; absolute and working."""
+def resolve_bwrap(explicit: str | None, env: Mapping[str, str],
+                  writable_roots: Sequence[Path] = ()) -> BwrapInfo:
+    """``--bwrap``, else ``LEAN_EVAL_BWRAP``, else ``bwrap`` on the filtered PATH; absolute.
+
+    The PATH lookup uses the same filter as Lake's PATH, so a ``bwrap`` planted in a relative,
+    writable or world-writable directory is never chosen.
+    """
     chosen = explicit or env.get("LEAN_EVAL_BWRAP")
     path: Path | None = None
     if chosen:
@@ -68,9 +73,9 @@ def resolve_bwrap(explicit: str | None, env: Mapping[str, str]) -> BwrapInfo:
         if not path.is_absolute():
             path = Path.cwd() / path
     else:
-        for entry in env.get("PATH", "").split(os.pathsep):
+        for entry in filter_search_path(env.get("PATH", ""), writable_roots):
             candidate = Path(entry) / "bwrap"
-            if entry and candidate.is_file() and os.access(candidate, os.X_OK):
+            if candidate.is_file() and os.access(candidate, os.X_OK):
                 path = candidate
                 break
     if path is None:

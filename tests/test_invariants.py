@@ -99,9 +99,8 @@ def _planted_run(run_eval: RunEval, outside: Path) -> tuple[Path, str, str]:
         "Submission.lean": with_lines("two_plus_two", sh_payload(plant))}})
     path = ":".join([str(cache), str(link), str(build_bin), ".lake/build/bin", str(build_link),
                      "/usr/local/bin", "/usr/bin", "/bin"])
-    run = run_eval(outside / "subs" / "p", extra=("--work-dir", str(work), "--keep-work",
-                                                  "--bwrap", "/usr/bin/bwrap"),
-                   env={"PATH": path})
+    run = run_eval(outside / "subs" / "p", extra=("--work-dir", str(work), "--keep-work"),
+                   env={"PATH": path, "LEAN_EVAL_BWRAP": ""})
     log = run.log("p", "two_plus_two")
     ran = evidence.read_text() if evidence.exists() else ""
     return work, run.verdict("p", "two_plus_two")["verdict"], ran + log
@@ -128,6 +127,7 @@ def test_negative_control_unfiltered_path_executes_planted_tools(
     _, _, seen = _planted_run(run_eval, outside)
     assert "PLANTED-env-RAN" in seen or "env" in seen.split()
     assert "PLANTED-git-RAN" in seen
+    assert "bwrap" in seen.split()  # the harness itself chose the planted bwrap
 
 
 # --- 6.7: no secret from the caller's environment ---------------------------------------------
