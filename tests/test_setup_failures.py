@@ -8,7 +8,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import CORRECT, RunEval
 
 
@@ -82,6 +81,7 @@ def test_missing_submission_path_is_refused(run_eval: RunEval, outside: Path) ->
 def test_committed_revision_is_what_scores(outside: Path, bwrap: str) -> None:
     """A dirty working tree in trusted paths is reported and not used (SPEC §5.1)."""
     from conftest import REPO
+
     from lean_eval import catalog
 
     if not (REPO / ".git").exists():
