@@ -1,0 +1,1 @@
+"""Sandbox and environment probes: synthetic submissions scored through the real driver."""
