@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from lean_eval import __version__, driver, intake, workspace
+from lean_eval.bubblewrap import BwrapInfo
 from lean_eval.catalog import Catalog, ProblemWorkspace
 from lean_eval.errors import UsageError
-from lean_eval.sandbox import BwrapInfo, outside_lake_masks
+from lean_eval.sandbox import outside_lake_masks
 from lean_eval.toolchain import Toolchain
 from lean_eval.verdict import (
     INFRASTRUCTURE_FAILURES,
@@ -66,7 +67,10 @@ def identity(catalog: Catalog, tools: Tools) -> Identity:
     return Identity(harness_version=__version__, benchmark_path=str(catalog.root),
                     benchmark_commit=catalog.commit, toolchain_name=catalog.toolchain_name,
                     toolchain_path=str(tools.toolchain.root),
-                    bwrap_path=str(tools.bwrap.path), bwrap_version=tools.bwrap.version)
+                    bwrap_path=str(tools.bwrap.path), bwrap_version=tools.bwrap.version,
+                    bwrap_owner=tools.bwrap.owner, bwrap_setuid=tools.bwrap.setuid,
+                    bwrap_sha256=tools.bwrap.sha256,
+                    bwrap_minimum_version=tools.bwrap.minimum)
 
 
 def _contains(outer: Path, inner: Path) -> bool:

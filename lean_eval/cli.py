@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from lean_eval import __version__, batch, catalog, driver, intake, process, report, sandbox
+from lean_eval import __version__, batch, bubblewrap, catalog, driver, intake, process, report
 from lean_eval.errors import LeanEvalError, SetupError, UsageError
 from lean_eval.toolchain import resolve_toolchain
 
@@ -40,6 +40,9 @@ def common_options(func: F) -> F:
                           "else the elan install of lean-toolchain)."),
         click.option("--bwrap", "bwrap_path", type=str,
                      help="bubblewrap executable (default: LEAN_EVAL_BWRAP, else bwrap on PATH)."),
+        click.option("--allow-bwrap-version", "allow_bwrap", metavar="MIN",
+                     help="Accept bubblewrap older than 0.12.0, down to MIN (default: "
+                          "LEAN_EVAL_ALLOW_BWRAP_VERSION). Recorded in every verdict."),
         click.option("--json", "as_json", is_flag=True, help="Machine output on stdout."),
         click.option("-v", "--verbose", count=True, help="More progress output."),
         click.option("-q", "--quiet", is_flag=True, help="No progress output."),
@@ -84,7 +87,7 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
              timeout: float, work_dir: Path | None, keep_work: bool, benchmark_rev: str,
              max_file_bytes: int, max_total_bytes: int, max_files: int, max_depth: int,
              benchmark: Path | None, toolchain: Path | None, bwrap_path: str | None,
-             as_json: bool, verbose: int, quiet: bool) -> None:
+             allow_bwrap: str | None, as_json: bool, verbose: int, quiet: bool) -> None:
     """Score SUBMISSION... (directories or .tar/.tar.gz/.tgz archives) against the benchmark."""
     del verbose
     err = Console(stderr=True)
@@ -99,7 +102,7 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
         writable = [out_dir, Path(tempfile.gettempdir()), *([work_dir] if work_dir else [])]
         tools = batch.Tools(
             toolchain=resolve_toolchain(toolchain, env, cat.toolchain_name),
-            bwrap=sandbox.resolve_bwrap(bwrap_path, env, writable))
+            bwrap=bubblewrap.resolve_bwrap(bwrap_path, env, writable, allow_bwrap))
         limits = intake.IntakeLimits(max_file_bytes=max_file_bytes,
                                      max_total_bytes=max_total_bytes, max_files=max_files,
                                      max_depth=max_depth)
@@ -129,7 +132,8 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
 @click.option("--timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True)
 @common_options
 def test(workspace: Path | None, timeout: float, benchmark: Path | None, toolchain: Path | None,
-         bwrap_path: str | None, as_json: bool, verbose: int, quiet: bool) -> None:
+         bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
+         quiet: bool) -> None:
     """Run the WorkspaceTest driver on WORKSPACE (default: the current directory) as it stands."""
     del benchmark, verbose, quiet
     env = dict(os.environ)
@@ -141,8 +145,9 @@ def test(workspace: Path | None, timeout: float, benchmark: Path | None, toolcha
         name = (ws / "lean-toolchain").read_text(encoding="utf-8").strip() \
             if (ws / "lean-toolchain").is_file() else ""
         tools = batch.Tools(toolchain=resolve_toolchain(toolchain, env, name),
-                            bwrap=sandbox.resolve_bwrap(bwrap_path, env,
-                                                        [Path(tempfile.gettempdir())]))
+                            bwrap=bubblewrap.resolve_bwrap(bwrap_path, env,
+                                                           [Path(tempfile.gettempdir())],
+                                                           allow_bwrap))
         state = Path(tempfile.mkdtemp(prefix="lean-eval-test-"))
         settings = driver.DriverSettings(toolchain=tools.toolchain, bwrap=tools.bwrap.path,
                                          caller_env=env, timeout=timeout,

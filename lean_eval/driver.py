@@ -128,7 +128,7 @@ def phase_seconds(outcome: process.Outcome, config: ComparatorConfig) -> dict[st
     """Seconds spent in each phase: from its line to the next phase line (or the end)."""
     starts = [(at, phase) for at, raw in outcome.line_marks
               if (phase := phase_of(raw.decode("utf-8", "replace").strip(), config)) is not None]
-    ends = [at for at, _ in starts[1:]] + [outcome.duration]
+    ends = [at for at, _ in starts[1:]] + [outcome.duration] if starts else []
     spent: dict[str, float] = {}
     for (at, phase), end in zip(starts, ends, strict=True):
         spent[phase] = round(spent.get(phase, 0.0) + max(0.0, end - at), 3)

@@ -20,9 +20,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from lean_eval import process
-from lean_eval.errors import SandboxUnavailableError
-
 # Lake masks these in every sandboxed step; paths under them need no mask of ours.
 LAKE_MASKED_ROOTS = ("/home", "/root", "/run/user", "/tmp")  # noqa: S108
 
@@ -43,13 +40,6 @@ _OTHER_0 = ("--clearenv", "--unshare-all", "--unshare-user", "--unshare-user-try
 WRAPPER_TAG = "lean-eval-wrapper"
 
 
-class BwrapInfo(NamedTuple):
-    """The one bubblewrap executable a run uses."""
-
-    path: Path
-    version: str
-
-
 class WrapperSpec(NamedTuple):
     """What the wrapper adds to Lake's sandbox; every path absolute and trusted."""
 
@@ -57,41 +47,6 @@ class WrapperSpec(NamedTuple):
     ro_binds: tuple[str, ...] = ()
     masks: tuple[str, ...] = ()
     file_masks: tuple[str, ...] = ()
-
-
-def resolve_bwrap(explicit: str | None, env: Mapping[str, str],
-                  writable_roots: Sequence[Path] = ()) -> BwrapInfo:
-    """``--bwrap``, else ``LEAN_EVAL_BWRAP``, else ``bwrap`` on the filtered PATH; absolute.
-
-    The PATH lookup uses the same filter as Lake's PATH, so a ``bwrap`` planted in a relative,
-    writable or world-writable directory is never chosen.
-    """
-    chosen = explicit or env.get("LEAN_EVAL_BWRAP")
-    path: Path | None = None
-    if chosen:
-        path = Path(chosen).expanduser()
-        if not path.is_absolute():
-            path = Path.cwd() / path
-    else:
-        for entry in filter_search_path(env.get("PATH", ""), writable_roots):
-            candidate = Path(entry) / "bwrap"
-            if candidate.is_file() and os.access(candidate, os.X_OK):
-                path = candidate
-                break
-    if path is None:
-        raise SandboxUnavailableError(
-            "bubblewrap (bwrap) was not found on PATH; install it (apt-get install bubblewrap) "
-            "or pass --bwrap PATH. lean-eval has no unsandboxed mode."
-        )
-    if not (path.is_file() and os.access(path, os.X_OK)):
-        raise SandboxUnavailableError(f"bubblewrap {path} is not an executable file")
-    outcome = process.run_capture((str(path), "--version"), env={"PATH": "/usr/bin:/bin"},
-                                  cwd=Path("/"), timeout=30)
-    text = outcome.stdout.decode(errors="replace").strip()
-    if outcome.returncode != 0 or not text:
-        raise SandboxUnavailableError(f"bubblewrap {path} does not run: `{path} --version` "
-                                      f"exited {outcome.returncode}")
-    return BwrapInfo(path=path.absolute(), version=text.split()[-1])
 
 
 def _under(path: str, roots: Iterable[str]) -> bool:

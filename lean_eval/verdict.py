@@ -77,6 +77,10 @@ class Identity(_Model):
     toolchain_path: str
     bwrap_path: str
     bwrap_version: str
+    bwrap_owner: str
+    bwrap_setuid: bool
+    bwrap_sha256: str
+    bwrap_minimum_version: str  # below 0.12.0 only when --allow-bwrap-version said so
 
 
 class LogRef(_Model):

@@ -266,6 +266,7 @@ PROBLEM_REJECTIONS: dict[str, tuple[Breaker, str]] = {
     "symlink Submission dir": (_symlinked_submission_dir, "P1/Submission: symlink"),
     "symlink helper": (_symlink("Submission/Evil.lean"), "P1/Submission/Evil.lean: symlink"),
     "symlink non-lean": (_symlink("Submission/data.txt"), "P1/Submission/data.txt: symlink"),
+    "symlinked .lake": (_symlink("Submission/.lake", "/"), "P1/Submission/.lake: symlink"),
     "hard link Submission.lean": (
         _hardlink("Submission.lean"), "P1/Submission.lean: hard link (2 links)"),
     "hard link non-lean": (_hardlink("Submission/x.md"), "P1/Submission/x.md: hard link"),

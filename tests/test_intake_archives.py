@@ -1,11 +1,13 @@
-"""Intake of tar submissions (SPEC §5.2): members, bombs, corrupt archives, and path properties."""
+"""Intake of tar submissions (SPEC §5.2): members, links, bombs, corrupt archives, properties."""
 
 from __future__ import annotations
 
 import gzip
 import hashlib
 import io
+import os
 import re
+import stat
 import tarfile
 import tempfile
 import unicodedata
@@ -17,9 +19,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lean_eval import intake as intake_module
+from lean_eval import archive as archive_module
 from lean_eval.errors import UsageError
-from lean_eval.intake import Intake, IntakeLimits, ProblemEntry, read_submission
+from lean_eval.intake import (
+    SKIPPED_NAMES,
+    Intake,
+    IntakeLimits,
+    ProblemEntry,
+    _show,
+    read_submission,
+)
 
 IDS = frozenset({"P1", "P2", "Q"})
 PROOF = b"theorem t : True := trivial\n"
@@ -95,22 +104,38 @@ def test_not_an_archive_name_is_a_usage_error(tmp_path: Path) -> None:
 
 WHOLE_REJECTIONS: dict[str, tuple[list[Member], str]] = {
     "absolute": ([file("/P1/Submission.lean")], "/P1/Submission.lean: absolute member name"),
+    "absolute link": ([special("/P1/Submission.lean", tarfile.SYMTYPE, "x")],
+                      "/P1/Submission.lean: absolute member name"),
     "dotdot": ([file("P1/../../etc/cron.d/x")], "P1/../../etc/cron.d/x: member name has a '..'"),
     "dotdot in Submission": ([file("P1/Submission/../../../x.lean")], "has a '..' component"),
-    "symlink member": ([special("P1/Submission.lean", tarfile.SYMTYPE, "/etc/passwd")],
-                       "P1/Submission.lean: symlink member"),
-    "symlink elsewhere": ([special("docs/link", tarfile.SYMTYPE, "x")], "docs/link: symlink"),
-    "hard link member": ([file("x"), special("P1/Submission/H.lean", tarfile.LNKTYPE, "x")],
-                         "P1/Submission/H.lean: hard link member"),
-    "char device": ([special("dev/null", tarfile.CHRTYPE)], "dev/null: device member"),
-    "block device": ([special("P1/sda", tarfile.BLKTYPE)], "P1/sda: device member"),
-    "fifo": ([special("P1/Submission/p.lean", tarfile.FIFOTYPE)], "P1/Submission/p.lean: FIFO"),
-    "unknown type": ([special("odd", b"Z")], "odd: unsupported (type b'Z') member"),
+    "dotdot link": ([special("P1/../x", tarfile.LNKTYPE, "P2/Submission.lean")],
+                    "P1/../x: member name has a '..' component"),
     "duplicate": ([file("P1/Submission.lean"), file("P1/Submission.lean", b"x")],
                   "P1/Submission.lean: duplicate member"),
+    "file after symlink": ([special("P1/Submission.lean", tarfile.SYMTYPE, "/etc/passwd"),
+                            file("P1/Submission.lean")], "P1/Submission.lean: duplicate member"),
+    "file after hard link": ([special("P1/Submission/H.lean", tarfile.LNKTYPE, "P2/x"),
+                              file("P1/Submission/H.lean")], "P1/Submission/H.lean: duplicate"),
+    "symlink after file": ([file("P1/Submission.lean"),
+                            special("P1/Submission.lean", tarfile.SYMTYPE, "x")],
+                           "P1/Submission.lean: duplicate member"),
+    "symlink after symlink": ([special("docs/l", tarfile.SYMTYPE, "a"),
+                               special("docs/l", tarfile.SYMTYPE, "b")], "docs/l: duplicate"),
+    "symlink over a directory": ([file("P1/Submission/A.lean"),
+                                  special("P1/Submission", tarfile.SYMTYPE, "/etc")],
+                                 "P1/Submission: duplicate member"),
+    "under a symlink": ([special("P1/Submission", tarfile.SYMTYPE, "/etc"),
+                         file("P1/Submission/A.lean")],
+                        "P1/Submission/A.lean: member lies under a member that is not a directory"),
+    "under a symlinked .lake": ([special("P1/.lake", tarfile.SYMTYPE, "/"), file("P1/.lake/x")],
+                                "P1/.lake/x: member lies under a member that is not a directory"),
+    "symlinked .git after .git": ([file(".git/HEAD"), special(".git", tarfile.SYMTYPE, "/")],
+                                  ".git: duplicate member"),
     "under a file": ([file("P1/Submission"), file("P1/Submission/A.lean")],
                      "P1/Submission/A.lean: member lies under a member that is not a directory"),
     "root file": ([file("./")], "./: names the archive root but is not a directory"),
+    "root symlink": ([special(".", tarfile.SYMTYPE, "/")],
+                     ".: names the archive root but is not a directory"),
 }
 
 
@@ -154,8 +179,8 @@ class _Counting:
 
 def _count_decoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     counter = [0]
-    real = intake_module._decoder
-    monkeypatch.setattr(intake_module, "_decoder", lambda raw: _Counting(real(raw), counter))
+    real = archive_module._decoder
+    monkeypatch.setattr(archive_module, "_decoder", lambda raw: _Counting(real(raw), counter))
     return counter
 
 
@@ -288,6 +313,146 @@ def test_two_problem_directories_in_an_archive(tmp_path: Path) -> None:
     assert intake.rejection == "problem P1 has more than one problem directory: a/P1, b/P1"
 
 
+# ---------------------------------------------------------------- link and special members
+
+LINK_KINDS: dict[str, tuple[bytes, str, str]] = {  # case: tar type, link name, kind shown
+    "symlink": (tarfile.SYMTYPE, "/etc/passwd", "symlink"),
+    "symlink up": (tarfile.SYMTYPE, "../../P2/Submission.lean", "symlink"),
+    "hard link": (tarfile.LNKTYPE, "P2/Submission.lean", "hard link"),
+    "char device": (tarfile.CHRTYPE, "", "device"),
+    "block device": (tarfile.BLKTYPE, "", "device"),
+    "fifo": (tarfile.FIFOTYPE, "", "FIFO"),
+    "unknown type": (b"Z", "", "special file (tar type b'Z')"),
+}
+READ_SET = ["Submission.lean", "Submission", "Submission/Evil.lean", "Submission/data.txt",
+            "Submission/Deep/Evil.lean", "Submission/.lake"]
+ELSEWHERE: dict[str, tuple[str, str]] = {  # member: whose ignored list, the line
+    "link": ("", "link: {kind}, not followed or read"),
+    "Submission.lean": ("", "Submission.lean: {kind}, not followed or read"),
+    "docs/link": ("", "docs/: holds no problem directory"),
+    "P3/Submission.lean": ("", "P3/: holds no problem directory"),
+    "P1/Challenge.lean": ("P1", "P1/Challenge.lean: not read (only Submission.lean and"),
+    "P1/.lake": ("P1", "P1/.lake: not read (only Submission.lean and"),
+    "P1/Submission/.lake/x": ("P1", "P1/Submission/.lake: build or version-control data"),
+}
+
+
+def with_good(member: Member, loc: str = "P1") -> list[Member]:
+    """Good problems P1 (at `loc`) and P2 plus `member`, and no other member at its path."""
+    name = member[0].name
+    rel = name[len(loc) + 1:] if name.startswith(f"{loc}/") else ""
+    base = {"Submission.lean": [file(f"{loc}/Submission/Helpers.lean", b"def h := 1\n")],
+            "Submission": [file(f"{loc}/Submission.lean")]}
+    return [*base.get(rel, good("P1", loc[: -len("P1")])), member, *good("P2")]
+
+
+def assert_p2_fine(intake: Intake) -> None:
+    p2 = problem(intake, "P2")
+    assert p2.rejection is None
+    assert [(f.relpath, f.data) for f in p2.files] == [
+        ("Submission.lean", PROOF), ("Submission/Helpers.lean", b"def h := 1\n")]
+
+
+@pytest.mark.parametrize("loc", ["P1", "ws/P1"])
+@pytest.mark.parametrize("rel", READ_SET)
+@pytest.mark.parametrize("case", sorted(LINK_KINDS))
+def test_link_and_special_members_in_the_read_set_reject_only_their_problem(
+    tmp_path: Path, case: str, rel: str, loc: str
+) -> None:
+    kind, target, shown = LINK_KINDS[case]
+    members = with_good(special(f"{loc}/{rel}", kind, target), loc)
+    intake = read_submission(build(tmp_path / "s.tgz", members, compress=True), IDS)
+    assert intake.rejection is None
+    p1 = problem(intake, "P1")
+    assert p1.location == loc
+    assert p1.rejection == f"{loc}/{rel}: {shown}"
+    assert p1.files == ()
+    assert_p2_fine(intake)
+
+
+@pytest.mark.parametrize("where", sorted(ELSEWHERE))
+@pytest.mark.parametrize("case", sorted(LINK_KINDS))
+def test_link_and_special_members_elsewhere_are_reported(
+    tmp_path: Path, case: str, where: str
+) -> None:
+    kind, target, shown = LINK_KINDS[case]
+    intake = read_submission(build(tmp_path / "s.tar", with_good(special(where, kind, target))),
+                             IDS)
+    assert intake.rejection is None
+    assert [(f.relpath, f.data) for f in problem(intake, "P1").files] == [
+        ("Submission.lean", PROOF), ("Submission/Helpers.lean", b"def h := 1\n")]
+    assert_p2_fine(intake)
+    scope, line = ELSEWHERE[where]
+    ignored = problem(intake, scope).ignored if scope else intake.ignored
+    assert any(i.startswith(line.format(kind=shown)) for i in ignored), ignored
+
+
+def test_link_members_are_never_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = tarfile.TarFile.extractfile
+    seen: list[bytes] = []
+
+    def extractfile(self: tarfile.TarFile, member: tarfile.TarInfo) -> object:
+        seen.append(member.type)
+        return real(self, member)
+
+    monkeypatch.setattr(tarfile.TarFile, "extractfile", extractfile)
+    members = [*good("P2"), file("P1/Submission.lean"),
+               *(special(f"{where}{i}", kind, target)
+                 for i, (kind, target, _) in enumerate(LINK_KINDS.values())
+                 for where in ("P1/Submission/L", "elsewhere/L"))]
+    intake = read_submission(build(tmp_path / "s.tar", members), IDS)
+    assert problem(intake, "P1").rejection == "P1/Submission/L0: symlink"
+    assert_p2_fine(intake)
+    assert seen == [tarfile.REGTYPE] * 3
+
+
+def test_unknown_member_data_counts_toward_the_total(tmp_path: Path) -> None:
+    info = tarfile.TarInfo("odd")
+    info.type, info.size = b"Z", 5000
+    path = build(tmp_path / "s.tar", [*good("P1"), (info, bytes(5000))])
+    intake = read_submission(path, IDS, IntakeLimits(max_total_bytes=4000))
+    assert intake.rejection == "odd: the submission holds more than 4000 bytes"
+    intake = read_submission(path, IDS)
+    assert intake.ignored == ("odd: special file (tar type b'Z'), not followed or read",)
+    assert problem(intake, "P1").rejection is None
+
+
+def _make_special(path: Path, kind: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "symlink":
+        path.symlink_to("/etc/passwd")
+    elif kind == "FIFO":
+        os.mkfifo(path)
+    else:
+        os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(1, 3))
+
+
+@pytest.mark.parametrize("rel", [*(f"P1/{r}" for r in READ_SET), *ELSEWHERE])
+@pytest.mark.parametrize(("kind", "tar_type"), [
+    ("symlink", tarfile.SYMTYPE), ("FIFO", tarfile.FIFOTYPE),
+    pytest.param("device", tarfile.CHRTYPE, marks=pytest.mark.skipif(
+        os.geteuid() != 0, reason="mknod of a device needs root"))])
+def test_directory_and_archive_agree_on_special_entries(
+    tmp_path: Path, rel: str, kind: str, tar_type: bytes
+) -> None:
+    members = with_good(special(rel, tar_type, "/etc/passwd"))
+    root = tmp_path / "sub"
+    root.mkdir()
+    for info, data in members:
+        if data is None:
+            _make_special(root / info.name, kind)
+        else:
+            (root / info.name).parent.mkdir(parents=True, exist_ok=True)
+            (root / info.name).write_bytes(data)
+    from_dir = read_submission(root, IDS)
+    from_tar = read_submission(build(tmp_path / "sub.tar", members), IDS)
+    assert from_tar.rejection is None
+    assert from_dir.rejection == from_tar.rejection
+    assert from_dir.problems == from_tar.problems
+    assert from_dir.ignored == from_tar.ignored
+    assert_p2_fine(from_tar)
+
+
 # ---------------------------------------------------------------- properties
 
 GOOD_PARTS = ["P1", "P2", "Submission", "Submission.lean", "A.lean", "a.lean", "B", "b", "x.md"]
@@ -306,7 +471,8 @@ NAMES = st.one_of(
                        max_size=3)),
 )
 KINDS = st.sampled_from([tarfile.REGTYPE] * 30 + [tarfile.DIRTYPE] * 6 + [
-    tarfile.SYMTYPE, tarfile.LNKTYPE, tarfile.FIFOTYPE])
+    tarfile.SYMTYPE, tarfile.LNKTYPE, tarfile.FIFOTYPE, tarfile.CHRTYPE, b"Z"])
+TARGETS = st.sampled_from(["x", "Q/Submission.lean", "../Q/Submission.lean", "/etc/passwd"])
 DATA = st.one_of(st.just(PROOF), st.binary(max_size=24))
 
 
@@ -324,21 +490,93 @@ def check_intake(intake: Intake) -> None:
             assert entry.files[0].relpath == "Submission.lean"
 
 
+def _key(name: str) -> str:
+    """A member's path as intake sees it, escaped as in messages and locations."""
+    return _show("/".join(p for p in name.split("/") if p not in ("", ".")))
+
+
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(NAMES, KINDS, DATA), max_size=10), st.booleans(), st.booleans())
+@given(st.lists(st.tuples(NAMES, KINDS, DATA, TARGETS), max_size=10), st.booleans(),
+       st.booleans())
 def test_generated_archives_never_escape(
-    members: list[tuple[str, bytes, bytes]], compress: bool, with_p1: bool
+    members: list[tuple[str, bytes, bytes, str]], compress: bool, with_p1: bool
 ) -> None:
-    built: list[Member] = [*good("P1")] if with_p1 else []
-    for name, kind, data in members:
-        built.append(file(name, data) if kind == tarfile.REGTYPE else special(name, kind, "x"))
+    built: list[Member] = [*good("Q"), *good("P1")] if with_p1 else [*good("Q")]
+    for name, kind, data, target in members:
+        built.append(file(name, data) if kind == tarfile.REGTYPE else special(name, kind, target))
     with tempfile.TemporaryDirectory() as tmp:
-        path = build(Path(tmp) / "s.tar", [*good("Q"), *built], compress=compress)
+        path = build(Path(tmp) / "s.tar", built, compress=compress)
         intake = read_submission(path, IDS)
         check_intake(intake)
         assert read_submission(path, IDS) == intake
-        if intake.rejection is None:
-            assert problem(intake, "Q").files
+    regular: dict[str, set[bytes]] = {}
+    for info, data in built:
+        if info.type == tarfile.REGTYPE and data is not None:
+            regular.setdefault(_key(info.name), set()).add(data)
+    specials = [_key(info.name) for info, data in built if data is None and not info.isdir()]
+    for entry in intake.problems:
+        for sub in entry.files:  # read from the regular member at that path, never via a link
+            assert sub.data in regular[f"{entry.location}/{sub.relpath}"]
+        if entry.rejection is None:  # no link or special member in an accepted read set
+            read = f"{entry.location}/Submission"
+            for key in specials:
+                assert key not in (read, f"{read}.lean")
+                inner = key[len(read) + 1:].split("/")[:-1]
+                assert not key.startswith(f"{read}/") or SKIPPED_NAMES.intersection(inner)
+    if intake.rejection is None and not any(_key(m[0]).startswith("Q/") for m in members):
+        assert problem(intake, "Q").files  # a member elsewhere never rejects Q
+
+
+FIRST = st.sampled_from(["P1", "P2", "ws", "x.md", ".lake", "Submission.lean"])
+LATER = st.sampled_from(["Submission", "Submission", "A.lean", "x.md", ".lake", ".git", "B",
+                         "Submission.lean"])
+SPECIAL_KINDS = st.sampled_from([tarfile.SYMTYPE, tarfile.LNKTYPE, tarfile.FIFOTYPE,
+                                 tarfile.CHRTYPE, tarfile.BLKTYPE, b"Z"])
+
+
+def _in_read_set(key: tuple[str, ...], pid: str) -> bool:
+    """Whether a member at `key` is, or implies a directory, that problem `pid` must read."""
+    if key[:2] != (pid, "Submission") or len(key) < 3:
+        return False
+    for part in key[2:-1]:
+        if part in SKIPPED_NAMES:
+            return False
+        if part.endswith(".lean"):  # an implied directory named *.lean
+            return True
+    return True
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(FIRST, st.lists(LATER, max_size=4), SPECIAL_KINDS, TARGETS),
+                max_size=6), st.booleans())
+def test_link_members_reject_at_most_their_problem(
+    specs: list[tuple[str, list[str], bytes, str]], compress: bool
+) -> None:
+    members = [*good("P1"), *good("P2")]
+    taken = [tuple(info.name.split("/")) for info, _ in members]
+    specials: list[tuple[str, ...]] = []
+    for first, later, kind, target in specs:
+        key = (first, *later)
+        if not any(key[: len(k)] == k or k[: len(key)] == key for k in taken):
+            taken.append(key)
+            specials.append(key)
+            members.append(special("/".join(key), kind, target))
+    with tempfile.TemporaryDirectory() as tmp:
+        intake = read_submission(build(Path(tmp) / "s.tar", members, compress=compress), IDS)
+    check_intake(intake)
+    assert intake.rejection is None
+    for pid in ("P1", "P2"):
+        entry = problem(intake, pid)
+        bad = [k for k in specials if _in_read_set(k, pid)]
+        if bad:
+            assert entry.files == ()
+            assert entry.rejection is not None
+            named = {"/".join(k[:i]) for k in bad for i in range(3, len(k) + 1)}
+            assert entry.rejection.split(": ")[0] in named, entry.rejection
+        else:
+            assert entry.rejection is None
+            assert [(f.relpath, f.data) for f in entry.files] == [
+                ("Submission.lean", PROOF), ("Submission/Helpers.lean", b"def h := 1\n")]
 
 
 TREE_PARTS = st.sampled_from(["P1", "P2", "Q", "Submission", "Submission", "Submission.lean",

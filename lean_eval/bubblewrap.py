@@ -1,0 +1,105 @@
+"""The one bubblewrap executable a run uses: where it is, what it is, and whether to trust it.
+
+Invariants (SPEC §3, §6.6):
+- bwrap is ``--bwrap``, else ``LEAN_EVAL_BWRAP``, else ``bwrap`` on the *filtered* PATH, made
+  absolute once per run; nothing later looks it up again.
+- A setuid bwrap is refused; a version older than ``MIN_VERSION`` (CVE-2026-87766) is refused
+  unless the caller lowers the floor explicitly, and that choice is recorded.
+- The identity recorded in every verdict (path, version, owner, setuid bit, SHA-256) is read
+  from the file itself, not from what the executable says about itself except its version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pwd
+import re
+import stat
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from lean_eval import process, sandbox
+from lean_eval.errors import SandboxUnavailableError, UsageError
+
+MIN_VERSION = "0.12.0"
+_VERSION = re.compile(r"^\d+(\.\d+){1,3}$")
+
+
+class BwrapInfo(NamedTuple):
+    """The resolved bubblewrap and its identity."""
+
+    path: Path
+    version: str
+    owner: str = ""
+    setuid: bool = False
+    sha256: str = ""
+    minimum: str = MIN_VERSION
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """``"0.12.0"`` → ``(0, 12, 0)``; anything else is a usage error naming it."""
+    if not _VERSION.match(text):
+        raise UsageError(f"not a bubblewrap version: {text!r} (expected e.g. 0.12.0)")
+    return tuple(int(part) for part in text.split("."))
+
+
+def _find(explicit: str | None, env: Mapping[str, str],
+          writable_roots: Sequence[Path]) -> Path:
+    chosen = explicit or env.get("LEAN_EVAL_BWRAP")
+    if chosen:
+        path = Path(chosen).expanduser()
+        return path if path.is_absolute() else Path.cwd() / path
+    for entry in sandbox.filter_search_path(env.get("PATH", ""), writable_roots):
+        candidate = Path(entry) / "bwrap"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    raise SandboxUnavailableError(
+        "bubblewrap (bwrap) was not found on PATH; install it (apt-get install bubblewrap, or "
+        "scripts/install_bwrap.sh) or pass --bwrap PATH. lean-eval has no unsandboxed mode."
+    )
+
+
+def _owner(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def resolve_bwrap(explicit: str | None, env: Mapping[str, str],
+                  writable_roots: Sequence[Path] = (),
+                  allow_version: str | None = None) -> BwrapInfo:
+    """Find, identify and vet bubblewrap; refuse setuid and (unless allowed) old versions."""
+    allow = allow_version or env.get("LEAN_EVAL_ALLOW_BWRAP_VERSION") or None
+    minimum = allow or MIN_VERSION
+    version_tuple(minimum)
+    path = _find(explicit, env, writable_roots).absolute()
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise SandboxUnavailableError(f"bubblewrap {path} cannot be used: {exc}") from exc
+    if not stat.S_ISREG(info.st_mode) or not os.access(path, os.X_OK):
+        raise SandboxUnavailableError(f"bubblewrap {path} is not an executable file")
+    if info.st_mode & stat.S_ISUID:
+        raise SandboxUnavailableError(
+            f"bubblewrap {path} is setuid; lean-eval refuses setuid bwrap (0.12.0 removed "
+            "setuid support). Install an unprivileged build with scripts/install_bwrap.sh")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    outcome = process.run_capture((str(path), "--version"), env={"PATH": "/usr/bin:/bin"},
+                                  cwd=Path("/"), timeout=30)
+    words = outcome.stdout.decode(errors="replace").split()
+    if outcome.returncode != 0 or not words:
+        raise SandboxUnavailableError(f"bubblewrap {path} does not run: `{path} --version` "
+                                      f"exited {outcome.returncode}")
+    version = words[-1]
+    if not _VERSION.match(version):
+        raise SandboxUnavailableError(f"bubblewrap {path} reports no version ({words[-1]!r})")
+    if version_tuple(version) < version_tuple(minimum):
+        raise SandboxUnavailableError(
+            f"bubblewrap {path} is version {version}; lean-eval requires {MIN_VERSION} or newer "
+            "(CVE-2026-87766). Install it with scripts/install_bwrap.sh, or accept an older "
+            "one explicitly with --allow-bwrap-version MIN (LEAN_EVAL_ALLOW_BWRAP_VERSION)")
+    return BwrapInfo(path=path, version=version, owner=_owner(info.st_uid), setuid=False,
+                     sha256=digest, minimum=minimum)
