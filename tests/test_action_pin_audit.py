@@ -1,0 +1,367 @@
+"""scripts/action_pin_audit.py: the project's workflows pass; every mutable selector is reported
+with its exact ``file:line: kind``; usage errors exit 2.
+
+The audit runs as a separate process (``sys.executable``), exactly as CI runs it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess  # noqa: TID251 - the audit is a standalone script, run as CI runs it
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import NamedTuple
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "scripts" / "action_pin_audit.py"
+FIXTURES = REPO / "tests" / "fixtures" / "workflows"
+GOOD = FIXTURES / "good.yml"
+
+
+class Audit(NamedTuple):
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def reported(self) -> list[str]:
+        """``path:line: kind`` of every finding line."""
+        return [":".join(line.split(":")[:3]) for line in self.stdout.splitlines()]
+
+
+def audit(*args: str | Path, cwd: Path = REPO) -> Audit:
+    done = subprocess.run((sys.executable, str(SCRIPT), *map(str, args)), cwd=cwd,
+                          capture_output=True, text=True, timeout=60, check=False)
+    return Audit(done.returncode, done.stdout, done.stderr)
+
+
+def load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("action_pin_audit", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while being defined
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    return module
+
+
+# ---------------------------------------------------------------- the repository's own workflows
+
+
+def test_repository_workflows_pass() -> None:
+    result = audit()
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("action_pin_audit: OK:"), result.stdout
+
+
+def test_repository_workflows_pass_from_any_directory(tmp_path: Path) -> None:
+    assert audit(cwd=tmp_path).returncode == 0
+
+
+def test_project_ci_installs_and_runs_what_the_issue_asks() -> None:
+    ci = (REPO / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8")
+    for needed in ("runs-on: ubuntu-24.04", "permissions:\n  contents: read",
+                   "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683",
+                   "actions/setup-python@0b93645e9fea7318ecaed2b359559ac225c90a2b",
+                   'python-version: "3.11.9"', "sha256sum --check",
+                   "--default-toolchain none", 'toolchain install "$(cat lean-toolchain)"',
+                   'scripts/install_bwrap.sh --prefix "$HOME/.local"',
+                   "python -m pip install -e '.[dev]'", "bash scripts/run_tests.sh",
+                   'lean-eval probe --bwrap "$HOME/.local/bin/bwrap"',
+                   "lean-eval check-comparator-installation", "lean-eval check-eval-workflow",
+                   "python scripts/action_pin_audit.py"):
+        assert needed in ci, needed
+    assert "-latest" not in ci and "@main" not in ci and "@v" not in ci
+
+
+# ---------------------------------------------------------------- fixtures
+
+
+def test_good_fixture_passes() -> None:
+    result = audit(GOOD)
+    assert result.returncode == 0, result.stdout
+    assert result.stdout.startswith("action_pin_audit: OK: 1 file(s), 7 uses:")
+
+
+# fixture -> the exact (line, kind) of every finding, in file order.
+BAD: dict[str, list[tuple[int, str]]] = {
+    "bad_action_tag.yml": [(7, "action-tag")],
+    "bad_action_branch.yml": [(8, "action-branch")],
+    "bad_action_short_sha.yml": [(8, "action-short-sha")],
+    "bad_action_no_ref.yml": [(7, "action-no-ref")],
+    "bad_python_version_wildcard.yml": [(9, "language-version")],
+    "bad_python_version_minor.yml": [(9, "language-version")],
+    "bad_python_version_latest.yml": [(9, "language-version")],
+    "bad_version_range.yml": [(8, "language-version"), (12, "language-version")],
+    "bad_node_version_lts.yml": [(9, "language-version")],
+    "bad_go_version_stable.yml": [(4, "language-version")],
+    "bad_go_install_latest.yml": [(9, "go-install"), (11, "go-install")],
+    "bad_docker_tag.yml": [(7, "docker-unpinned")],
+    "bad_container_tag.yml": [(6, "docker-unpinned"), (9, "docker-unpinned")],
+    "bad_reusable_workflow_branch.yml": [(5, "reusable-workflow-branch")],
+    "bad_reusable_workflow_tag.yml": [(5, "reusable-workflow-tag")],
+    "bad_reusable_workflow_short_sha.yml": [(5, "reusable-workflow-short-sha")],
+    "bad_reusable_workflow_no_ref.yml": [(5, "reusable-workflow-no-ref")],
+    "bad_runner_latest.yml": [(5, "runner-latest"), (11, "runner-latest")],
+    "bad_elan_toolchain.yml": [(8, "elan-toolchain"), (9, "elan-toolchain")],
+    "bad_elan_init.yml": [(8, "mutable-url"), (8, "elan-toolchain")],
+    "bad_pip_vcs.yml": [(8, "pip-vcs"), (9, "pip-vcs")],
+    "bad_curl_pipe.yml": [(8, "mutable-url"), (9, "mutable-url"), (10, "mutable-url")],
+}
+
+
+def test_every_bad_fixture_is_listed() -> None:
+    assert sorted(p.name for p in FIXTURES.glob("bad_*.yml")) == sorted(BAD)
+
+
+def test_every_kind_has_a_bad_fixture() -> None:
+    kinds = {kind for findings in BAD.values() for _, kind in findings}
+    assert kinds == set(load_script().KINDS)
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_fixture_reports_each_selector_at_its_line(name: str) -> None:
+    path = FIXTURES / name
+    result = audit(path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.reported == [f"{path}:{line}: {kind}" for line, kind in BAD[name]]
+    for line in result.stdout.splitlines():
+        assert line.split(": ", 2)[2].strip(), line  # every finding says what is wrong
+    assert "mutable selector(s)" in result.stderr
+
+
+def test_all_fixtures_at_once_report_every_finding() -> None:
+    result = audit(FIXTURES)
+    assert result.returncode == 1
+    expected = [f"{FIXTURES / name}:{line}: {kind}"
+                for name in sorted(BAD) for line, kind in BAD[name]]
+    assert result.reported == expected
+
+
+def test_finding_texts_name_the_selector() -> None:
+    out = audit(FIXTURES / "bad_action_tag.yml").stdout
+    assert out == (f"{FIXTURES / 'bad_action_tag.yml'}:7: action-tag: action "
+                   "`actions/checkout@v4` is pinned to tag `v4`, which can be moved; pin the "
+                   "full 40-hex commit SHA\n")
+    assert "`python-version: 3.x`" in audit(FIXTURES / "bad_python_version_wildcard.yml").stdout
+    assert "`@latest`" in audit(FIXTURES / "bad_go_install_latest.yml").stdout
+    assert "`master`" in audit(FIXTURES / "bad_elan_init.yml").stdout
+
+
+# ---------------------------------------------------------------- every pinned construct is read
+
+# (pinned text in good.yml, its mutable replacement, the kind reported at that text's line)
+MUTATIONS = [
+    ("actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683", "actions/checkout@v4.2.2",
+     "action-tag"),
+    ('"actions/setup-python@0b93645e9fea7318ecaed2b359559ac225c90a2b"',
+     '"actions/setup-python@v5"', "action-tag"),
+    ("'actions/setup-node@1e60f620b9541d16bece96c5465dc8ee9832be0b'",
+     "'actions/setup-node@main'", "action-branch"),
+    ("actions/setup-go@0a12ed9d6a96ab950c8f026ed9f722fe0da7ef32", "actions/setup-go@0a12ed9",
+     "action-short-sha"),
+    ("go-version: 1.22.5}", "go-version: 1.x}", "language-version"),
+    ("docker://alpine:3.20@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+     "docker://alpine:3.20", "docker-unpinned"),
+    ('"python:3.11.9-slim@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"',
+     '"python:3.11.9-slim"', "docker-unpinned"),
+    ("redis@sha256:fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210", "redis:7",
+     "docker-unpinned"),
+    ('os: [ubuntu-22.04, "ubuntu-24.04"]', 'os: [ubuntu-22.04, "ubuntu-latest"]',
+     "runner-latest"),
+    ("runs-on: ubuntu-24.04", "runs-on: [self-hosted, ubuntu-latest]", "runner-latest"),
+    ("'3.11.9', 3.12.4]", "'3.11', 3.12.4]", "language-version"),
+    ('- "22.4.0"', '- "22"', "language-version"),
+    ('java-version: "21.0.2+13"', 'java-version: "21"', "language-version"),
+    ('NODE_VERSION: "20.11.1"', 'NODE_VERSION: "20.x"', "language-version"),
+    ("ELAN_VERSION: v4.2.4", "ELAN_VERSION: latest", "language-version"),
+    ('default: "3.11.9"', 'default: "3.11"', "language-version"),
+    ("goimports@v0.22.0", "goimports@latest", "go-install"),
+    ("gen@v1.2.3", "gen@main", "go-install"),
+    ("staticcheck@0123456789abcdef0123456789abcdef01234567", "staticcheck@0123456", "go-install"),
+    ("org/tool@0123456789abcdef0123456789abcdef01234567", "org/tool@main", "pip-vcs"),
+    ("releases/download/${ELAN_VERSION}/", "releases/latest/download/", "mutable-url"),
+    ("repo/0123456789abcdef0123456789abcdef01234567/install.sh", "repo/master/install.sh",
+     "mutable-url"),
+    ("--default-toolchain none", "--default-toolchain stable", "elan-toolchain"),
+    ("./elan-init -y --no-modify-path --default-toolchain none", "./elan-init -y",
+     "elan-toolchain"),
+    ("leanprover/lean4:v4.35.0-rc2", "leanprover/lean4:nightly", "elan-toolchain"),
+    ("elan default leanprover/lean4:v4.35.0", "elan default stable", "elan-toolchain"),
+    ("rustup toolchain install 1.79.0", "rustup toolchain install stable", "language-version"),
+    ("reusable.yml@0123456789abcdef0123456789abcdef01234567", "reusable.yml@v1",
+     "reusable-workflow-tag"),
+]
+
+
+@pytest.mark.parametrize(("pinned", "mutable", "kind"), MUTATIONS,
+                         ids=[f"{k}:{m[:40]}" for _, m, k in MUTATIONS])
+def test_each_pinned_construct_of_the_good_fixture_is_checked(
+        tmp_path: Path, pinned: str, mutable: str, kind: str) -> None:
+    text = GOOD.read_text(encoding="utf-8")
+    assert text.count(pinned) == 1, pinned
+    line = text[:text.index(pinned)].count("\n") + 1
+    target = tmp_path / "mutated.yml"
+    target.write_text(text.replace(pinned, mutable), encoding="utf-8")
+    result = audit(target, "--root", REPO)
+    assert result.returncode == 1
+    assert result.reported == [f"{target}:{line}: {kind}"], result.stdout
+
+
+# ---------------------------------------------------------------- lean-toolchain and version files
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+READS_TOOLCHAIN = """on: push
+jobs:
+  build:
+    runs-on: ubuntu-24.04
+    steps:
+      - run: elan toolchain install "$(cat lean-toolchain)"
+      - uses: actions/setup-python@0b93645e9fea7318ecaed2b359559ac225c90a2b
+        with:
+          python-version-file: .python-version
+"""
+
+
+def test_lean_toolchain_read_is_checked_against_the_checkout(tmp_path: Path) -> None:
+    workflow = write(tmp_path / ".github" / "workflows" / "ci.yml", READS_TOOLCHAIN)
+    write(tmp_path / "lean-toolchain", "leanprover/lean4:v4.35.0\n")
+    write(tmp_path / ".python-version", "3.11.9\n")
+    assert audit(workflow).returncode == 0
+
+    write(tmp_path / "lean-toolchain", "leanprover/lean4:stable\n")
+    write(tmp_path / ".python-version", "3.11\n")
+    result = audit(workflow)
+    assert result.reported == [f"{workflow}:6: elan-toolchain", f"{workflow}:9: language-version"]
+    assert "holds `leanprover/lean4:stable`" in result.stdout
+
+
+def test_root_option_chooses_the_checkout(tmp_path: Path) -> None:
+    workflow = write(tmp_path / "wf.yml", READS_TOOLCHAIN)
+    checkout = tmp_path / "checkout"
+    write(checkout / "lean-toolchain", "leanprover/lean4:v4.35.0\n")
+    write(checkout / ".python-version", "3.11.9\n")
+    assert audit(workflow, "--root", checkout).returncode == 0
+    result = audit(workflow, "--root", tmp_path)  # neither file there: cannot be verified
+    assert result.reported == [f"{workflow}:6: elan-toolchain", f"{workflow}:9: language-version"]
+
+
+# ---------------------------------------------------------------- parsing details
+
+
+def test_comments_prose_and_heredocs_are_not_selectors(tmp_path: Path) -> None:
+    workflow = write(tmp_path / "wf.yml", """name: runs on ubuntu-latest  # display only
+on: push
+jobs:
+  build:
+    name: "Test (ubuntu-latest, python 3.x)"
+    if: matrix.os != 'ubuntu-latest'
+    runs-on: ubuntu-24.04  # not ubuntu-latest
+    steps:
+      # - uses: actions/checkout@v4
+      - name: docs
+        run: |
+          # go install x@latest
+          echo "uses: actions/checkout@v4"
+          cat <<'EOF'
+          go install example.com/x@latest
+          curl https://example.com/master/x.sh | sh
+          EOF
+""")
+    result = audit(workflow)
+    assert result.returncode == 0, result.stdout
+
+
+def test_block_scalar_versions_and_multiline_flow_lists(tmp_path: Path) -> None:
+    workflow = write(tmp_path / "wf.yml", """on: push
+jobs:
+  build:
+    runs-on: ubuntu-24.04
+    strategy:
+      matrix:
+        python-version: [
+          "3.11.9",
+          "3.12"
+        ]
+    steps:
+      - uses: actions/setup-python@0b93645e9fea7318ecaed2b359559ac225c90a2b
+        with:
+          python-version: |
+            3.11.9
+            3.x
+""")
+    result = audit(workflow)
+    assert result.reported == [f"{workflow}:9: language-version",
+                               f"{workflow}:16: language-version"]
+
+
+def test_anchors_aliases_and_step_after_block_scalar(tmp_path: Path) -> None:
+    workflow = write(tmp_path / "wf.yml", """on: push
+jobs:
+  build:
+    runs-on: ubuntu-24.04
+    steps:
+      - run: |
+          echo one
+        name: after the block
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@0b93645e9fea7318ecaed2b359559ac225c90a2b
+        with:
+          python-version: &py "3.11.9"
+      - uses: actions/setup-python@0b93645e9fea7318ecaed2b359559ac225c90a2b
+        with:
+          python-version: *py
+""")
+    result = audit(workflow)
+    assert result.reported == [f"{workflow}:9: action-tag"]
+
+
+def test_composite_action_files_are_audited_too(tmp_path: Path) -> None:
+    action = write(tmp_path / ".github" / "actions" / "setup" / "action.yml", """name: setup
+runs:
+  using: composite
+  steps:
+    - uses: actions/cache@v4
+""")
+    result = audit(action)
+    assert result.reported == [f"{action}:5: action-tag"]
+
+
+# ---------------------------------------------------------------- usage errors
+
+
+def test_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+    result = audit(tmp_path / "absent.yml")
+    assert result.returncode == 2
+    assert "no such file" in result.stderr and result.stdout == ""
+
+
+def test_directory_without_workflows_is_a_usage_error(tmp_path: Path) -> None:
+    result = audit(tmp_path)
+    assert result.returncode == 2
+    assert "no *.yml" in result.stderr
+
+
+def test_unreadable_encoding_is_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.yml"
+    path.write_bytes(b"name: caf\xe9\non: push\n")
+    result = audit(path)
+    assert result.returncode == 2
+    assert "not UTF-8" in result.stderr
+
+
+def test_unknown_option_and_bad_root_are_usage_errors(tmp_path: Path) -> None:
+    assert audit("--no-such-option").returncode == 2
+    assert audit(GOOD, "--root", tmp_path / "absent").returncode == 2
