@@ -34,6 +34,7 @@ from lean_eval.verdict import (
     LogRef,
     Outcome,
     PairSummary,
+    Preflight,
     ProblemRef,
     Reason,
     SubmissionRef,
@@ -53,6 +54,7 @@ class RunOptions(NamedTuple):
     work_dir: Path | None = None
     limits: intake.IntakeLimits = intake.IntakeLimits()
     keep_work: bool = False
+    preflight: Preflight | None = None  # None: probes were not asked for (library callers)
 
 
 class Tools(NamedTuple):
@@ -177,6 +179,7 @@ def run_batch(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options: R
     out_dir = options.out_dir.resolve()
     root, own_root = _scoring_root(options)
     ident = identity(catalog, tools)
+    preflight = options.preflight or not_probed(tools)
     verdicts: list[tuple[Verdict, Path]] = []
     workspace.plan_scoring_root(root, [(s, p) for s, ps in planned.items() for p in ps])
     try:
@@ -198,6 +201,7 @@ def run_batch(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options: R
                 verdict = score_pair(sub, entry, catalog.problems[entry.problem_id], settings,
                                      dirs, ident, sub_out / f"{entry.problem_id}.log",
                                      catalog.shared_packages)
+                verdict = verdict.model_copy(update={"probes_skipped": preflight.skipped})
                 write_model(path, verdict)
                 verdicts.append((verdict, path))
                 if not options.keep_work:
@@ -210,11 +214,19 @@ def run_batch(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options: R
                 shutil.rmtree(root / sid, ignore_errors=True)
             if own_root:
                 shutil.rmtree(root, ignore_errors=True)
-    return _summary(started_at, ident, catalog, intakes, verdicts, out_dir)
+    return _summary(started_at, ident, preflight, catalog, intakes, verdicts, out_dir)
 
 
-def _summary(started_at: str, ident: Identity, catalog: Catalog, intakes: Sequence[intake.Intake],
-             verdicts: Sequence[tuple[Verdict, Path]], out_dir: Path) -> Summary:
+def not_probed(tools: Tools) -> Preflight:
+    """The preflight record of a run whose probes were skipped."""
+    return Preflight(skipped=True, toolchain_path=str(tools.toolchain.root),
+                     bwrap_path=str(tools.bwrap.path), bwrap_version=tools.bwrap.version,
+                     bwrap_sha256=tools.bwrap.sha256)
+
+
+def _summary(started_at: str, ident: Identity, preflight: Preflight, catalog: Catalog,
+             intakes: Sequence[intake.Intake], verdicts: Sequence[tuple[Verdict, Path]],
+             out_dir: Path) -> Summary:
     counts: dict[str, int] = {}
     for v, _ in verdicts:
         counts[v.verdict] = counts.get(v.verdict, 0) + 1
@@ -223,7 +235,7 @@ def _summary(started_at: str, ident: Identity, catalog: Catalog, intakes: Sequen
     summary = Summary(
         started_at=started_at,
         finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        identity=ident, problems=tuple(catalog.problems),
+        identity=ident, preflight=preflight, problems=tuple(catalog.problems),
         submissions=tuple(SubmissionSummary(id=s.submission_id, source=s.source, digest=s.digest,
                                             problems=tuple(e.problem_id for e in s.problems),
                                             rejection=s.rejection) for s in intakes),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable
@@ -13,9 +14,21 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from lean_eval import __version__, batch, bubblewrap, catalog, driver, intake, process, report
+from lean_eval import (
+    __version__,
+    batch,
+    bubblewrap,
+    catalog,
+    driver,
+    intake,
+    probe,
+    process,
+    report,
+    selfcheck,
+)
 from lean_eval.errors import LeanEvalError, SetupError, UsageError
 from lean_eval.toolchain import resolve_toolchain
+from lean_eval.verdict import Preflight, ProbeOutcome
 
 F = TypeVar("F", bound=Callable[..., Any])
 EXIT_SETUP = 2
@@ -63,6 +76,66 @@ def main() -> None:
     """Score untrusted Lean 4 proofs against a trusted benchmark, inside bubblewrap."""
 
 
+def _tools(cat: catalog.Catalog, toolchain: Path | None, bwrap_path: str | None,
+           allow_bwrap: str | None, env: dict[str, str], writable: list[Path]) -> batch.Tools:
+    return batch.Tools(toolchain=resolve_toolchain(toolchain, env, cat.toolchain_name),
+                       bwrap=bubblewrap.resolve_bwrap(bwrap_path, env, writable, allow_bwrap))
+
+
+def _load(benchmark: Path | None, revision: str = "HEAD",
+          only: frozenset[str] | None = None) -> catalog.Catalog:
+    cat = catalog.load_catalog(benchmark or _default_benchmark(), revision=revision, only=only)
+    for warning in cat.warnings:
+        Console(stderr=True).print(f"[yellow]warning:[/] {warning}")
+    return cat
+
+
+def _setup(benchmark: Path | None, toolchain: Path | None, bwrap_path: str | None,
+           allow_bwrap: str | None, env: dict[str, str],
+           work_dir: Path | None) -> tuple[catalog.Catalog, batch.Tools]:
+    """Catalog and tools for the commands that score generated submissions under work_dir."""
+    cat = _load(benchmark)
+    tools = _tools(cat, toolchain, bwrap_path, allow_bwrap, env,
+                   [Path(tempfile.gettempdir()), *([work_dir] if work_dir else [])])
+    if work_dir is not None:
+        work_dir.mkdir(parents=True, exist_ok=True)
+    return cat, tools
+
+
+def _run_probes(tools: batch.Tools, env: dict[str, str], work_dir: Path | None,
+                names: tuple[str, ...] = ()) -> tuple[probe.ProbeResult, ...]:
+    if work_dir is not None:
+        work_dir.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="lean-eval-probes-", dir=work_dir))
+    try:
+        return probe.run_probes(probe.ProbeContext(tools=tools, caller_env=env,
+                                                   scratch=scratch), names or None)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _preflight(tools: batch.Tools, env: dict[str, str], work_dir: Path | None,
+               skip: bool, quiet: bool) -> Preflight:
+    """Run every probe before any submission is unpacked; a failed probe is a setup failure."""
+    if skip:
+        Console(stderr=True).print("[yellow]warning:[/] --skip-probes: the sandbox was not "
+                                   "verified; verdicts of this run record it")
+        return batch.not_probed(tools)
+    results = _run_probes(tools, env, work_dir)
+    record = batch.not_probed(tools).model_copy(update={
+        "skipped": False,
+        "probes": tuple(ProbeOutcome(name=r.name, status=r.status, message=r.message)
+                        for r in results)})
+    failed = [r for r in results if r.status != "pass"]
+    if failed or not quiet:
+        Console(stderr=True).print(report.probe_table(results))
+    if failed:
+        raise SetupError("preflight probe(s) did not pass: "
+                         + ", ".join(f"{r.name} ({r.status}: {r.message})" for r in failed)
+                         + "; nothing was scored")
+    return record
+
+
 @main.command("run-eval")
 @click.argument("submissions", nargs=-1, required=True,
                 type=click.Path(path_type=Path, exists=False))
@@ -75,6 +148,9 @@ def main() -> None:
 @click.option("--work-dir", type=click.Path(path_type=Path, file_okay=False),
               help="Where the private scoring directories go (default: the system temp dir).")
 @click.option("--keep-work", is_flag=True, help="Keep scoring workspaces for inspection.")
+@click.option("--skip-probes", is_flag=True,
+              help="Do not run the preflight probes (local reproduction only; recorded in "
+                   "every verdict).")
 @click.option("--benchmark-rev", default="HEAD", show_default=True,
               help="Git revision of the benchmark whose trusted files are used.")
 @click.option("--max-file-bytes", type=click.IntRange(min=1), default=1 << 20, show_default=True)
@@ -84,10 +160,11 @@ def main() -> None:
 @click.option("--max-depth", type=click.IntRange(min=1), default=32, show_default=True)
 @common_options
 def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, ...],
-             timeout: float, work_dir: Path | None, keep_work: bool, benchmark_rev: str,
-             max_file_bytes: int, max_total_bytes: int, max_files: int, max_depth: int,
-             benchmark: Path | None, toolchain: Path | None, bwrap_path: str | None,
-             allow_bwrap: str | None, as_json: bool, verbose: int, quiet: bool) -> None:
+             timeout: float, work_dir: Path | None, keep_work: bool, skip_probes: bool,
+             benchmark_rev: str, max_file_bytes: int, max_total_bytes: int, max_files: int,
+             max_depth: int, benchmark: Path | None, toolchain: Path | None,
+             bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
+             quiet: bool) -> None:
     """Score SUBMISSION... (directories or .tar/.tar.gz/.tgz archives) against the benchmark."""
     del verbose
     err = Console(stderr=True)
@@ -95,19 +172,15 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     selected = frozenset(p for item in problems for p in item.split(",") if p) or None
     try:
         batch.check_inputs(submissions)
-        cat = catalog.load_catalog(benchmark or _default_benchmark(), revision=benchmark_rev,
-                                   only=selected)
-        for warning in cat.warnings:
-            err.print(f"[yellow]warning:[/] {warning}")
+        cat = _load(benchmark, benchmark_rev, selected)
         writable = [out_dir, Path(tempfile.gettempdir()), *([work_dir] if work_dir else [])]
-        tools = batch.Tools(
-            toolchain=resolve_toolchain(toolchain, env, cat.toolchain_name),
-            bwrap=bubblewrap.resolve_bwrap(bwrap_path, env, writable, allow_bwrap))
+        tools = _tools(cat, toolchain, bwrap_path, allow_bwrap, env, writable)
         limits = intake.IntakeLimits(max_file_bytes=max_file_bytes,
                                      max_total_bytes=max_total_bytes, max_files=max_files,
                                      max_depth=max_depth)
+        preflight = _preflight(tools, env, work_dir, skip_probes, quiet)
         options = batch.RunOptions(out_dir=out_dir, timeout=timeout, work_dir=work_dir,
-                                   limits=limits, keep_work=keep_work)
+                                   limits=limits, keep_work=keep_work, preflight=preflight)
 
         def progress(verdict: Any) -> None:
             if not quiet:
@@ -125,6 +198,63 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     else:
         report.print_summary(summary, Console())
     sys.exit(summary.exit_code)
+
+
+@main.command("probe")
+@click.option("--work-dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Where the probes' scratch directory goes (default: the system temp dir).")
+@click.option("--only", "names", multiple=True, type=click.Choice(sorted(probe.PROBES)),
+              help="Run only these probes.")
+@common_options
+def probe_command(work_dir: Path | None, names: tuple[str, ...], benchmark: Path | None,
+                  toolchain: Path | None, bwrap_path: str | None, allow_bwrap: str | None,
+                  as_json: bool, verbose: int, quiet: bool) -> None:
+    """Run every sandbox and environment probe through the driver used for scoring."""
+    del verbose, quiet
+    env = dict(os.environ)
+    try:
+        _, tools = _setup(benchmark, toolchain, bwrap_path, allow_bwrap, env, work_dir)
+        results = _run_probes(tools, env, work_dir, names)
+    except SetupError as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        click.echo(json.dumps([r.model_dump(mode="json") for r in results], indent=2))
+    else:
+        Console().print(report.probe_table(results))
+    statuses = {r.status for r in results}
+    sys.exit(2 if "error" in statuses else 1 if "fail" in statuses else 0)
+
+
+def _selfcheck_command(name: str, check: Any) -> Any:
+    @main.command(name)
+    @click.option("--work-dir", type=click.Path(path_type=Path, file_okay=False),
+                  help="Where the generated submissions and verdicts go.")
+    @click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True)
+    @common_options
+    def command(work_dir: Path | None, timeout: float, benchmark: Path | None,
+                toolchain: Path | None, bwrap_path: str | None, allow_bwrap: str | None,
+                as_json: bool, verbose: int, quiet: bool) -> None:
+        del verbose, quiet
+        env = dict(os.environ)
+        try:
+            cat, tools = _setup(benchmark, toolchain, bwrap_path, allow_bwrap, env, work_dir)
+            result = check(cat, tools, env, work_dir, timeout)
+        except SetupError as exc:
+            _fail(str(exc))
+            return
+        if as_json:
+            click.echo(json.dumps(report.selfcheck_data(result), indent=2))
+        else:
+            report.print_selfcheck(name, result, Console())
+        sys.exit(0 if result.ok else 1)
+
+    command.__doc__ = check.__doc__
+    return command
+
+
+_selfcheck_command("check-comparator-installation", selfcheck.check_comparator_installation)
+_selfcheck_command("check-eval-workflow", selfcheck.check_eval_workflow)
 
 
 @main.command("test")

@@ -83,6 +83,25 @@ class Identity(_Model):
     bwrap_minimum_version: str  # below 0.12.0 only when --allow-bwrap-version said so
 
 
+class ProbeOutcome(_Model):
+    """One preflight probe as the run saw it."""
+
+    name: str
+    status: Literal["pass", "fail", "error"]
+    message: str
+
+
+class Preflight(_Model):
+    """The probes run before any submission was unpacked, and what they covered."""
+
+    skipped: bool
+    probes: tuple[ProbeOutcome, ...] = ()
+    toolchain_path: str
+    bwrap_path: str
+    bwrap_version: str
+    bwrap_sha256: str
+
+
 class LogRef(_Model):
     """Where the retained raw log is and its last lines."""
 
@@ -109,6 +128,7 @@ class Verdict(_Model):
     submission_files: dict[str, str] = {}
     ignored: tuple[str, ...] = ()
     log: LogRef = LogRef(path=None)
+    probes_skipped: bool = False  # --skip-probes: local reproduction only
 
 
 class PairSummary(_Model):
@@ -139,6 +159,7 @@ class Summary(_Model):
     started_at: str
     finished_at: str
     identity: Identity
+    preflight: Preflight
     problems: tuple[str, ...]
     submissions: tuple[SubmissionSummary, ...]
     counts: dict[str, int]

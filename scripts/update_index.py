@@ -38,20 +38,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# The harness's own lists, so the index covers exactly what scoring checks.
+from lean_eval.catalog import (
+    OPTIONAL_TRUSTED_FILES as OPTIONAL_TRUSTED,
+)
+from lean_eval.catalog import (
+    STARTER_FILES as STARTER,
+)
+from lean_eval.catalog import (
+    TRUSTED_FILES as REQUIRED_TRUSTED,
+)
+
 SCHEMA_VERSION = 1
 INDEX_RELPATH = Path("workspaces") / "index.json"
-
-REQUIRED_TRUSTED = (
-    "Challenge.lean",
-    "Solution.lean",
-    "config.json",
-    "lakefile.toml",
-    "lake-manifest.json",
-    "lean-toolchain",
-    "README.md",
-)
-OPTIONAL_TRUSTED = ("ChallengeDeps.lean",)
-STARTER = ("Submission.lean", "Submission/Helpers.lean")
 
 EXIT_OK = 0
 EXIT_STALE = 1

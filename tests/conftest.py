@@ -150,7 +150,7 @@ class RunEval:
             timeout = 600 if self.is_lean else 60
         args = ["run-eval", *map(str, submissions), "--out", str(out), "--benchmark",
                 str(self.benchmark), "--timeout", str(timeout), "-q",
-                "--allow-bwrap-version", DISTRO_BWRAP, *extra]
+                "--allow-bwrap-version", DISTRO_BWRAP, "--skip-probes", *extra]
         if toolchain is not None:
             args += ["--toolchain", str(toolchain)]
         result = CliRunner().invoke(main, args, env=dict(env or {}), catch_exceptions=False)

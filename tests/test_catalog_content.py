@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from lean_eval.catalog import STARTER_FILES, TRUSTED_FILES
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10 uses the backport declared in pyproject.toml
@@ -50,16 +52,8 @@ REQUIRED_KEYS = {
 }
 OPTIONAL_KEYS = {"notes", "source"}
 HOLE_KINDS = {"theorem", "def", "instance"}
-REQUIRED_TRUSTED = (
-    "Challenge.lean",
-    "Solution.lean",
-    "config.json",
-    "lakefile.toml",
-    "lake-manifest.json",
-    "lean-toolchain",
-    "README.md",
-)
-STARTER = ("Submission.lean", "Submission/Helpers.lean")
+REQUIRED_TRUSTED = TRUSTED_FILES
+STARTER = STARTER_FILES
 PERMITTED_AXIOMS = ["propext", "Quot.sound", "Classical.choice"]
 FORBIDDEN_TOKENS = ("sorry", "admit", "native_decide")
 

@@ -1,0 +1,121 @@
+"""Probe ``comparator``: the installed toolchain accepts what it must and rejects what it must.
+
+Synthetic submissions for two packaged problems are scored through the real pipeline: a valid
+proof and a right definition must be accepted; a statement mismatch, ``sorry``, a used user
+axiom and a definition of the wrong type must be rejected. A toolchain without ``nanoda_bin``
+must be refused (and the driver, given a NanoDa path that does not exist, must never accept),
+and a sandbox executable that cannot start must never lead to acceptance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from lean_eval import batch, probe
+from lean_eval.bubblewrap import BwrapInfo
+from lean_eval.catalog import Catalog
+from lean_eval.errors import SetupError, ToolchainError
+from lean_eval.toolchain import Toolchain, resolve_toolchain
+
+NAME = "comparator"
+PROVES = ("the comparator accepts a valid proof and a right definition, rejects a statement "
+          "mismatch, sorry, a used axiom and a wrong-typed definition, and can never accept "
+          "without NanoDa or without a working sandbox")
+
+DEF_RIGHT = """def probe_val : Nat := 2
+
+theorem probe_val_eq : probe_val = 2 := rfl"""
+DEF_WRONG_TYPE = """def probe_val : Int := 2
+
+theorem probe_val_eq : probe_val = 2 := rfl"""
+AXIOM = """axiom probe_cheat : False
+
+theorem probe_true : True := False.elim probe_cheat"""
+# submission id -> (problem, declarations, expected verdict)
+CASES: Mapping[str, tuple[str, str, str]] = {
+    "valid": ("probe_true", probe.VALID_TRUE, "accepted"),
+    "statement_mismatch": ("probe_true", "theorem probe_true : False → True := fun _ => trivial",
+                           "rejected"),
+    "sorry": ("probe_true", "theorem probe_true : True := sorry", "rejected"),
+    "user_axiom": ("probe_true", AXIOM, "rejected"),
+    "def_right": ("probe_def", DEF_RIGHT, "accepted"),
+    "def_wrong_type": ("probe_def", DEF_WRONG_TYPE, "rejected"),
+}
+FAKE_BWRAP = """#!/bin/sh
+# lean-eval comparator probe: a sandbox executable that cannot create a sandbox
+echo "bwrap: lean-eval probe: cannot create the sandbox (deliberately broken)" >&2
+exit 1
+"""
+
+
+def _without_nanoda(root: Path, into: Path) -> Path:
+    """A copy of the toolchain's layout without ``bin/nanoda_bin`` (entries are symlinks)."""
+    (into / "bin").mkdir(parents=True)
+    for entry in root.iterdir():
+        if entry.name != "bin":
+            (into / entry.name).symlink_to(entry)
+    for tool in (root / "bin").iterdir():
+        if tool.name != "nanoda_bin":
+            (into / "bin" / tool.name).symlink_to(tool)
+    return into
+
+
+def run(ctx: probe.ProbeContext) -> probe.ProbeResult:
+    """Score the synthetic cases and the broken installations; judge the verdicts."""
+    name = ctx.tools.toolchain.name
+    catalog = probe.synthetic_catalog(ctx.scratch / "benchmark",
+                                      [probe.probe_true(name), probe.probe_def(name)], name)
+    check = probe.ProbeCheck
+    scored = probe.score(ctx, probe.layout(ctx.scratch / "cases"), catalog, {
+        sid: {pid: {"Submission.lean": probe.submission(decls)}}
+        for sid, (pid, decls, _) in CASES.items()})
+    checks = []
+    for sid, (pid, _, expected) in CASES.items():
+        pair = scored.get(f"{sid}/{pid}")
+        got = pair.verdict.verdict if pair else "missing"
+        checks.append(check(name=f"{sid}_{expected}", ok=got == expected,
+                            evidence=f"{pid}: {probe.summary_line(pair) if pair else got}"))
+    copy = _without_nanoda(ctx.tools.toolchain.root, ctx.scratch / "toolchain-without-nanoda")
+    try:
+        resolve_toolchain(copy, {}, name)
+        refused = "resolve_toolchain accepted a toolchain without bin/nanoda_bin"
+    except ToolchainError as exc:
+        refused = ""
+        checks.append(check(name="toolchain_without_nanoda_refused", ok=True,
+                            evidence=f"resolve_toolchain refused it: {exc}"))
+    if refused:
+        checks.append(check(name="toolchain_without_nanoda_refused", ok=False, evidence=refused))
+    root = ctx.tools.toolchain.root  # a NanoDa path that does not exist, outside every scratch
+    missing = root / "bin" / f"nanoda_bin.missing-{probe.token()}"
+    broken = [("missing_nanoda_never_accepted", ctx.tools._replace(toolchain=Toolchain(
+        name=name, root=root, lake=ctx.tools.toolchain.lake, nanoda=missing)))]
+    fake = ctx.scratch / "broken-sandbox" / "bwrap"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_BWRAP)
+    fake.chmod(0o755)
+    broken.append(("unusable_sandbox_never_accepted", ctx.tools._replace(
+        bwrap=BwrapInfo(path=fake, version=ctx.tools.bwrap.version,
+                        minimum=ctx.tools.bwrap.minimum))))
+    for label, tools in broken:
+        checks.append(_never_accepted(ctx, catalog, label, tools))
+    return probe.judge(NAME, PROVES, checks)
+
+
+def _never_accepted(ctx: probe.ProbeContext, catalog: Catalog, label: str,
+                    tools: batch.Tools) -> probe.ProbeCheck:
+    """Score the valid proof with a broken installation: anything but ``accepted`` is right."""
+    broken = (f"nanoda {tools.toolchain.nanoda} (exists: {tools.toolchain.nanoda.exists()})"
+              if label.startswith("missing") else f"bwrap {tools.bwrap.path} (exits 1)")
+    try:
+        scored = probe.score(ctx, probe.layout(ctx.scratch / label), catalog,
+                             {"valid": {"probe_true": {"Submission.lean":
+                                                       probe.submission(probe.VALID_TRUE)}}},
+                             tools=tools)
+    except SetupError as exc:  # refused before anything was scored: never accepted
+        return probe.ProbeCheck(name=label, ok=True,
+                                evidence=f"valid proof with {broken}: refused ({exc})")
+    pair = scored.get("valid/probe_true")
+    evidence = probe.summary_line(pair) if pair else "no verdict"
+    return probe.ProbeCheck(name=label, ok=pair is not None and pair.verdict.verdict != "accepted",
+                            evidence=f"valid proof with {broken}: {evidence}")

@@ -1,0 +1,161 @@
+"""End-to-end self-checks: is the installation sound, and does the scoring workflow count right?
+
+Both score generated submissions through the real pipeline (intake, workspace, driver,
+wrapper, verdicts) against the benchmark's ``two_plus_two`` starter problem, so a failure here is
+an installation problem, never a proof problem.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+from lean_eval import batch
+from lean_eval.catalog import Catalog
+from lean_eval.errors import CatalogError
+from lean_eval.verdict import Verdict
+
+PROBLEM = "two_plus_two"
+KNOWN_GOOD = """-- lean-eval self-check: a known-good proof.
+namespace Submission
+
+theorem two_plus_two : 2 + 2 = 4 := by decide
+
+end Submission
+"""
+
+
+def _variant(body: str, *extra: str) -> str:
+    lines = ["-- lean-eval self-check", "namespace Submission", "", body, "", "end Submission",
+             *extra]
+    return "\n".join(lines) + "\n"
+
+
+OBVIOUSLY_WRONG = _variant("theorem two_plus_two : 2 + 2 = 4 := by sorry")
+
+
+class Expectation(NamedTuple):
+    """What one generated submission must score."""
+
+    verdicts: frozenset[str]
+    reasons: frozenset[str]
+
+
+class Finding(NamedTuple):
+    """One generated submission, what it should score and what it did."""
+
+    submission: str
+    expected: Expectation
+    verdict: str
+    reason: str
+    message: str
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict in self.expected.verdicts and self.reason in self.expected.reasons
+
+
+class SelfCheck(NamedTuple):
+    """A finished self-check."""
+
+    findings: tuple[Finding, ...]
+    counts: dict[str, int]
+    expected_counts: dict[str, int]
+    where: Path  # submissions, verdicts and logs; removed when the check passed
+
+    @property
+    def ok(self) -> bool:
+        return all(f.ok for f in self.findings) and self.counts == self.expected_counts
+
+
+def _expect(verdict: str, *reasons: str) -> Expectation:
+    return Expectation(frozenset({verdict}), frozenset(reasons))
+
+
+# name -> (Submission.lean or None for a symlink, expectation)
+WORKFLOW: dict[str, tuple[str | None, Expectation]] = {
+    "wf_accepted": (KNOWN_GOOD, _expect("accepted", "accepted")),
+    # Real Lean fails the trusted bridge's build on a changed statement; the stand-in reports
+    # the comparator's mismatch. Both are rejections of the proof.
+    "wf_mismatch": (_variant("theorem two_plus_two : 2 + 2 = 5 := by decide"),
+                    _expect("rejected", "statement_mismatch", "build_failed")),
+    "wf_sorry": (OBVIOUSLY_WRONG, _expect("rejected", "illegal_axiom")),
+    "wf_axiom": (_variant("axiom cheat : 2 + 2 = 4\n\ntheorem two_plus_two : 2 + 2 = 4 := cheat"),
+                 _expect("rejected", "illegal_axiom")),
+    "wf_native_decide": (_variant("theorem two_plus_two : 2 + 2 = 4 := by native_decide"),
+                         _expect("rejected", "illegal_axiom")),
+    "wf_build_error": (_variant("theorem two_plus_two : 2 + 2 = 4 := by decide",
+                                "-- standin: build-error",
+                                "example : True := by exact no_such_lemma"),
+                       _expect("rejected", "build_failed")),
+    "wf_invalid": (None, _expect("invalid_submission", "path_rejected")),
+    "wf_unchanged": ("", _expect("unchanged", "unchanged")),
+}
+
+
+def _write(root: Path, name: str, text: str | None, starter: bytes) -> Path:
+    problem_dir = root / name / PROBLEM
+    problem_dir.mkdir(parents=True)
+    target = problem_dir / "Submission.lean"
+    if text is None:
+        (problem_dir / "elsewhere.lean").write_text(KNOWN_GOOD, encoding="utf-8")
+        os.symlink("elsewhere.lean", target)
+    elif text == "":
+        target.write_bytes(starter)
+    else:
+        target.write_text(text, encoding="utf-8")
+    return root / name
+
+
+def _starter(catalog: Catalog) -> bytes:
+    if PROBLEM not in catalog.problems:
+        raise CatalogError(f"the self-checks need the starter problem {PROBLEM!r} in the benchmark")
+    return catalog.problems[PROBLEM].starter["Submission.lean"]
+
+
+def _score(catalog: Catalog, tools: batch.Tools, caller_env: Mapping[str, str],
+           cases: Mapping[str, tuple[str | None, Expectation]], work: Path | None,
+           timeout: float) -> SelfCheck:
+    starter = _starter(catalog)
+    only = catalog.model_copy(update={"problems": {PROBLEM: catalog.problems[PROBLEM]}})
+    base = Path(tempfile.mkdtemp(prefix="lean-eval-selfcheck-", dir=work))
+    inputs = [_write(base / "subs", name, text, starter) for name, (text, _) in cases.items()]
+    options = batch.RunOptions(out_dir=base / "out", timeout=timeout, work_dir=base / "work")
+    summary = batch.run_batch(inputs, only, tools, options, caller_env)
+    by_name: dict[str, Verdict] = {}
+    for pair in summary.pairs:
+        by_name[pair.submission] = Verdict.model_validate_json(Path(pair.path).read_bytes())
+    findings = []
+    for name, (_, expected) in cases.items():
+        v = by_name.get(name)
+        findings.append(Finding(name, expected, v.verdict if v else "missing",
+                                v.reason.code if v else "missing",
+                                v.reason.message if v else "no verdict was written"))
+    expected_counts: dict[str, int] = {}
+    for _, expectation in cases.values():
+        (verdict,) = expectation.verdicts
+        expected_counts[verdict] = expected_counts.get(verdict, 0) + 1
+    result = SelfCheck(tuple(findings), dict(summary.counts),
+                       dict(sorted(expected_counts.items())), base)
+    if result.ok:
+        shutil.rmtree(base, ignore_errors=True)
+    return result
+
+
+def check_comparator_installation(catalog: Catalog, tools: batch.Tools,
+                                  caller_env: Mapping[str, str], work: Path | None = None,
+                                  timeout: float = 600) -> SelfCheck:
+    """The starter problem accepted with a known-good proof and rejected with a wrong one."""
+    cases = {"known_good": (KNOWN_GOOD, _expect("accepted", "accepted")),
+             "obviously_wrong": (OBVIOUSLY_WRONG, _expect("rejected", "illegal_axiom"))}
+    return _score(catalog, tools, caller_env, cases, work, timeout)
+
+
+def check_eval_workflow(catalog: Catalog, tools: batch.Tools, caller_env: Mapping[str, str],
+                        work: Path | None = None, timeout: float = 600) -> SelfCheck:
+    """A generated batch covering every verdict kind, checked against expected verdicts."""
+    return _score(catalog, tools, caller_env, WORKFLOW, work, timeout)

@@ -1,0 +1,25 @@
+#!/usr/bin/env python3
+"""lean-eval probe `sandbox_engaged`: a submitted build runs inside Lake's bubblewrap sandbox:
+no host writes, hidden host files, no network route, its own namespaces.
+
+Scores a synthetic submission through the same driver, wrapper, masks, PATH filtering and
+environment allowlist as `lean-eval run-eval` (the probe: lean_eval/probes/sandbox_engaged.py).
+
+    python scripts/sandbox_engaged_probe.py [--toolchain DIR] [--bwrap PATH]
+        [--allow-bwrap-version MIN] [--scratch DIR] [--json]
+
+Exit 0: pass, 1: fail, 2: could not run (e.g. the toolchain or bubblewrap cannot be resolved).
+"""
+
+import sys
+from pathlib import Path
+
+try:
+    import lean_eval  # noqa: F401
+except ImportError:  # run from a checkout without the package installed
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from lean_eval.probe import script_main
+
+if __name__ == "__main__":
+    sys.exit(script_main("sandbox_engaged"))

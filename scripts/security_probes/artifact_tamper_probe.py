@@ -1,0 +1,25 @@
+#!/usr/bin/env python3
+"""lean-eval probe `artifact_tamper`: a detached descendant of a submitted build dies with the build
+and cannot tamper with what is judged.
+
+Scores a synthetic submission through the same driver, wrapper, masks, PATH filtering and
+environment allowlist as `lean-eval run-eval` (the probe: lean_eval/probes/artifact_tamper.py).
+
+    python scripts/security_probes/artifact_tamper_probe.py [--toolchain DIR] [--bwrap PATH]
+        [--allow-bwrap-version MIN] [--scratch DIR] [--json]
+
+Exit 0: pass, 1: fail, 2: could not run (e.g. the toolchain or bubblewrap cannot be resolved).
+"""
+
+import sys
+from pathlib import Path
+
+try:
+    import lean_eval  # noqa: F401
+except ImportError:  # run from a checkout without the package installed
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from lean_eval.probe import script_main
+
+if __name__ == "__main__":
+    sys.exit(script_main("artifact_tamper"))

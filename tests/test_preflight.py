@@ -1,0 +1,74 @@
+"""run-eval verifies the sandbox before it unpacks any submission (issue: preflight)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import CORRECT, DISTRO_BWRAP, STANDIN
+
+from lean_eval import intake
+from lean_eval.cli import main
+
+UNSANDBOXED = """#!/bin/sh
+# A 'bwrap' that sandboxes nothing: drops every option up to -- and runs the command.
+[ "$1" = --version ] && { echo 'bubblewrap 0.12.0'; exit 0; }
+while [ "$#" -gt 0 ] && [ "$1" != -- ]; do shift; done
+shift
+exec "$@"
+"""
+
+
+def _run(bench_copy: Path, outside: Path, *extra: str) -> tuple[int, str, Path]:
+    out = outside / "out"
+    result = CliRunner().invoke(main, [
+        "run-eval", str(CORRECT), "--out", str(out), "--benchmark", str(bench_copy),
+        "--toolchain", str(STANDIN), "--problem", "two_plus_two", "--work-dir",
+        str(outside / "work"), "--timeout", "60", *extra])
+    return result.exit_code, result.output, out
+
+
+def test_probes_pass_and_are_recorded(bench_copy: Path, outside: Path, bwrap: str) -> None:
+    code, output, out = _run(bench_copy, outside, "--allow-bwrap-version", DISTRO_BWRAP)
+    assert code == 0, output
+    summary = json.loads((out / "summary.json").read_text())
+    pre = summary["preflight"]
+    assert pre["skipped"] is False
+    assert {p["name"] for p in pre["probes"]} == {
+        "sandbox_engaged", "env_dump", "tool_path", "artifact_tamper", "comparator"}
+    assert all(p["status"] == "pass" for p in pre["probes"])
+    assert pre["bwrap_path"] == summary["identity"]["bwrap_path"]
+    assert pre["toolchain_path"] == str(STANDIN.resolve())
+    verdict = json.loads((out / "correct" / "two_plus_two.json").read_text())
+    assert verdict["probes_skipped"] is False and verdict["verdict"] == "accepted"
+
+
+def test_skip_probes_is_recorded_in_every_verdict(bench_copy: Path, outside: Path,
+                                                  bwrap: str) -> None:
+    code, output, out = _run(bench_copy, outside, "--allow-bwrap-version", DISTRO_BWRAP,
+                             "--skip-probes")
+    assert code == 0, output
+    assert "--skip-probes" in output
+    assert json.loads((out / "summary.json").read_text())["preflight"]["skipped"] is True
+    verdict = json.loads((out / "correct" / "two_plus_two.json").read_text())
+    assert verdict["probes_skipped"] is True
+
+
+def test_a_broken_sandbox_stops_the_run_before_any_submission_is_read(
+        bench_copy: Path, outside: Path, bwrap: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = outside / "fakebin" / "bwrap"
+    fake.parent.mkdir()
+    fake.write_text(UNSANDBOXED)
+    fake.chmod(0o755)
+    read: list[Path] = []
+    real = intake.read_submission
+    monkeypatch.setattr(intake, "read_submission",
+                        lambda path, *a, **k: read.append(path) or real(path, *a, **k))
+    code, output, out = _run(bench_copy, outside, "--bwrap", str(fake))
+    assert code == 2, output
+    assert "preflight probe(s) did not pass" in output and "sandbox_engaged" in output
+    assert "nothing was scored" in output
+    assert read and CORRECT not in read  # the probes scored their own synthetic submissions
+    assert not out.exists() or not any(out.rglob("*.json"))
