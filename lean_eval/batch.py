@@ -106,6 +106,8 @@ def _check_paths(inputs: Sequence[Path], options: RunOptions, catalog: Catalog,
     if options.work_dir is not None and (_contains(options.out_dir, options.work_dir)
                                          or _contains(options.work_dir, options.out_dir)):
         raise UsageError(f"--out {options.out_dir} and --work-dir {options.work_dir} overlap")
+    driver.check_toolchain_placement(
+        tools.toolchain, (options.out_dir, *([options.work_dir] if options.work_dir else [])))
 
 
 def _scoring_root(options: RunOptions) -> tuple[Path, bool]:
@@ -191,7 +193,7 @@ def run_batch(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options: R
                 settings = driver.DriverSettings(
                     toolchain=tools.toolchain, bwrap=tools.bwrap.path, caller_env=caller_env,
                     timeout=options.timeout,
-                    writable_roots=(root, out_dir, Path(tempfile.gettempdir()),
+                    writable_roots=(root, out_dir,
                                     *([options.work_dir] if options.work_dir else [])),
                     ro_binds=outside_lake_masks([catalog.shared_packages])
                     if catalog.shared_packages else (),

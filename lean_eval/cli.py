@@ -281,7 +281,7 @@ def test(workspace: Path | None, timeout: float, benchmark: Path | None, toolcha
         state = Path(tempfile.mkdtemp(prefix="lean-eval-test-"))
         settings = driver.DriverSettings(toolchain=tools.toolchain, bwrap=tools.bwrap.path,
                                          caller_env=env, timeout=timeout,
-                                         writable_roots=(state, Path(tempfile.gettempdir())))
+                                         writable_roots=(state,))
         result = driver.run_workspace(ws, state / "state", config, settings, state / "test.log")
     except LeanEvalError as exc:
         _fail(str(exc))

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import signal as signals
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
@@ -53,7 +54,7 @@ class DriverSettings(NamedTuple):
     bwrap: Path
     caller_env: Mapping[str, str]
     timeout: float
-    writable_roots: tuple[Path, ...]
+    writable_roots: tuple[Path, ...]  # scoring root, output, work dir: never hold a tool
     ro_binds: tuple[str, ...] = ()
     masks: tuple[str, ...] = ()
     file_masks: tuple[str, ...] = ()
@@ -135,6 +136,14 @@ def phase_seconds(outcome: process.Outcome, config: ComparatorConfig) -> dict[st
     return spent
 
 
+_PHASE_ORDER = ("resolve", "build_challenge", "export_challenge", "build_solution",
+                "export_solution")
+
+
+def _phase_rank(phase: str) -> int:
+    return _PHASE_ORDER.index(phase) if phase in _PHASE_ORDER else len(_PHASE_ORDER)
+
+
 def _checkers(lines: list[str]) -> tuple[Checker, ...]:
     results: dict[str, Checker] = {}
     for line in lines:
@@ -170,7 +179,9 @@ def classify(outcome: process.Outcome, config: ComparatorConfig, timeout: float)
     stderr = outcome.stderr.decode("utf-8", errors="replace")
     lines = [ln.strip() for ln in stdout.splitlines()]
     phases = [p for p in (phase_of(ln, config) for ln in lines) if p is not None]
-    last = phases[-1] if phases else None
+    # The furthest phase, not the last line: submitted code runs in build_solution and can print
+    # phase lines, but cannot make an earlier (trusted) phase look like the one that failed.
+    last = max(phases, key=_phase_rank) if phases else None
     checkers = _checkers(lines)
     errors = _error_lines(stderr)
     message = errors[-1] if errors else ""
@@ -248,7 +259,9 @@ def run_workspace(workspace: Path, state: Path, config: ComparatorConfig,
                            encoding="utf-8")
     tmpdir = state / "tmp"
     tmpdir.mkdir(mode=0o700, exist_ok=True)
-    search = sandbox.filter_search_path(settings.caller_env.get("PATH", ""), roots)
+    # The system temp dir is no place for a tool either, though a toolchain may live there (CI).
+    search = sandbox.filter_search_path(settings.caller_env.get("PATH", ""),
+                                        (*roots, Path(tempfile.gettempdir())))
     spec = sandbox.WrapperSpec(bwrap=settings.bwrap, ro_binds=settings.ro_binds,
                                masks=settings.masks, file_masks=settings.file_masks)
     wrapper = sandbox.write_wrapper(state / "bwrap-wrapper", spec)

@@ -161,3 +161,11 @@ def test_phase_seconds_come_from_line_arrival_times() -> None:
     done = outcome()._replace(duration=4.0, line_marks=marks)
     assert driver.phase_seconds(done, CONFIG) == {
         "resolve": 0.4, "build_challenge": 1.5, "build_solution": 1.5, "kernel:nanoda": 0.5}
+
+
+def test_printed_earlier_phase_lines_cannot_blame_the_trusted_side() -> None:
+    stdout = ("Resolving dependencies\nBuilding Challenge\nBuilding Solution\n"
+              "Resolving dependencies\n")
+    c = driver.classify(outcome(stdout, "error: Child exited with 1\n", 1), CONFIG, 10)
+    assert (c.verdict, c.reason.code, c.last_phase) == ("rejected", "build_failed",
+                                                        "build_solution")

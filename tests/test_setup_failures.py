@@ -89,3 +89,14 @@ def test_committed_revision_is_what_scores(outside: Path, bwrap: str) -> None:
     cat = catalog.load_catalog(REPO, revision="HEAD")
     assert cat.commit is not None and len(cat.commit) == 40
     assert set(cat.problems) >= {"two_plus_two"}
+
+
+def test_toolchain_inside_the_work_dir_is_refused(run_eval: RunEval, outside: Path) -> None:
+    from conftest import STANDIN
+
+    work = outside / "work"
+    shutil.copytree(STANDIN, work / "tc")
+    run = run_eval(CORRECT, toolchain=work / "tc", extra=("--work-dir", str(work)))
+    assert run.code == 2, run.result.output
+    assert "lies inside a writable scoring directory" in run.result.output
+    _assert_nothing_scored(run.out)
