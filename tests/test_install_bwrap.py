@@ -12,7 +12,6 @@ import hashlib
 import io
 import os
 import shutil
-import stat
 import subprocess  # noqa: TID251 - the installer is a shell script run as a real child process
 import tarfile
 from collections.abc import Callable, Mapping
@@ -321,41 +320,5 @@ def test_shellcheck_clean() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-# --- the real release (skipped unless provided) ------------------------------------------
-
-
-def _real_tarball() -> Path:
-    given = os.environ.get("BWRAP_TARBALL", "")
-    if not given or not Path(given).is_file():
-        pytest.skip("set BWRAP_TARBALL to the real bubblewrap-0.12.0.tar.xz to test the build")
-    path = Path(given)
-    if _sha256(path) != PINNED:
-        pytest.skip(f"BWRAP_TARBALL={given} is not the pinned release")
-    return path
-
-
-def test_real_release_names_missing_build_tools(box: Sandbox) -> None:
-    real = _real_tarball()
-    result = box.run("--dry-run", env={"BWRAP_TARBALL": str(real)}, path=box.restricted_path())
-    assert result.returncode == 1
-    lines = result.stderr.splitlines()
-    assert lines[0] == f"install_bwrap.sh: verified bubblewrap-0.12.0.tar.xz sha256 {PINNED}"
-    assert lines[1] == "install_bwrap.sh: missing required tools: tar xz meson ninja"
-    assert list(box.tmp.iterdir()) == []
-
-
-def test_real_release_builds_and_installs(box: Sandbox) -> None:
-    real = _real_tarball()
-    if shutil.which("meson") is None or shutil.which("ninja") is None:
-        pytest.skip("meson and ninja are needed to build bubblewrap")
-    prefix = box.root / "install"
-    result = subprocess.run(
-        [BASH, str(SCRIPT), "--prefix", str(prefix), "--no-apparmor"],
-        env={**os.environ, "BWRAP_TARBALL": str(real), "TMPDIR": str(box.tmp)},
-        cwd=box.cwd, capture_output=True, text=True, timeout=170, check=False)
-    assert result.returncode == 0, result.stderr
-    binary = prefix / "bin" / "bwrap"
-    assert result.stdout == f"bwrap {VERSION} {_sha256(binary)} {binary}\n"
-    mode = binary.stat().st_mode
-    assert not mode & (stat.S_ISUID | stat.S_ISGID)
-    assert list(box.tmp.iterdir()) == []
+# The real release's build is exercised by .github/workflows/ci.yml, which runs this installer
+# on the downloaded 0.12.0 tarball; no release tarball can be fetched on the machines .ci/run uses.

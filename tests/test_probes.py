@@ -107,6 +107,22 @@ def test_every_probe_passes_on_the_proper_setup(tools: batch.Tools, outside: Pat
     assert "outside Lake's masks" in engaged["host_markers_invisible"]  # /srv: the wrapper hid it
 
 
+@pytest.mark.lean
+def test_every_probe_passes_on_the_real_toolchain(outside: Path, bwrap: str) -> None:
+    """The same scenario on the installed Lean release (skipped where it is not installed)."""
+    from conftest import real_toolchain
+
+    found = real_toolchain()
+    if found is None:
+        pytest.skip("real Lean release of lean-toolchain is not installed")
+    tools = batch.Tools(toolchain=resolve_toolchain(found, {}, PIN),
+                        bwrap=bubblewrap.resolve_bwrap(None, os.environ,
+                                                       allow_version=DISTRO_BWRAP))
+    ctx = _ctx(tools, outside)._replace(timeout=900)
+    for result in probe.run_probes(ctx):
+        assert result.status == "pass", _show(result)
+
+
 # --- negative controls: each probe reports FAIL against a weakened setup -----------------------
 
 

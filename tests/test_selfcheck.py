@@ -33,8 +33,8 @@ def _invoke(command: str, bench_copy: Path, outside: Path, toolchain: Path = STA
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_passes_on_a_sound_installation(command: str, bench_copy: Path, outside: Path,
-                                        bwrap: str) -> None:
-    code, output = _invoke(command, bench_copy, outside, STANDIN, "--json")
+                                        bwrap: str, toolchain: Path) -> None:
+    code, output = _invoke(command, bench_copy, outside, toolchain, "--json")
     assert code == 0, output
     data = json.loads(output)
     assert data["ok"] is True and all(f["ok"] for f in data["findings"])
