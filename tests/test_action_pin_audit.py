@@ -71,9 +71,9 @@ def test_project_ci_installs_and_runs_what_the_issue_asks() -> None:
                    "actions/setup-python@0b93645e9fea7318ecaed2b359559ac225c90a2b",
                    'python-version: "3.11.9"', "sha256sum --check",
                    "--default-toolchain none", 'toolchain install "$(cat lean-toolchain)"',
-                   'scripts/install_bwrap.sh --prefix "$HOME/.local"',
+                   'scripts/install_bwrap.sh --prefix /opt/lean-eval-bwrap',
                    "python -m pip install -e '.[dev]'", "bash scripts/run_tests.sh",
-                   'lean-eval probe --bwrap "$HOME/.local/bin/bwrap"',
+                   "lean-eval probe --bwrap /opt/lean-eval-bwrap/bin/bwrap",
                    "lean-eval check-comparator-installation", "lean-eval check-eval-workflow",
                    "python scripts/action_pin_audit.py"):
         assert needed in ci, needed
