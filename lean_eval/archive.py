@@ -34,6 +34,7 @@ from lean_eval.intake import (
     SKIPPED_NAMES,
     IntakeLimits,
     _Budget,
+    _LimitError,
     _Node,
     _RejectError,
     _show,
@@ -69,7 +70,7 @@ def _read_raw(fd: int, stream_cap: int, digest: _Hash) -> bytes:
         if size <= raw_cap:
             kept.append(chunk)
     if size > raw_cap:
-        raise _RejectError(f"archive: {size} bytes, more than the limits allow ({raw_cap})")
+        raise _LimitError(f"archive: {size} bytes, more than the limits allow ({raw_cap})")
     return b"".join(kept)
 
 
@@ -84,7 +85,7 @@ class _Bounded:
         data = self.inner.read(room if size < 0 else min(size, room))
         self.used += len(data)
         if self.used > self.cap:
-            raise _RejectError(f"archive expands beyond {self.cap} bytes {self.where}")
+            raise _LimitError(f"archive expands beyond {self.cap} bytes {self.where}")
         return data
 
 

@@ -147,7 +147,7 @@ def score_pair(sub: intake.Intake, entry: intake.ProblemEntry, problem: ProblemW
     base: dict[str, object] = {"submission_files": files, "ignored": entry.ignored}
     if sub.rejection is not None or entry.rejection is not None:
         message = sub.rejection or entry.rejection or ""
-        code = "limit_exceeded" if "limit" in message else "path_rejected"
+        code = sub.rejection_code or entry.rejection_code or "path_rejected"
         return _verdict(sub, problem, ident, "invalid_submission", "not_run",
                         Reason(code=code, message=message), **base)
     submitted = next(f.data for f in entry.files if f.relpath == "Submission.lean")
@@ -240,7 +240,8 @@ def _summary(started_at: str, ident: Identity, preflight: Preflight, catalog: Ca
         identity=ident, preflight=preflight, problems=tuple(catalog.problems),
         submissions=tuple(SubmissionSummary(id=s.submission_id, source=s.source, digest=s.digest,
                                             problems=tuple(e.problem_id for e in s.problems),
-                                            rejection=s.rejection) for s in intakes),
+                                            rejection=s.rejection,
+                                            rejection_code=s.rejection_code) for s in intakes),
         counts=dict(sorted(counts.items())),
         pairs=tuple(PairSummary(submission=v.submission.id, problem=v.problem.id,
                                 verdict=v.verdict, execution=v.execution, reason=v.reason.code,

@@ -29,7 +29,7 @@ import stat
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -62,6 +62,9 @@ class IntakeLimits(BaseModel, frozen=True, extra="forbid"):
 DEFAULT_LIMITS = IntakeLimits()
 
 
+RejectionCode = Literal["path_rejected", "limit_exceeded"]
+
+
 class SubmissionFile(NamedTuple):
     relpath: str  # "Submission.lean" or "Submission/A/B.lean", relative to the problem dir
     data: bytes
@@ -74,6 +77,7 @@ class ProblemEntry(BaseModel, frozen=True, extra="forbid"):
     files: tuple[SubmissionFile, ...]  # sorted by relpath; empty when rejected
     rejection: str | None
     ignored: tuple[str, ...]  # "path: why", sorted
+    rejection_code: RejectionCode | None = None
 
 
 class Intake(BaseModel, frozen=True, extra="forbid"):
@@ -83,14 +87,31 @@ class Intake(BaseModel, frozen=True, extra="forbid"):
     problems: tuple[ProblemEntry, ...]  # sorted by problem_id; empty when rejected
     rejection: str | None
     ignored: tuple[str, ...]
+    rejection_code: RejectionCode | None = None
 
 
 class _RejectError(Exception):
     """Whole-submission rejection; the message names the offending entry."""
 
+    code: RejectionCode = "path_rejected"
+
+
+class _LimitError(_RejectError):
+    """Whole-submission rejection because a limit was reached."""
+
+    code: RejectionCode = "limit_exceeded"
+
 
 class _BadProblemError(Exception):
     """Problem rejection; the message names the offending entry."""
+
+    code: RejectionCode = "path_rejected"
+
+
+class _OversizeError(_BadProblemError):
+    """Problem rejection because a file is over the size limit."""
+
+    code: RejectionCode = "limit_exceeded"
 
 
 @dataclass
@@ -121,14 +142,14 @@ class _Budget:
         self.entries += 1
         limits = self.limits
         if self.entries > limits.max_files:
-            raise _RejectError(f"{shown}: the submission has more than {limits.max_files} entries")
+            raise _LimitError(f"{shown}: the submission has more than {limits.max_files} entries")
         if depth > limits.max_depth:
-            raise _RejectError(f"{shown}: deeper than {limits.max_depth} path components")
+            raise _LimitError(f"{shown}: deeper than {limits.max_depth} path components")
 
     def data(self, shown: str, size: int) -> None:
         self.bytes += size
         if self.bytes > (limit := self.limits.max_total_bytes):
-            raise _RejectError(f"{shown}: the submission holds more than {limit} bytes")
+            raise _LimitError(f"{shown}: the submission holds more than {limit} bytes")
 
 
 def submission_id(path: Path) -> str:
@@ -171,7 +192,8 @@ def read_submission(
     digest = hashlib.sha256(b"lean-eval-dir-v1\0" if is_dir else b"")
     problems: tuple[ProblemEntry, ...] = ()
     ignored: tuple[str, ...] = ()
-    rejection = None
+    rejection: str | None = None
+    code: RejectionCode | None = None
     try:
         if (os.fstat(fd).st_ino, os.fstat(fd).st_mode) != (st.st_ino, st.st_mode):
             raise UsageError(f"submission {_show(source)}: changed while it was opened")
@@ -183,13 +205,14 @@ def read_submission(
             root = read_archive(fd, limits, digest)
         problems, ignored = _analyse(root, problem_ids, limits)
     except _RejectError as exc:
-        rejection = str(exc)
+        rejection, code = str(exc), exc.code
         if is_dir:  # the walk may have stopped early: make the digest cover the reason too
             digest.update(b"\0rejected\0" + rejection.encode())
     finally:
         os.close(fd)
     return Intake(submission_id=sid, source=source, digest=digest.hexdigest(),
-                  problems=problems, rejection=rejection, ignored=ignored)
+                  problems=problems, rejection=rejection, ignored=ignored,
+                  rejection_code=code)
 
 
 _MODE_KINDS = {stat.S_IFDIR: "dir", stat.S_IFREG: "file", stat.S_IFLNK: "symlink",
@@ -217,7 +240,7 @@ def _walk_dir(dfd: int, prefix: str, node: _Node, budget: _Budget, digest: _Hash
         for entry in entries:
             names.append(entry.name)
             if budget.entries + len(names) > budget.limits.max_files:
-                raise _RejectError(f"{_show(prefix or './')}: the submission has more than "
+                raise _LimitError(f"{_show(prefix or './')}: the submission has more than "
                                    f"{budget.limits.max_files} entries")
     for name in sorted(names):
         rel = prefix + name
@@ -376,7 +399,7 @@ class _ProblemReader:
                     f"{shown}: {_show(part)!r} is not a valid Lean module name component")
         data, limit = node.data, self.limits.max_file_bytes
         if len(data) > limit:
-            raise _BadProblemError(f"{shown}: {len(data)} bytes, over the limit of {limit}")
+            raise _OversizeError(f"{shown}: {len(data)} bytes, over the limit of {limit}")
         if rel == "Submission.lean" and not data:
             raise _BadProblemError(f"{shown}: empty")
         if b"\0" in data:
@@ -390,11 +413,12 @@ class _ProblemReader:
 
 def _problem(pid: str, location: str, node: _Node, limits: IntakeLimits) -> ProblemEntry:
     reader = _ProblemReader(location, limits)
-    rejection = None
+    rejection, code = None, None
     try:
         reader.read(node)
     except _BadProblemError as exc:
-        rejection, reader.files = str(exc), []
+        rejection, code, reader.files = str(exc), exc.code, []
     return ProblemEntry(problem_id=pid, location=reader.loc, rejection=rejection,
+                        rejection_code=code,
                         ignored=_cap(reader.ignored),
                         files=tuple(sorted(reader.files, key=lambda f: f.relpath)))

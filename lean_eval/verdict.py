@@ -150,6 +150,7 @@ class SubmissionSummary(_Model):
     digest: str
     problems: tuple[str, ...]
     rejection: str | None = None
+    rejection_code: str | None = None
 
 
 class Summary(_Model):

@@ -107,9 +107,11 @@ DIR_CASES: dict[str, tuple[Callable[[Path], None], str]] = {
 }
 
 
-def _check_pair_rejected(run: Run, sub: str, fragment: str) -> None:
+def _check_pair_rejected(run: Run, sub: str, fragment: str,
+                         code: str = "path_rejected") -> None:
     bad = run.verdict(sub, BAD)
     assert bad["verdict"] == "invalid_submission", (sub, bad["reason"])
+    assert bad["reason"]["code"] == code
     assert bad["execution"] == "not_run"
     assert f"{BAD}/{fragment}" in bad["reason"]["message"], (sub, bad["reason"]["message"])
     good = run.verdict(sub, GOOD)
@@ -129,7 +131,8 @@ def test_each_directory_rejection_names_the_entry_and_spares_other_pairs(
     run = run_eval(*subs, extra=("--max-file-bytes", "4096"))
     assert run.code == 0, run.result.output
     for name, (_, fragment) in DIR_CASES.items():
-        _check_pair_rejected(run, name, fragment)
+        _check_pair_rejected(run, name, fragment,
+                             "limit_exceeded" if name == "too_big" else "path_rejected")
 
 
 def _tar(path: Path, members: list[tuple[tarfile.TarInfo, bytes | None]],
@@ -198,6 +201,7 @@ def test_archive_escapes_and_bombs_reject_the_submission(run_eval: RunEval, outs
     summary = run.summary()
     (sub,) = summary["submissions"]
     assert sub["id"] == case and fragment in sub["rejection"]
+    assert sub["rejection_code"] == ("limit_exceeded" if case == "bomb" else "path_rejected")
     assert summary["pairs"] == [] or all(
         p["verdict"] == "invalid_submission" for p in summary["pairs"])
     assert not (outside / "etc").exists() and not Path("/etc/cron.d/x").exists()
@@ -218,6 +222,7 @@ def test_directory_limits_reject_the_submission(run_eval: RunEval, outside: Path
     run = run_eval(root, extra=(option, value))
     (sub,) = run.summary()["submissions"]
     assert sub["rejection"] is not None and fragment in sub["rejection"], sub
+    assert sub["rejection_code"] == "limit_exceeded"
     assert run.code == 0
 
 
