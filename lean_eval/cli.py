@@ -31,6 +31,7 @@ from lean_eval.toolchain import resolve_toolchain
 from lean_eval.verdict import Preflight, ProbeOutcome
 
 F = TypeVar("F", bound=Callable[..., Any])
+EXIT_FAULT = 1
 EXIT_SETUP = 2
 EXIT_INTERRUPTED = 130
 
@@ -189,6 +190,9 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
         summary = batch.run_batch(list(submissions), cat, tools, options, env, progress)
     except SetupError as exc:
         _fail(str(exc))
+        return
+    except LeanEvalError as exc:  # a harness fault mid-run: verdicts written so far stay valid
+        _fail(f"{exc}; the run stopped, verdicts already written stay valid", EXIT_FAULT)
         return
     except KeyboardInterrupt:
         _fail("interrupted; verdicts already written stay valid", EXIT_INTERRUPTED)

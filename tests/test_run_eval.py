@@ -241,3 +241,13 @@ def test_no_bwrap_is_a_setup_failure(run_eval: RunEval, outside: Path) -> None:
     run = run_eval(CORRECT, env={"PATH": str(empty), "LEAN_EVAL_BWRAP": ""})
     assert run.code == 2 and "bwrap" in run.result.output
     assert not run.out.exists()
+
+
+def test_a_lake_that_cannot_start_stops_the_run_with_a_clear_error(
+        run_eval: RunEval, outside: Path) -> None:
+    standin_only(run_eval, "uses its own broken toolchain")
+    toolchain = _fake_toolchain(outside, "")
+    (toolchain / "bin" / "lake").write_text("#!/nonexistent/interpreter\n")
+    run = run_eval(CORRECT, toolchain=toolchain, extra=("--problem", "two_plus_two"))
+    assert run.code == 1
+    assert "cannot start" in run.result.output and "lake" in run.result.output
