@@ -55,6 +55,7 @@ class RunOptions(NamedTuple):
     limits: intake.IntakeLimits = intake.IntakeLimits()
     keep_work: bool = False
     preflight: Preflight | None = None  # None: probes were not asked for (library callers)
+    max_written_file_bytes: int = driver.DEFAULT_MAX_FILE_BYTES
 
 
 class Tools(NamedTuple):
@@ -197,7 +198,8 @@ def run_batch(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options: R
                                     *([options.work_dir] if options.work_dir else [])),
                     ro_binds=outside_lake_masks([catalog.shared_packages])
                     if catalog.shared_packages else (),
-                    masks=masks, file_masks=file_masks)
+                    masks=masks, file_masks=file_masks,
+                    max_file_bytes=options.max_written_file_bytes)
                 sub_out = out_dir / sub.submission_id
                 path = sub_out / f"{entry.problem_id}.json"
                 verdict = score_pair(sub, entry, catalog.problems[entry.problem_id], settings,

@@ -159,11 +159,15 @@ def _preflight(tools: batch.Tools, env: dict[str, str], work_dir: Path | None,
               show_default=True)
 @click.option("--max-files", type=click.IntRange(min=1), default=10_000, show_default=True)
 @click.option("--max-depth", type=click.IntRange(min=1), default=32, show_default=True)
+@click.option("--max-written-file-bytes", type=click.IntRange(min=1 << 20),
+              default=driver.DEFAULT_MAX_FILE_BYTES, show_default=True,
+              help="No file a build writes may grow past this (RLIMIT_FSIZE).")
 @common_options
 def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, ...],
              timeout: float, work_dir: Path | None, keep_work: bool, skip_probes: bool,
              benchmark_rev: str, max_file_bytes: int, max_total_bytes: int, max_files: int,
-             max_depth: int, benchmark: Path | None, toolchain: Path | None,
+             max_depth: int, max_written_file_bytes: int, benchmark: Path | None,
+             toolchain: Path | None,
              bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
              quiet: bool) -> None:
     """Score SUBMISSION... (directories or .tar/.tar.gz/.tgz archives) against the benchmark."""
@@ -181,7 +185,8 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
                                      max_depth=max_depth)
         preflight = _preflight(tools, env, work_dir, skip_probes, quiet)
         options = batch.RunOptions(out_dir=out_dir, timeout=timeout, work_dir=work_dir,
-                                   limits=limits, keep_work=keep_work, preflight=preflight)
+                                   limits=limits, keep_work=keep_work, preflight=preflight,
+                                   max_written_file_bytes=max_written_file_bytes)
 
         def progress(verdict: Any) -> None:
             if not quiet:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import signal as signals
 import tempfile
 from collections.abc import Mapping
@@ -28,6 +29,7 @@ from lean_eval.toolchain import Toolchain
 from lean_eval.verdict import Checker, Execution, Outcome, Reason
 
 REQUIRED_KERNELS = ("nanoda", "Lean default")
+DEFAULT_MAX_FILE_BYTES = 8 << 30
 OKAY_LINE = "Your solution is okay!"
 LOG_TAIL_LINES = 40
 
@@ -59,6 +61,14 @@ class DriverSettings(NamedTuple):
     masks: tuple[str, ...] = ()
     file_masks: tuple[str, ...] = ()
     output_cap: int = 256 * 1024
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # RLIMIT_FSIZE: no single file written larger
+
+
+def pair_rlimits(max_file_bytes: int) -> dict[int, tuple[int, int]]:
+    """Limits Lake and everything it starts inherit (bwrap keeps them): no core files of
+    untrusted processes left on disk, and no single written file past ``max_file_bytes``."""
+    return {resource.RLIMIT_CORE: (0, 0),
+            resource.RLIMIT_FSIZE: (max_file_bytes, max_file_bytes)}
 
 
 class Classification(NamedTuple):
@@ -269,7 +279,8 @@ def run_workspace(workspace: Path, state: Path, config: ComparatorConfig,
                                    wrapper=wrapper)
     argv = comparator_argv(settings.toolchain, config_path)
     outcome = process.run(argv, env=env, cwd=workspace, timeout=settings.timeout,
-                          output_cap=settings.output_cap)
+                          output_cap=settings.output_cap,
+                          rlimits=pair_rlimits(settings.max_file_bytes))
     tail = write_log(log_path, argv, outcome)
     return DriverResult(classify(outcome, config, settings.timeout), outcome, tail,
                         phase_seconds(outcome, config))

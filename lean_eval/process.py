@@ -28,7 +28,6 @@ Invariants (the rest of lean-eval relies on them):
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import functools
 import json
@@ -43,13 +42,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from lean_eval.capture import Capture
 from lean_eval.errors import LeanEvalError, ProcessStartError
 
 __all__ = ["Outcome", "run", "run_capture"]
 
-_HEAD_MAX = 64 * 1024  # bytes kept from the start of a stream; the rest of the cap is its tail
-_LINE_MARKS = 1024  # stdout lines timed at each end of the stream
-_MARK_BYTES = 200  # bytes of each timed line kept
 _READ_CHUNK = 256 * 1024
 _SPEC_CHUNK = 64 * 1024
 _REAPER_MARGIN = 5.0  # after deadline + grace, before run() gives up on the reaper
@@ -82,7 +79,7 @@ class Outcome(NamedTuple):
     stderr_truncated: bool
     orphans_killed: int  # descendants alive after the main child ended, killed by the reaper
     # (seconds since start, first bytes) of stdout lines as they completed: the first and the
-    # last _LINE_MARKS of them, so callers can time phases announced on stdout
+    # last capture.LINE_MARKS of them, so callers can time phases announced on stdout
     line_marks: tuple[tuple[float, bytes], ...] = ()
 
 
@@ -141,53 +138,6 @@ def run_capture(
                grace=_CAPTURE_GRACE)
 
 
-class _Capture:
-    """A stream's first bytes and a rolling tail, never more than `cap` bytes kept."""
-
-    def __init__(self, cap: int) -> None:
-        self.head_cap = min(_HEAD_MAX, cap // 2)
-        self.tail_cap = cap - self.head_cap
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-        self.partial = bytearray()
-        self.first_marks: list[tuple[float, bytes]] = []
-        self.last_marks: collections.deque[tuple[float, bytes]] = collections.deque(
-            maxlen=_LINE_MARKS)
-
-    def feed(self, data: bytes) -> None:
-        self.total += len(data)
-        room = self.head_cap - len(self.head)
-        if room > 0:
-            self.head += data[:room]
-            data = data[room:]
-        if data and self.tail_cap:
-            self.tail += data
-            if len(self.tail) > 2 * self.tail_cap:  # amortised: trim at most once per tail_cap
-                del self.tail[: len(self.tail) - self.tail_cap]
-
-    def mark_lines(self, data: bytes, at: float) -> None:
-        """Note when each line of ``data`` completed (bounded, like the bytes themselves)."""
-        pieces = data.split(b"\n")
-        for piece in pieces[:-1]:
-            line = bytes(self.partial + piece[: _MARK_BYTES])[:_MARK_BYTES]
-            self.partial = bytearray()
-            if len(self.first_marks) < _LINE_MARKS:
-                self.first_marks.append((at, line))
-            else:
-                self.last_marks.append((at, line))
-        room = _MARK_BYTES - len(self.partial)
-        if room > 0:
-            self.partial += pieces[-1][:room]
-
-    def result(self) -> tuple[bytes, bool]:
-        tail = bytes(self.tail[max(0, len(self.tail) - self.tail_cap) :])
-        omitted = self.total - len(self.head) - len(tail)
-        if omitted == 0:
-            return bytes(self.head) + tail, False
-        return bytes(self.head) + f"\n[... {omitted} bytes omitted ...]\n".encode() + tail, True
-
-
 class _Supervisor:
     """run()'s side of one reaper: feed it the spec, drain its pipes, enforce the deadline."""
 
@@ -206,8 +156,8 @@ class _Supervisor:
         self.status = bytearray()
         if reaper.stdin is None or reaper.stdout is None or reaper.stderr is None:
             raise AssertionError("the reaper's standard streams are pipes")
-        self.out = _Capture(output_cap)
-        self.err = _Capture(output_cap)
+        self.out = Capture(output_cap)
+        self.err = Capture(output_cap)
         self.captures = {reaper.stdout.fileno(): self.out, reaper.stderr.fileno(): self.err}
 
     def pump(self) -> None:

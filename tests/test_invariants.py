@@ -240,3 +240,23 @@ def test_nanoda_is_forced(outside: Path, bench_copy: Path, bwrap: str, setting: 
     assert isinstance(argv, list) and "--paranoid" not in argv
     assert "--inadvisably-no-sandbox" not in argv
     assert os.path.isabs(argv[0])
+
+
+# --- resource limits reach everything Lake starts, the sandbox included -------------------------
+
+
+def test_no_core_files_and_no_file_past_the_write_limit(run_eval: RunEval, outside: Path) -> None:
+    work = outside / "work"
+    limit = 1 << 20
+    sub = make_submission(outside / "subs", "big", {"two_plus_two": {
+        "Submission.lean": with_lines(
+            "two_plus_two",
+            sh_payload("echo CORE=$(ulimit -c)"),
+            sh_payload(f"head -c {3 * limit} /dev/zero > .lake/huge; echo WROTE=$?"))}})
+    run = run_eval(sub, extra=("--work-dir", str(work), "--keep-work",
+                               "--max-written-file-bytes", str(limit)))
+    log = run.log("big", "two_plus_two")
+    assert "CORE=0" in log
+    huge = work / "big" / "two_plus_two" / "workspace" / ".lake" / "huge"
+    assert huge.stat().st_size <= limit
+    assert "WROTE=0" not in log  # the writer was stopped (SIGXFSZ), not allowed to finish
