@@ -194,21 +194,26 @@ def indent_of(line: str) -> int:
     return len(line) - len(line.lstrip(" "))
 
 
-def split_top(text: str, sep: str = ",") -> list[tuple[int, str]]:
-    """Split a flow collection's inside at top-level ``sep``: (offset, piece) pairs."""
-    pieces: list[tuple[int, str]] = []
-    depth, quote, start = 0, "", 0
+def _unquoted(text: str) -> Iterator[tuple[int, str, int]]:
+    """(index, character, bracket depth before it) for each character outside quotes."""
+    depth, quote = 0, ""
     for index, char in enumerate(text):
         if quote:
             if char == quote:
                 quote = ""
         elif char in "\"'":
             quote = char
-        elif char in "[{":
-            depth += 1
-        elif char in "]}":
-            depth -= 1
-        elif char == sep and depth == 0:
+        else:
+            yield index, char, depth
+            depth += (char in "[{") - (char in "]}")
+
+
+def split_top(text: str, sep: str = ",") -> list[tuple[int, str]]:
+    """Split a flow collection's inside at top-level ``sep``: (offset, piece) pairs."""
+    pieces: list[tuple[int, str]] = []
+    start = 0
+    for index, char, depth in _unquoted(text):
+        if char == sep and depth == 0:
             pieces.append((start, text[start:index]))
             start = index + 1
     pieces.append((start, text[start:]))
@@ -217,17 +222,9 @@ def split_top(text: str, sep: str = ",") -> list[tuple[int, str]]:
 
 
 def balanced(text: str) -> bool:
-    depth, quote = 0, ""
-    for char in text:
-        if quote:
-            if char == quote:
-                quote = ""
-        elif char in "\"'":
-            quote = char
-        elif char in "[{":
-            depth += 1
-        elif char in "]}":
-            depth -= 1
+    depth = 0
+    for _, char, _ in _unquoted(text):
+        depth += (char in "[{") - (char in "]}")
     return depth <= 0
 
 
