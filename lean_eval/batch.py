@@ -15,32 +15,24 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import NamedTuple
 
-from lean_eval import __version__, driver, intake, workspace
+from lean_eval import __version__, driver, intake, pair, workspace
 from lean_eval.bubblewrap import BwrapInfo
-from lean_eval.catalog import Catalog, ProblemWorkspace
+from lean_eval.catalog import Catalog
 from lean_eval.errors import UsageError
 from lean_eval.sandbox import outside_lake_masks
 from lean_eval.toolchain import Toolchain
 from lean_eval.verdict import (
     INFRASTRUCTURE_FAILURES,
-    Execution,
     Identity,
-    LogRef,
-    Outcome,
     PairSummary,
     Preflight,
-    ProblemRef,
-    Reason,
-    SubmissionRef,
     SubmissionSummary,
     Summary,
-    Timings,
     Verdict,
     write_model,
 )
@@ -128,45 +120,6 @@ def _masks(inputs: Sequence[Path], out_dir: Path, root: Path, sid: str, pid: str
     return outside_lake_masks(dirs), outside_lake_masks(files)
 
 
-def _verdict(sub: intake.Intake, problem: ProblemWorkspace, ident: Identity, outcome: Outcome,
-             execution: Execution, reason: Reason, **extra: object) -> Verdict:
-    return Verdict.model_validate({
-        "submission": SubmissionRef(id=sub.submission_id, digest=sub.digest, source=sub.source),
-        "problem": ProblemRef(id=problem.problem.id,
-                              statement_revision=problem.problem.statement_revision),
-        "verdict": outcome, "execution": execution, "reason": reason,
-        "identity": ident, "trusted_files": problem.digests,
-        "timings": extra.pop("timings", Timings(wall_seconds=0.0)), **extra,
-    })
-
-
-def score_pair(sub: intake.Intake, entry: intake.ProblemEntry, problem: ProblemWorkspace,
-               settings: driver.DriverSettings, dirs: workspace.PairDirs, ident: Identity,
-               log_path: Path, shared_packages: Path | None) -> Verdict:
-    """One pair: refuse, skip or run the driver; never raises for a bad submission."""
-    files = {f.relpath: f.sha256 for f in entry.files}
-    base: dict[str, object] = {"submission_files": files, "ignored": entry.ignored}
-    if sub.rejection is not None or entry.rejection is not None:
-        message = sub.rejection or entry.rejection or ""
-        code = sub.rejection_code or entry.rejection_code or "path_rejected"
-        return _verdict(sub, problem, ident, "invalid_submission", "not_run",
-                        Reason(code=code, message=message), **base)
-    submitted = next(f.data for f in entry.files if f.relpath == "Submission.lean")
-    if submitted == problem.starter["Submission.lean"]:
-        return _verdict(sub, problem, ident, "unchanged", "not_run",
-                        Reason(code="unchanged", message="Submission.lean is the starter"), **base)
-    started = time.monotonic()
-    workspace.materialise(dirs, problem.trusted, entry.files, shared_packages)
-    result = driver.run_workspace(dirs.workspace, dirs.state, problem.config, settings, log_path)
-    c = result.classification
-    return _verdict(sub, problem, ident, c.verdict, c.execution, c.reason,
-                    last_phase=c.last_phase, checkers=c.checkers,
-                    exit_code=result.outcome.returncode, signal=result.outcome.signal,
-                    timings=Timings(wall_seconds=round(time.monotonic() - started, 3),
-                                    phases=result.phase_seconds),
-                    log=LogRef(path=str(log_path), tail=result.log_tail), **base)
-
-
 def run_batch(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options: RunOptions,
               caller_env: Mapping[str, str],
               on_verdict: Callable[[Verdict], None] | None = None) -> Summary:
@@ -202,7 +155,7 @@ def run_batch(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options: R
                     max_file_bytes=options.max_written_file_bytes)
                 sub_out = out_dir / sub.submission_id
                 path = sub_out / f"{entry.problem_id}.json"
-                verdict = score_pair(sub, entry, catalog.problems[entry.problem_id], settings,
+                verdict = pair.score_pair(sub, entry, catalog.problems[entry.problem_id], settings,
                                      dirs, ident, sub_out / f"{entry.problem_id}.log",
                                      catalog.shared_packages)
                 verdict = verdict.model_copy(update={"probes_skipped": preflight.skipped})
