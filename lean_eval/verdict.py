@@ -153,6 +153,14 @@ class SubmissionSummary(_Model):
     rejection_code: str | None = None
 
 
+class ShardInfo(_Model):
+    """Which shard of a batch a run scored (``--shard K/N``, 1-based) and which batch it was."""
+
+    k: int
+    n: int
+    batch_digest: str  # SHA-256 of the whole batch's sorted (submission id, problem id) list
+
+
 class Summary(_Model):
     """The run as a whole; ``exit_code`` is what ``run-eval`` exits with."""
 
@@ -166,6 +174,7 @@ class Summary(_Model):
     counts: dict[str, int]
     pairs: tuple[PairSummary, ...]
     exit_code: int
+    shard: ShardInfo | None = None  # None: the run scored the whole batch
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
