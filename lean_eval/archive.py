@@ -28,16 +28,16 @@ import tarfile
 import zlib
 from typing import IO, TYPE_CHECKING, cast
 
-from lean_eval.intake import (
-    _CHUNK,
+from lean_eval.limits import (
+    CHUNK,
     MIB,
     SKIPPED_NAMES,
+    Budget,
     IntakeLimits,
-    _Budget,
-    _LimitError,
-    _Node,
-    _RejectError,
-    _show,
+    LimitError,
+    Node,
+    RejectError,
+    show,
 )
 
 if TYPE_CHECKING:
@@ -48,8 +48,8 @@ _MEMBER_KINDS = {tarfile.SYMTYPE: "symlink", tarfile.LNKTYPE: "hard link",
                  tarfile.CHRTYPE: "device", tarfile.BLKTYPE: "device", tarfile.FIFOTYPE: "FIFO"}
 
 
-def read_archive(fd: int, limits: IntakeLimits, digest: _Hash) -> _Node:
-    """Hash the archive open at `fd` into `digest` and decode it into a tree; _RejectError."""
+def read_archive(fd: int, limits: IntakeLimits, digest: _Hash) -> Node:
+    """Hash the archive open at `fd` into `digest` and decode it into a tree; RejectError."""
     return _parse_archive(_read_raw(fd, _stream_cap(limits), digest), limits)
 
 
@@ -70,7 +70,7 @@ def _read_raw(fd: int, stream_cap: int, digest: _Hash) -> bytes:
         if size <= raw_cap:
             kept.append(chunk)
     if size > raw_cap:
-        raise _LimitError(f"archive: {size} bytes, more than the limits allow ({raw_cap})")
+        raise LimitError(f"archive: {size} bytes, more than the limits allow ({raw_cap})")
     return b"".join(kept)
 
 
@@ -85,7 +85,7 @@ class _Bounded:
         data = self.inner.read(room if size < 0 else min(size, room))
         self.used += len(data)
         if self.used > self.cap:
-            raise _LimitError(f"archive expands beyond {self.cap} bytes {self.where}")
+            raise LimitError(f"archive expands beyond {self.cap} bytes {self.where}")
         return data
 
 
@@ -96,10 +96,10 @@ def _decoder(raw: bytes) -> io.BufferedIOBase:
 
 def _member_parts(name: str) -> list[str]:
     if name.startswith("/"):
-        raise _RejectError(f"{_show(name)}: absolute member name")
+        raise RejectError(f"{show(name)}: absolute member name")
     parts = [p for p in name.split("/") if p not in ("", ".")]
     if ".." in parts:
-        raise _RejectError(f"{_show(name)}: member name has a '..' component")
+        raise RejectError(f"{show(name)}: member name has a '..' component")
     return parts
 
 
@@ -112,18 +112,18 @@ def _member_kind(member: tarfile.TarInfo) -> str:
     return _MEMBER_KINDS.get(member.type, f"special file (tar type {member.type!r})")
 
 
-def _parse_archive(raw: bytes, limits: IntakeLimits) -> _Node:
-    root = _Node("dir")
-    budget = _Budget(limits)
+def _parse_archive(raw: bytes, limits: IntakeLimits) -> Node:
+    root = Node("dir")
+    budget = Budget(limits)
     stream = _Bounded(_decoder(raw), _stream_cap(limits))
     try:
         with tarfile.open(fileobj=cast("IO[bytes]", stream), mode="r|",
                           encoding="utf-8", errors="surrogateescape") as archive:
             for member in archive:
-                shown = _show(member.name)
+                shown = show(member.name)
                 parts = _member_parts(member.name)
                 budget.entry(shown, len(parts))
-                node = _Node(_member_kind(member))
+                node = Node(_member_kind(member))
                 if member.isreg() or member.type not in tarfile.SUPPORTED_TYPES:
                     budget.data(shown, member.size)  # tarfile decodes this member's data
                 if node.kind == "file":  # only regular members are read; links never are
@@ -131,20 +131,20 @@ def _parse_archive(raw: bytes, limits: IntakeLimits) -> _Node:
                     if handle and not SKIPPED_NAMES.intersection(parts):
                         node.data = handle.read(member.size)
                         if len(node.data) != member.size:
-                            raise _RejectError(f"{shown}: member data is truncated")
+                            raise RejectError(f"{shown}: member data is truncated")
                 if parts:
                     _insert(root, parts, node, shown)
                 elif node.kind != "dir":
-                    raise _RejectError(f"{shown}: names the archive root but is not a directory")
+                    raise RejectError(f"{shown}: names the archive root but is not a directory")
                 stream.where = f"after member {shown}"
-            while stream.read(_CHUNK):  # to the end, so a gzip CRC or length error is seen
+            while stream.read(CHUNK):  # to the end, so a gzip CRC or length error is seen
                 pass
     except (tarfile.TarError, EOFError, OSError, zlib.error, ValueError) as exc:
-        raise _RejectError(f"archive: corrupt {stream.where}: {_show(str(exc))}") from None
+        raise RejectError(f"archive: corrupt {stream.where}: {show(str(exc))}") from None
     return root
 
 
-def _insert(root: _Node, parts: list[str], node: _Node, shown: str) -> None:
+def _insert(root: Node, parts: list[str], node: Node, shown: str) -> None:
     """Place `node` at `parts`; a path is never given twice, nor anything under a non-directory.
 
     `.lake` and `.git` become one "skipped" node, as in the directory walk, unless the member
@@ -155,19 +155,19 @@ def _insert(root: _Node, parts: list[str], node: _Node, shown: str) -> None:
         existing, last = current.children.get(name), depth == len(parts) - 1
         if name in SKIPPED_NAMES and (not last or node.kind in ("dir", "file")):
             if existing is None:
-                current.children[name] = _Node("skipped")
+                current.children[name] = Node("skipped")
             elif existing.kind != "skipped":
-                raise _RejectError(f"{shown}: duplicate member" if last else
+                raise RejectError(f"{shown}: duplicate member" if last else
                                    f"{shown}: member lies under a member that is not a directory")
             return
         if last:
             if existing is None:
                 current.children[name] = node
             elif not (existing.kind == node.kind == "dir"):
-                raise _RejectError(f"{shown}: duplicate member")
+                raise RejectError(f"{shown}: duplicate member")
             return
         if existing is None:
-            existing = current.children[name] = _Node("dir")
+            existing = current.children[name] = Node("dir")
         elif existing.kind != "dir":
-            raise _RejectError(f"{shown}: member lies under a member that is not a directory")
+            raise RejectError(f"{shown}: member lies under a member that is not a directory")
         current = existing

@@ -27,42 +27,40 @@ import os
 import re
 import stat
 import unicodedata
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
+from lean_eval.archive import read_archive
 from lean_eval.errors import UsageError
+from lean_eval.limits import (
+    CHUNK,
+    DEFAULT_LIMITS,
+    MIB,
+    SKIPPED_NAMES,
+    Budget,
+    IntakeLimits,
+    LimitError,
+    Node,
+    RejectError,
+    RejectionCode,
+    show,
+)
 
 if TYPE_CHECKING:
     from hashlib import _Hash
 
-MIB = 1 << 20
+__all__ = ["DEFAULT_LIMITS", "MIB", "SKIPPED_NAMES", "Intake", "IntakeLimits", "ProblemEntry",
+           "RejectionCode", "SubmissionFile", "read_submission", "submission_id"]
+
 SUBMISSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 LEAN_COMPONENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_']*")
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
-SKIPPED_NAMES = frozenset({".lake", ".git"})  # build and VCS data: skipped wholesale
 IGNORED_CAP = 200
-_CHUNK = 64 * 1024
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})  # Cs: undecodable bytes
-
-
-class IntakeLimits(BaseModel, frozen=True, extra="forbid"):
-    """Bounds on what one submission may make the harness read."""
-
-    max_file_bytes: int = Field(default=MIB, ge=1)  # per overlaid file
-    max_total_bytes: int = Field(default=16 * MIB, ge=1)  # all file bytes of the submission
-    max_files: int = Field(default=10_000, ge=1)  # entries walked / archive members seen
-    max_depth: int = Field(default=32, ge=1, le=256)  # path components
-
-
-DEFAULT_LIMITS = IntakeLimits()
-
-
-RejectionCode = Literal["path_rejected", "limit_exceeded"]
 
 
 class SubmissionFile(NamedTuple):
@@ -90,18 +88,6 @@ class Intake(BaseModel, frozen=True, extra="forbid"):
     rejection_code: RejectionCode | None = None
 
 
-class _RejectError(Exception):
-    """Whole-submission rejection; the message names the offending entry."""
-
-    code: RejectionCode = "path_rejected"
-
-
-class _LimitError(_RejectError):
-    """Whole-submission rejection because a limit was reached."""
-
-    code: RejectionCode = "limit_exceeded"
-
-
 class _BadProblemError(Exception):
     """Problem rejection; the message names the offending entry."""
 
@@ -114,42 +100,11 @@ class _OversizeError(_BadProblemError):
     code: RejectionCode = "limit_exceeded"
 
 
-@dataclass
-class _Node:
-    kind: str  # dir | file | skipped, or a link or special kind: "symlink", "FIFO", ...
-    data: bytes = b""
-    nlink: int = 1
-    children: dict[str, _Node] = field(default_factory=dict)
-
-
-def _show(text: str) -> str:
-    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-    return out if len(out) <= 300 else out[:297] + "..."
-
-
 def _cap(lines: list[str]) -> tuple[str, ...]:
     lines = sorted(lines)
     if len(lines) <= IGNORED_CAP:
         return tuple(lines)
     return (*lines[:IGNORED_CAP], f"... and {len(lines) - IGNORED_CAP} more")
-
-
-class _Budget:
-    def __init__(self, limits: IntakeLimits) -> None:
-        self.limits, self.entries, self.bytes = limits, 0, 0
-
-    def entry(self, shown: str, depth: int) -> None:
-        self.entries += 1
-        limits = self.limits
-        if self.entries > limits.max_files:
-            raise _LimitError(f"{shown}: the submission has more than {limits.max_files} entries")
-        if depth > limits.max_depth:
-            raise _LimitError(f"{shown}: deeper than {limits.max_depth} path components")
-
-    def data(self, shown: str, size: int) -> None:
-        self.bytes += size
-        if self.bytes > (limit := self.limits.max_total_bytes):
-            raise _LimitError(f"{shown}: the submission holds more than {limit} bytes")
 
 
 def submission_id(path: Path) -> str:
@@ -159,7 +114,7 @@ def submission_id(path: Path) -> str:
         suffix = next((s for s in ARCHIVE_SUFFIXES if name.lower().endswith(s)), "")
         name = name[: len(name) - len(suffix)]
     if not SUBMISSION_ID_RE.fullmatch(name):
-        raise UsageError(f"submission {_show(str(path))}: {_show(name)!r} is not a valid id")
+        raise UsageError(f"submission {show(str(path))}: {show(name)!r} is not a valid id")
     return name
 
 
@@ -180,15 +135,15 @@ def read_submission(
     try:
         st = os.lstat(source)
     except OSError as exc:
-        raise UsageError(f"submission {_show(source)}: {exc.strerror}") from None
+        raise UsageError(f"submission {show(source)}: {exc.strerror}") from None
     is_dir = stat.S_ISDIR(st.st_mode)
     if not is_dir and not (stat.S_ISREG(st.st_mode) and source.lower().endswith(ARCHIVE_SUFFIXES)):
-        raise UsageError(f"submission {_show(source)}: not a directory or a .tar, .tar.gz or"
+        raise UsageError(f"submission {show(source)}: not a directory or a .tar, .tar.gz or"
                          " .tgz file (symlinks are not followed)")
     try:
         fd = os.open(source, _DIR_FLAGS if is_dir else _FILE_FLAGS)
     except OSError as exc:
-        raise UsageError(f"submission {_show(source)}: {exc.strerror}") from None
+        raise UsageError(f"submission {show(source)}: {exc.strerror}") from None
     digest = hashlib.sha256(b"lean-eval-dir-v1\0" if is_dir else b"")
     problems: tuple[ProblemEntry, ...] = ()
     ignored: tuple[str, ...] = ()
@@ -196,15 +151,14 @@ def read_submission(
     code: RejectionCode | None = None
     try:
         if (os.fstat(fd).st_ino, os.fstat(fd).st_mode) != (st.st_ino, st.st_mode):
-            raise UsageError(f"submission {_show(source)}: changed while it was opened")
+            raise UsageError(f"submission {show(source)}: changed while it was opened")
         if is_dir:
-            root = _Node("dir")
-            _walk_dir(fd, "", root, _Budget(limits), digest)
+            root = Node("dir")
+            _walk_dir(fd, "", root, Budget(limits), digest)
         else:
-            from lean_eval.archive import read_archive  # imports this module: import it late
             root = read_archive(fd, limits, digest)
         problems, ignored = _analyse(root, problem_ids, limits)
-    except _RejectError as exc:
+    except RejectError as exc:
         rejection, code = str(exc), exc.code
         if is_dir:  # the walk may have stopped early: make the digest cover the reason too
             digest.update(b"\0rejected\0" + rejection.encode())
@@ -225,7 +179,7 @@ def _open_same(name: str, dfd: int, flags: int, st: os.stat_result, shown: str) 
     now = os.fstat(fd)
     if (now.st_dev, now.st_ino, now.st_mode) != (st.st_dev, st.st_ino, st.st_mode):
         os.close(fd)
-        raise _RejectError(f"{shown}: changed while the submission was read")
+        raise RejectError(f"{shown}: changed while the submission was read")
     return fd
 
 
@@ -234,22 +188,22 @@ def _record(digest: _Hash, *fields: bytes) -> None:
         digest.update(len(item).to_bytes(8, "big") + item)
 
 
-def _walk_dir(dfd: int, prefix: str, node: _Node, budget: _Budget, digest: _Hash) -> None:
+def _walk_dir(dfd: int, prefix: str, node: Node, budget: Budget, digest: _Hash) -> None:
     names: list[str] = []
     with os.scandir(dfd) as entries:
         for entry in entries:
             names.append(entry.name)
             if budget.entries + len(names) > budget.limits.max_files:
-                raise _LimitError(f"{_show(prefix or './')}: the submission has more than "
+                raise LimitError(f"{show(prefix or './')}: the submission has more than "
                                    f"{budget.limits.max_files} entries")
     for name in sorted(names):
         rel = prefix + name
-        shown = _show(rel)
+        shown = show(rel)
         budget.entry(shown, rel.count("/") + 1)
         try:
             st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
             kind = _MODE_KINDS.get(stat.S_IFMT(st.st_mode), "special file")
-            child = _Node("skipped" if name in SKIPPED_NAMES and kind in ("dir", "file") else kind)
+            child = Node("skipped" if name in SKIPPED_NAMES and kind in ("dir", "file") else kind)
             node.children[name] = child
             extra = b""
             if child.kind == "file":
@@ -270,29 +224,29 @@ def _walk_dir(dfd: int, prefix: str, node: _Node, budget: _Budget, digest: _Hash
                 finally:
                     os.close(fd)
         except OSError as exc:
-            raise _RejectError(f"{shown}: cannot be read: {exc.strerror}") from None
+            raise RejectError(f"{shown}: cannot be read: {exc.strerror}") from None
 
 
-def _read_bounded(fd: int, budget: _Budget, shown: str) -> bytes:
+def _read_bounded(fd: int, budget: Budget, shown: str) -> bytes:
     chunks: list[bytes] = []
-    while chunk := os.read(fd, min(_CHUNK, budget.limits.max_total_bytes - budget.bytes + 1)):
+    while chunk := os.read(fd, min(CHUNK, budget.limits.max_total_bytes - budget.bytes + 1)):
         budget.data(shown, len(chunk))  # raises before a growing file passes the total limit
         chunks.append(chunk)
     return b"".join(chunks)
 
 
-def _is_problem_dir(name: str, node: _Node, problem_ids: frozenset[str]) -> bool:
+def _is_problem_dir(name: str, node: Node, problem_ids: frozenset[str]) -> bool:
     return node.kind == "dir" and name in problem_ids and "Submission.lean" in node.children
 
 
-def _analyse(root: _Node, problem_ids: frozenset[str],
+def _analyse(root: Node, problem_ids: frozenset[str],
              limits: IntakeLimits) -> tuple[tuple[ProblemEntry, ...], tuple[str, ...]]:
     """Find problem directories (not searched inside one another) and report everything else."""
     memo: dict[int, bool] = {}
-    found: dict[str, list[tuple[str, _Node]]] = {}
+    found: dict[str, list[tuple[str, Node]]] = {}
     ignored: list[str] = []
 
-    def holds(node: _Node) -> bool:
+    def holds(node: Node) -> bool:
         if id(node) not in memo:
             memo[id(node)] = any(
                 _is_problem_dir(n, c, problem_ids) or (c.kind == "dir" and holds(c))
@@ -300,10 +254,10 @@ def _analyse(root: _Node, problem_ids: frozenset[str],
             )
         return memo[id(node)]
 
-    def visit(node: _Node, prefix: str) -> None:
+    def visit(node: Node, prefix: str) -> None:
         for name in sorted(node.children):
             child, path = node.children[name], prefix + name
-            shown = _show(path)
+            shown = show(path)
             if _is_problem_dir(name, child, problem_ids):
                 found.setdefault(name, []).append((path, child))
             elif child.kind == "dir":
@@ -325,13 +279,13 @@ def _analyse(root: _Node, problem_ids: frozenset[str],
     visit(root, "")
     for pid in sorted(found):
         if len(found[pid]) > 1:
-            paths = ", ".join(sorted(_show(p) for p, _ in found[pid]))
-            raise _RejectError(f"problem {pid} has more than one problem directory: {paths}")
+            paths = ", ".join(sorted(show(p) for p, _ in found[pid]))
+            raise RejectError(f"problem {pid} has more than one problem directory: {paths}")
     problems = tuple(_problem(pid, *found[pid][0], limits) for pid in sorted(found))
     return problems, _cap(ignored)
 
 
-def _bad_kind(node: _Node) -> str | None:
+def _bad_kind(node: Node) -> str | None:
     if node.kind == "file":
         return None if node.nlink == 1 else f"hard link ({node.nlink} links)"
     return None if node.kind in ("dir", "skipped") else node.kind
@@ -345,16 +299,16 @@ class _ProblemReader:
     """Collects the read set of one problem directory; raises _BadProblemError to reject it."""
 
     def __init__(self, location: str, limits: IntakeLimits) -> None:
-        self.loc, self.limits = _show(location), limits
+        self.loc, self.limits = show(location), limits
         self.files: list[SubmissionFile] = []
         self.ignored: list[str] = []
         self.keys: dict[str, str] = {}  # folded relpath -> relpath, for collisions
 
-    def read(self, node: _Node) -> None:
+    def read(self, node: Node) -> None:
         for name, child in node.children.items():
             if name not in ("Submission.lean", "Submission"):
                 slash = "/" if child.kind == "dir" else ""
-                self.ignored.append(f"{self.loc}/{_show(name)}{slash}: not read (only "
+                self.ignored.append(f"{self.loc}/{show(name)}{slash}: not read (only "
                                     "Submission.lean and Submission/**/*.lean are)")
         self.lean_file(node.children["Submission.lean"], "Submission.lean")
         sub = node.children.get("Submission")
@@ -365,15 +319,15 @@ class _ProblemReader:
         elif sub is not None:
             self.ignored.append(f"{self.loc}/Submission: not a directory, not read")
 
-    def tree(self, node: _Node, prefix: str) -> None:
+    def tree(self, node: Node, prefix: str) -> None:
         for name in sorted(node.children):
             child, rel = node.children[name], f"{prefix}/{name}"
-            shown = f"{self.loc}/{_show(rel)}"
+            shown = f"{self.loc}/{show(rel)}"
             if any(unicodedata.category(c) in _UNSAFE_CATEGORIES for c in name):
                 raise _BadProblemError(f"{shown}: name is not UTF-8 or holds control characters")
             if (other := self.keys.setdefault(_fold(rel), rel)) != rel:
                 raise _BadProblemError(
-                    f"{shown}: collides with {self.loc}/{_show(other)} (case or Unicode form)")
+                    f"{shown}: collides with {self.loc}/{show(other)} (case or Unicode form)")
             if why := _bad_kind(child):
                 raise _BadProblemError(f"{shown}: {why}")
             if child.kind == "skipped":
@@ -387,8 +341,8 @@ class _ProblemReader:
             else:
                 self.ignored.append(f"{shown}: not a .lean file, not read")
 
-    def lean_file(self, node: _Node, rel: str) -> None:
-        shown = f"{self.loc}/{_show(rel)}"
+    def lean_file(self, node: Node, rel: str) -> None:
+        shown = f"{self.loc}/{show(rel)}"
         if node.kind == "dir":
             raise _BadProblemError(f"{shown}: a directory named *.lean")
         if why := _bad_kind(node):
@@ -396,7 +350,7 @@ class _ProblemReader:
         for part in rel[: -len(".lean")].split("/")[1:]:  # "Submission" itself is fixed
             if not LEAN_COMPONENT_RE.fullmatch(part) or len(part) > 255:
                 raise _BadProblemError(
-                    f"{shown}: {_show(part)!r} is not a valid Lean module name component")
+                    f"{shown}: {show(part)!r} is not a valid Lean module name component")
         data, limit = node.data, self.limits.max_file_bytes
         if len(data) > limit:
             raise _OversizeError(f"{shown}: {len(data)} bytes, over the limit of {limit}")
@@ -411,7 +365,7 @@ class _ProblemReader:
         self.files.append(SubmissionFile(rel, data, hashlib.sha256(data).hexdigest()))
 
 
-def _problem(pid: str, location: str, node: _Node, limits: IntakeLimits) -> ProblemEntry:
+def _problem(pid: str, location: str, node: Node, limits: IntakeLimits) -> ProblemEntry:
     reader = _ProblemReader(location, limits)
     rejection, code = None, None
     try:

@@ -21,14 +21,9 @@ from hypothesis import strategies as st
 
 from lean_eval import archive as archive_module
 from lean_eval.errors import UsageError
-from lean_eval.intake import (
-    SKIPPED_NAMES,
-    Intake,
-    IntakeLimits,
-    ProblemEntry,
-    _show,
-    read_submission,
-)
+from lean_eval.intake import Intake, IntakeLimits, ProblemEntry, read_submission
+from lean_eval.limits import SKIPPED_NAMES
+from lean_eval.limits import show as _show
 
 IDS = frozenset({"P1", "P2", "Q"})
 PROOF = b"theorem t : True := trivial\n"

@@ -1,0 +1,100 @@
+"""Intake's bounds (SPEC §5.2): the limits, the budget that enforces them, its errors, the tree.
+
+Shared by lean_eval/archive.py and lean_eval/intake.py, so the stages form a straight line
+(limits -> archive -> intake). Invariants:
+
+- Every bound is a field of :class:`IntakeLimits` with a safe default; a bound that is reached
+  raises :class:`LimitError`, which rejects the whole submission (``limit_exceeded``).
+- The budget counts an entry, its depth and its bytes before they are used, and checks the
+  intake deadline (``time.monotonic``) at every step, so no submission holds intake past it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+MIB = 1 << 20
+CHUNK = 64 * 1024
+SKIPPED_NAMES = frozenset({".lake", ".git"})  # build and VCS data: skipped wholesale
+PATH_MAX = 4096  # Linux: the longest path a system call takes, terminating NUL included
+NAME_MAX = 255  # Linux: the longest path component, in bytes
+
+RejectionCode = Literal["path_rejected", "limit_exceeded", "import_rejected"]
+
+
+class IntakeLimits(BaseModel, frozen=True, extra="forbid"):
+    """Bounds on what one submission may make the harness read, keep and do."""
+
+    max_file_bytes: int = Field(default=MIB, ge=1)  # per overlaid file
+    max_total_bytes: int = Field(default=16 * MIB, ge=1)  # all file bytes of the submission
+    max_files: int = Field(default=10_000, ge=1)  # entries walked / archive members seen
+    max_depth: int = Field(default=32, ge=1, le=256)  # path components
+    max_archive_bytes: int = Field(default=64 * MIB, ge=1)  # the archive file itself
+    max_header_bytes: int = Field(default=64 * 1024, ge=512)  # one pax / GNU long-name record
+    max_pax_keys: int = Field(default=128, ge=1)  # keys of one pax header, and global keys
+    intake_seconds: float = Field(default=60.0, gt=0)  # deadline for one submission's intake
+    # Longest relpath (bytes) inside a scoring workspace; the batch derives it from its root.
+    max_path_bytes: int = Field(default=1024, ge=32, le=PATH_MAX)
+
+
+DEFAULT_LIMITS = IntakeLimits()
+
+
+class RejectError(Exception):
+    """Whole-submission rejection; the message names the offending entry."""
+
+    code: RejectionCode = "path_rejected"
+
+
+class LimitError(RejectError):
+    """Whole-submission rejection because a bound was reached."""
+
+    code: RejectionCode = "limit_exceeded"
+
+
+@dataclass
+class Node:
+    """One entry of a submission's tree, as the directory walk or the archive reader saw it."""
+
+    kind: str  # dir | file | skipped, or a link or special kind: "symlink", "FIFO", ...
+    data: bytes = b""
+    nlink: int = 1
+    children: dict[str, Node] = field(default_factory=dict)
+
+
+def show(text: str) -> str:
+    """`text` with non-printable characters escaped, truncated for messages."""
+    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return out if len(out) <= 300 else out[:297] + "..."
+
+
+class Budget:
+    """What one submission's intake has used so far: entries, bytes and time."""
+
+    def __init__(self, limits: IntakeLimits) -> None:
+        self.limits, self.entries, self.bytes = limits, 0, 0
+        self.deadline = time.monotonic() + limits.intake_seconds
+
+    def tick(self, shown: str) -> None:
+        """Raise LimitError once the intake deadline has passed."""
+        if time.monotonic() > self.deadline:
+            raise LimitError(f"{shown}: intake took longer than "
+                             f"{self.limits.intake_seconds:g} s")
+
+    def entry(self, shown: str, depth: int) -> None:
+        self.tick(shown)
+        self.entries += 1
+        limits = self.limits
+        if self.entries > limits.max_files:
+            raise LimitError(f"{shown}: the submission has more than {limits.max_files} entries")
+        if depth > limits.max_depth:
+            raise LimitError(f"{shown}: deeper than {limits.max_depth} path components")
+
+    def data(self, shown: str, size: int) -> None:
+        self.bytes += size
+        if self.bytes > (limit := self.limits.max_total_bytes):
+            raise LimitError(f"{shown}: the submission holds more than {limit} bytes")
