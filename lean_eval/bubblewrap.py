@@ -1,8 +1,8 @@
 """The one bubblewrap executable a run uses: where it is, what it is, and whether to trust it.
 
 Invariants (SPEC §3, §6.6):
-- bwrap is ``--bwrap``, else ``LEAN_EVAL_BWRAP``, else ``bwrap`` on the *filtered* PATH, made
-  absolute once per run; nothing later looks it up again.
+- bwrap is ``--bwrap`` (the CLI fills it from ``LEAN_EVAL_BWRAP``), else ``bwrap`` on the
+  *filtered* PATH, made absolute once per run; nothing later looks it up again.
 - A setuid bwrap is refused; a version older than ``MIN_VERSION`` (CVE-2026-87766) is refused
   unless the caller lowers the floor explicitly, and that choice is recorded.
 - The identity recorded in every verdict (path, version, owner, setuid bit, SHA-256) is read
@@ -19,6 +19,8 @@ import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
+
+from packaging.version import Version
 
 from lean_eval import process, sandbox
 from lean_eval.errors import SandboxUnavailableError, UsageError
@@ -38,16 +40,17 @@ class BwrapInfo(NamedTuple):
     minimum: str = MIN_VERSION
 
 
-def version_tuple(text: str) -> tuple[int, ...]:
-    """``"0.12.0"`` → ``(0, 12, 0)``; anything else is a usage error naming it."""
+def parse_version(text: str) -> Version:
+    """``"0.12.0"`` → a comparable version (``0.12`` equals ``0.12.0``); anything but dotted
+    numbers is a usage error naming it."""
     if not _VERSION.match(text):
         raise UsageError(f"not a bubblewrap version: {text!r} (expected e.g. 0.12.0)")
-    return tuple(int(part) for part in text.split("."))
+    return Version(text)
 
 
 def _find(explicit: str | None, env: Mapping[str, str],
           writable_roots: Sequence[Path]) -> Path:
-    chosen = explicit or env.get("LEAN_EVAL_BWRAP")
+    chosen = explicit
     if chosen:
         path = Path(chosen).expanduser()
         return path if path.is_absolute() else Path.cwd() / path
@@ -72,9 +75,8 @@ def resolve_bwrap(explicit: str | None, env: Mapping[str, str],
                   writable_roots: Sequence[Path] = (),
                   allow_version: str | None = None) -> BwrapInfo:
     """Find, identify and vet bubblewrap; refuse setuid and (unless allowed) old versions."""
-    allow = allow_version or env.get("LEAN_EVAL_ALLOW_BWRAP_VERSION") or None
-    minimum = allow or MIN_VERSION
-    version_tuple(minimum)
+    minimum = allow_version or MIN_VERSION
+    parse_version(minimum)
     path = _find(explicit, env, writable_roots).absolute()
     try:
         info = path.stat()
@@ -96,7 +98,7 @@ def resolve_bwrap(explicit: str | None, env: Mapping[str, str],
     version = words[-1]
     if not _VERSION.match(version):
         raise SandboxUnavailableError(f"bubblewrap {path} reports no version ({words[-1]!r})")
-    if version_tuple(version) < version_tuple(minimum):
+    if parse_version(version) < parse_version(minimum):
         raise SandboxUnavailableError(
             f"bubblewrap {path} is version {version}; lean-eval requires {MIN_VERSION} or newer "
             "(CVE-2026-87766). Install it with scripts/install_bwrap.sh, or accept an older "

@@ -9,7 +9,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from rich.console import Console
@@ -44,22 +44,67 @@ def _default_benchmark() -> Path:
     return Path.cwd()
 
 
+_BYTE_UNITS = {"": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
+               "g": 1 << 30, "gib": 1 << 30}
+
+
+if TYPE_CHECKING:  # click's ParamType is generic for type checkers only before click 8.3
+    _IntParamType = click.ParamType[int]
+else:
+    _IntParamType = click.ParamType
+
+
+class ByteSize(_IntParamType):
+    """A byte count: ``1048576``, ``512K``, ``16M``, ``8G`` or ``KiB``/``MiB``/``GiB`` (powers of
+    1024, case-insensitive), at least ``minimum``."""
+
+    name = "bytes"
+
+    def __init__(self, minimum: int = 1) -> None:
+        self.minimum = minimum
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            number = value
+        else:
+            text = str(value).strip().replace("_", "")
+            digits = text.rstrip("KkMmGgIiBb")
+            unit = text[len(digits):].lower()
+            if not digits.isdigit() or unit not in _BYTE_UNITS:
+                self.fail(f"{value!r} is not a byte size (e.g. 1048576, 512K, 16M, 8GiB)",
+                          param, ctx)
+            number = int(digits) * _BYTE_UNITS[unit]
+        if number < self.minimum:
+            self.fail(f"{value} is below the minimum of {self.minimum} bytes", param, ctx)
+        return number
+
+
+CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
+
+
 def common_options(func: F) -> F:
-    """Options every command honours (SPEC §3)."""
+    """Options every command honours (docs/design.md, "Command line")."""
     decorators = [
         click.option("--benchmark", type=click.Path(path_type=Path, file_okay=False),
                      help="Benchmark checkout (default: the current git checkout)."),
         click.option("--toolchain", type=click.Path(path_type=Path, file_okay=False),
-                     help="Lean toolchain directory with bin/lake (default: LEAN_EVAL_TOOLCHAIN, "
-                          "else the elan install of lean-toolchain)."),
-        click.option("--bwrap", "bwrap_path", type=str,
-                     help="bubblewrap executable (default: LEAN_EVAL_BWRAP, else bwrap on PATH)."),
+                     envvar="LEAN_EVAL_TOOLCHAIN", show_envvar=True,
+                     help="Lean toolchain directory with bin/lake (default: the elan install "
+                          "of lean-toolchain)."),
+        click.option("--bwrap", "bwrap_path", type=str, envvar="LEAN_EVAL_BWRAP",
+                     show_envvar=True,
+                     help="bubblewrap executable (default: bwrap on the filtered PATH)."),
         click.option("--allow-bwrap-version", "allow_bwrap", metavar="MIN",
-                     help="Accept bubblewrap older than 0.12.0, down to MIN (default: "
-                          "LEAN_EVAL_ALLOW_BWRAP_VERSION). Recorded in every verdict."),
-        click.option("--json", "as_json", is_flag=True, help="Machine output on stdout."),
-        click.option("-v", "--verbose", count=True, help="More progress output."),
-        click.option("-q", "--quiet", is_flag=True, help="No progress output."),
+                     envvar="LEAN_EVAL_ALLOW_BWRAP_VERSION", show_envvar=True,
+                     help="Accept bubblewrap older than 0.12.0, down to MIN. Recorded in every "
+                          "verdict."),
+        click.option("--json", "as_json", is_flag=True,
+                     help="Machine output (JSON with schema_version) on stdout."),
+        click.option("-v", "--verbose", count=True,
+                     help="More detail: every probe check, every finding, file locations."),
+        click.option("-q", "--quiet", is_flag=True,
+                     help="Print nothing but errors (and the --json document, if asked for)."),
     ]
     for decorator in reversed(decorators):
         func = decorator(func)
@@ -71,7 +116,7 @@ def _fail(message: str, code: int = EXIT_SETUP) -> None:
     sys.exit(code)
 
 
-@click.group()
+@click.group(context_settings=CONTEXT_SETTINGS)
 @click.version_option(__version__, prog_name="lean-eval")
 def main() -> None:
     """Score untrusted Lean 4 proofs against a trusted benchmark, inside bubblewrap."""
@@ -154,13 +199,14 @@ def _preflight(tools: batch.Tools, env: dict[str, str], work_dir: Path | None,
                    "every verdict).")
 @click.option("--benchmark-rev", default="HEAD", show_default=True,
               help="Git revision of the benchmark whose trusted files are used.")
-@click.option("--max-file-bytes", type=click.IntRange(min=1), default=1 << 20, show_default=True)
-@click.option("--max-total-bytes", type=click.IntRange(min=1), default=16 << 20,
+@click.option("--max-file-bytes", type=ByteSize(), default="1MiB", show_default=True,
+              help="Largest submitted file (bytes; K/M/G suffixes).")
+@click.option("--max-total-bytes", type=ByteSize(), default="16MiB",
               show_default=True)
 @click.option("--max-files", type=click.IntRange(min=1), default=10_000, show_default=True)
 @click.option("--max-depth", type=click.IntRange(min=1), default=32, show_default=True)
-@click.option("--max-written-file-bytes", type=click.IntRange(min=1 << 20),
-              default=driver.DEFAULT_MAX_FILE_BYTES, show_default=True,
+@click.option("--max-written-file-bytes", type=ByteSize(minimum=1 << 20),
+              default="8GiB", show_default=True,
               help="No file a build writes may grow past this (RLIMIT_FSIZE).")
 @common_options
 def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, ...],
@@ -235,8 +281,8 @@ def probe_command(work_dir: Path | None, names: tuple[str, ...], benchmark: Path
     sys.exit(2 if "error" in statuses else 1 if "fail" in statuses else 0)
 
 
-def _selfcheck_command(name: str, check: Any) -> Any:
-    @main.command(name)
+def _selfcheck_command(name: str, check: Any, summary: str) -> Any:
+    @main.command(name, help=summary)
     @click.option("--work-dir", type=click.Path(path_type=Path, file_okay=False),
                   help="Where the generated submissions and verdicts go.")
     @click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True)
@@ -258,12 +304,17 @@ def _selfcheck_command(name: str, check: Any) -> Any:
             report.print_selfcheck(name, result, Console())
         sys.exit(0 if result.ok else 1)
 
-    command.__doc__ = check.__doc__
     return command
 
 
-_selfcheck_command("check-comparator-installation", selfcheck.check_comparator_installation)
-_selfcheck_command("check-eval-workflow", selfcheck.check_eval_workflow)
+_selfcheck_command(
+    "check-comparator-installation", selfcheck.check_comparator_installation,
+    "Check that this installation scores: the starter problem must be accepted with a known-good "
+    "proof and rejected with a wrong one. Exits 1 with a diff when it is not.")
+_selfcheck_command(
+    "check-eval-workflow", selfcheck.check_eval_workflow,
+    "Score a generated batch covering every verdict kind and compare verdicts and counts with "
+    "the expected ones. Exits 1 with a diff when they differ.")
 
 
 @main.command("test")

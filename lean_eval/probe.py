@@ -347,9 +347,14 @@ def script_main(name: str, argv: Sequence[str] | None = None) -> int:
     from lean_eval.toolchain import resolve_toolchain
 
     parser = argparse.ArgumentParser(description=f"lean-eval probe {name}: {proves(name)}")
-    parser.add_argument("--toolchain", type=Path, help="Lean toolchain directory (bin/lake)")
-    parser.add_argument("--bwrap", help="bubblewrap executable (default: bwrap on PATH)")
-    parser.add_argument("--allow-bwrap-version", metavar="MIN", help="accept bwrap down to MIN")
+    env_default = os.environ.get  # the same environment defaults as the CLI's options
+    parser.add_argument("--toolchain", type=Path, default=env_default("LEAN_EVAL_TOOLCHAIN")
+                        or None, help="Lean toolchain directory (bin/lake; LEAN_EVAL_TOOLCHAIN)")
+    parser.add_argument("--bwrap", default=env_default("LEAN_EVAL_BWRAP") or None,
+                        help="bubblewrap executable (LEAN_EVAL_BWRAP; default: bwrap on PATH)")
+    parser.add_argument("--allow-bwrap-version", metavar="MIN",
+                        default=env_default("LEAN_EVAL_ALLOW_BWRAP_VERSION") or None,
+                        help="accept bwrap down to MIN (LEAN_EVAL_ALLOW_BWRAP_VERSION)")
     parser.add_argument("--scratch", type=Path, help="keep the probe's files under this dir")
     parser.add_argument("--timeout", type=float, default=300.0, help="deadline per pair (s)")
     parser.add_argument("--json", action="store_true", help="machine output on stdout")

@@ -35,9 +35,8 @@ def _executable(path: Path) -> bool:
 
 
 def resolve_toolchain(explicit: Path | None, env: Mapping[str, str], name: str) -> Toolchain:
-    """Resolve ``--toolchain``/``LEAN_EVAL_TOOLCHAIN``, else the elan install of ``name``."""
-    if explicit is None and env.get("LEAN_EVAL_TOOLCHAIN"):
-        explicit = Path(env["LEAN_EVAL_TOOLCHAIN"])
+    """Resolve ``--toolchain`` (the CLI fills it from ``LEAN_EVAL_TOOLCHAIN``), else the elan
+    install of ``name``."""
     if explicit is not None:
         root = explicit.expanduser()
         if not root.is_dir():

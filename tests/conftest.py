@@ -123,7 +123,21 @@ class Run(NamedTuple):
         return data
 
 
-DISTRO_BWRAP = "0.8.0"  # Debian's bubblewrap here; the suite accepts it explicitly
+def _installed_bwrap_version() -> str:
+    """The version of the bwrap on PATH, which the suite accepts explicitly (distributions ship
+    older releases than the scoring floor); the floor itself when there is none."""
+    from lean_eval import bubblewrap, process
+
+    found = shutil.which("bwrap")
+    if found is None:
+        return bubblewrap.MIN_VERSION
+    done = process.run_capture((found, "--version"), env={"PATH": "/usr/bin:/bin"},
+                               cwd=Path("/"), timeout=30)
+    words = done.stdout.decode(errors="replace").split()
+    return words[-1] if done.returncode == 0 and words else bubblewrap.MIN_VERSION
+
+
+BWRAP_FLOOR = _installed_bwrap_version()
 DEFAULT = Path("default-toolchain")  # sentinel: the toolchain this RunEval was made for
 
 
@@ -150,7 +164,7 @@ class RunEval:
             timeout = 600 if self.is_lean else 60
         args = ["run-eval", *map(str, submissions), "--out", str(out), "--benchmark",
                 str(self.benchmark), "--timeout", str(timeout), "-q",
-                "--allow-bwrap-version", DISTRO_BWRAP, "--skip-probes", *extra]
+                "--allow-bwrap-version", BWRAP_FLOOR, "--skip-probes", *extra]
         if toolchain is not None:
             args += ["--toolchain", str(toolchain)]
         result = CliRunner().invoke(main, args, env=dict(env or {}), catch_exceptions=False)
@@ -162,8 +176,9 @@ def real_toolchain() -> Path | None:
     from lean_eval.toolchain import resolve_toolchain
 
     name = (REPO / "lean-toolchain").read_text(encoding="utf-8").strip()
+    explicit = os.environ.get("LEAN_EVAL_TOOLCHAIN") or None
     try:
-        return resolve_toolchain(None, os.environ, name).root
+        return resolve_toolchain(Path(explicit) if explicit else None, os.environ, name).root
     except Exception:  # noqa: BLE001 - any failure means "not installed here"
         return None
 

@@ -34,8 +34,7 @@ def test_old_version_is_refused_unless_allowed(outside: Path) -> None:
     with pytest.raises(SandboxUnavailableError, match=r"0\.8\.0.*0\.12\.0.*CVE-2026-87766"):
         bubblewrap.resolve_bwrap(str(fake), {})
     assert bubblewrap.resolve_bwrap(str(fake), {}, allow_version="0.8.0").minimum == "0.8.0"
-    env = {"LEAN_EVAL_ALLOW_BWRAP_VERSION": "0.8.0"}
-    assert bubblewrap.resolve_bwrap(str(fake), env).version == "0.8.0"
+    assert bubblewrap.resolve_bwrap(str(fake), {}, allow_version="0.8").version == "0.8.0"
     with pytest.raises(SandboxUnavailableError):
         bubblewrap.resolve_bwrap(str(fake), {}, allow_version="0.9.0")
 
@@ -44,7 +43,9 @@ def test_versions_compare_numerically(outside: Path) -> None:
     fake = _fake(outside / "bin", "0.100.0")
     assert bubblewrap.resolve_bwrap(str(fake), {}).version == "0.100.0"
     with pytest.raises(UsageError):
-        bubblewrap.version_tuple("latest")
+        bubblewrap.parse_version("latest")
+    assert bubblewrap.parse_version("0.12") == bubblewrap.parse_version("0.12.0")
+    assert bubblewrap.parse_version("0.9.1") < bubblewrap.parse_version("0.12")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="setting the setuid bit on a root-owned file")

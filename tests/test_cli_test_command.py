@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from click.testing import CliRunner
-from conftest import STANDIN, correct
+from conftest import BWRAP_FLOOR, STANDIN, correct
 
 from lean_eval.cli import main
 
@@ -22,7 +22,7 @@ def _workspace(bench_copy: Path, outside: Path, submission: str) -> Path:
 def test_accepts_a_correct_workspace(bench_copy: Path, outside: Path, bwrap: str) -> None:
     ws = _workspace(bench_copy, outside, correct("two_plus_two"))
     result = CliRunner().invoke(main, ["test", str(ws), "--toolchain", str(STANDIN), "--json",
-                                       "--allow-bwrap-version", "0.8.0"])
+                                       "--allow-bwrap-version", BWRAP_FLOOR])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert (data["verdict"], data["reason"]["code"]) == ("accepted", "accepted")
@@ -33,7 +33,7 @@ def test_rejects_sorry_and_exits_one(bench_copy: Path, outside: Path, bwrap: str
     ws = _workspace(bench_copy, outside, (bench_copy / "workspaces" / "two_plus_two" /
                                           "Submission.lean").read_text())
     result = CliRunner().invoke(main, ["test", str(ws), "--toolchain", str(STANDIN),
-                                       "--allow-bwrap-version", "0.8.0"])
+                                       "--allow-bwrap-version", BWRAP_FLOOR])
     assert result.exit_code == 1
     assert "rejected (illegal_axiom)" in result.output
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import CORRECT, DISTRO_BWRAP, STANDIN
+from conftest import BWRAP_FLOOR, CORRECT, STANDIN
 
 from lean_eval import intake
 from lean_eval.cli import main
@@ -31,7 +31,7 @@ def _run(bench_copy: Path, outside: Path, *extra: str) -> tuple[int, str, Path]:
 
 
 def test_probes_pass_and_are_recorded(bench_copy: Path, outside: Path, bwrap: str) -> None:
-    code, output, out = _run(bench_copy, outside, "--allow-bwrap-version", DISTRO_BWRAP)
+    code, output, out = _run(bench_copy, outside, "--allow-bwrap-version", BWRAP_FLOOR)
     assert code == 0, output
     summary = json.loads((out / "summary.json").read_text())
     pre = summary["preflight"]
@@ -47,7 +47,7 @@ def test_probes_pass_and_are_recorded(bench_copy: Path, outside: Path, bwrap: st
 
 def test_skip_probes_is_recorded_in_every_verdict(bench_copy: Path, outside: Path,
                                                   bwrap: str) -> None:
-    code, output, out = _run(bench_copy, outside, "--allow-bwrap-version", DISTRO_BWRAP,
+    code, output, out = _run(bench_copy, outside, "--allow-bwrap-version", BWRAP_FLOOR,
                              "--skip-probes")
     assert code == 0, output
     assert "--skip-probes" in output

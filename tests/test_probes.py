@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DISTRO_BWRAP, REPO, STANDIN
+from conftest import BWRAP_FLOOR, REPO, STANDIN
 
 from lean_eval import batch, bubblewrap, probe, sandbox
 from lean_eval.toolchain import resolve_toolchain
@@ -57,7 +57,7 @@ def tools(bwrap: str) -> batch.Tools:
     del bwrap
     return batch.Tools(toolchain=resolve_toolchain(STANDIN, {}, PIN),
                        bwrap=bubblewrap.resolve_bwrap(None, os.environ,
-                                                      allow_version=DISTRO_BWRAP))
+                                                      allow_version=BWRAP_FLOOR))
 
 
 def _ctx(tools: batch.Tools, outside: Path, name: str = "scratch") -> probe.ProbeContext:
@@ -117,7 +117,7 @@ def test_every_probe_passes_on_the_real_toolchain(outside: Path, bwrap: str) -> 
         pytest.skip("real Lean release of lean-toolchain is not installed")
     tools = batch.Tools(toolchain=resolve_toolchain(found, {}, PIN),
                         bwrap=bubblewrap.resolve_bwrap(None, os.environ,
-                                                       allow_version=DISTRO_BWRAP))
+                                                       allow_version=BWRAP_FLOOR))
     ctx = _ctx(tools, outside)._replace(timeout=900)
     for result in probe.run_probes(ctx):
         assert result.status == "pass", _show(result)
@@ -252,7 +252,7 @@ def _script(name: str, *args: str, env: dict[str, str] | None = None,
 @pytest.mark.parametrize("name", list(SCRIPTS))
 def test_each_script_runs_on_its_own(name: str, outside: Path, bwrap: str) -> None:
     del bwrap
-    done = _script(name, "--toolchain", str(STANDIN), "--allow-bwrap-version", DISTRO_BWRAP,
+    done = _script(name, "--toolchain", str(STANDIN), "--allow-bwrap-version", BWRAP_FLOOR,
                    "--scratch", str(outside / "scratch"))
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
@@ -272,7 +272,7 @@ def test_script_whose_tools_cannot_be_resolved_exits_2(outside: Path) -> None:
 def test_script_json_output(outside: Path, bwrap: str) -> None:
     del bwrap
     done = _script("env_dump", "--toolchain", str(STANDIN), "--allow-bwrap-version",
-                   DISTRO_BWRAP, "--json")
+                   BWRAP_FLOOR, "--json")
     assert done.returncode == 0, done.stdout + done.stderr
     data = probe.ProbeResult.model_validate_json(done.stdout)
     assert data.name == "env_dump" and data.status == "pass"
@@ -359,7 +359,7 @@ def test_sandbox_probe_passes_as_an_unprivileged_user(outside: Path, bwrap: str)
     env = {"PATH": f"{Path(bwrap).parent}:/usr/bin:/bin", "PYTHONPATH": str(site),
            "HOME": "/nonexistent" if prefix else os.environ.get("HOME", "/nonexistent")}
     done = subprocess.run([*prefix, python, str(script), "--toolchain", str(toolchain),
-                           "--allow-bwrap-version", DISTRO_BWRAP, "--scratch", str(scratch)],
+                           "--allow-bwrap-version", BWRAP_FLOOR, "--scratch", str(scratch)],
                           env=env, capture_output=True, text=True, cwd="/", timeout=120,
                           check=False)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -381,5 +381,5 @@ def test_script_imports_the_checkout_when_lean_eval_is_not_installed(outside: Pa
         pytest.skip("needs /usr/bin/python3 that loads the copied packages and has no lean_eval")
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(site)}
     done = _script("env_dump", "--toolchain", str(STANDIN), "--allow-bwrap-version",
-                   DISTRO_BWRAP, env=env, python=python)
+                   BWRAP_FLOOR, env=env, python=python)
     assert done.returncode == 0, done.stdout + done.stderr

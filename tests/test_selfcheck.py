@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import DISTRO_BWRAP, STANDIN
+from conftest import BWRAP_FLOOR, STANDIN
 
 from lean_eval.cli import main
 
@@ -27,7 +27,7 @@ def _invoke(command: str, bench_copy: Path, outside: Path, toolchain: Path = STA
             *extra: str) -> tuple[int, str]:
     result = CliRunner().invoke(main, [
         command, "--benchmark", str(bench_copy), "--toolchain", str(toolchain),
-        "--allow-bwrap-version", DISTRO_BWRAP, "--work-dir", str(outside / "w"), *extra])
+        "--allow-bwrap-version", BWRAP_FLOOR, "--work-dir", str(outside / "w"), *extra])
     return result.exit_code, result.output
 
 
