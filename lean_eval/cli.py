@@ -25,6 +25,7 @@ from lean_eval import (
     process,
     report,
     selfcheck,
+    starter,
 )
 from lean_eval.errors import LeanEvalError, SetupError, UsageError
 from lean_eval.toolchain import resolve_toolchain
@@ -357,3 +358,53 @@ def test(workspace: Path | None, timeout: float, benchmark: Path | None, toolcha
         click.echo(f"{ws.name}: {c.verdict} ({c.reason.code}): {c.reason.message}")
         click.echo(f"raw log: {state / 'test.log'}")
     sys.exit(0 if c.verdict == "accepted" else 1)
+
+
+# --- start-problem (submitters) ---------------------------------------------------------------
+
+
+@main.command("start-problem")
+@click.argument("problem_id")
+@click.argument("dest", required=False, default="submission",
+                type=click.Path(path_type=Path, file_okay=False))
+@click.option("--benchmark-rev", default="HEAD", show_default=True,
+              help="Git revision of the benchmark whose starters are copied.")
+@common_options
+def start_problem_command(problem_id: str, dest: Path, benchmark_rev: str,
+                          benchmark: Path | None, toolchain: Path | None,
+                          bwrap_path: str | None, allow_bwrap: str | None, as_json: bool,
+                          verbose: int, quiet: bool) -> None:
+    """Write DEST/PROBLEM_ID (default DEST: submission/): the starters to edit and read-only
+    copies of the trusted files; refuses to overwrite anything."""
+    del toolchain, bwrap_path, allow_bwrap, verbose
+    try:
+        cat = _load(benchmark, benchmark_rev)
+        started = starter.start_problem(cat, problem_id, dest)
+    except SetupError as exc:
+        _fail(str(exc))
+        return
+    parent = started.directory.parent
+    rel = parent.relative_to(Path.cwd()) if parent.is_relative_to(Path.cwd()) else parent
+    shown = rel / problem_id
+    steps = [
+        (f"$EDITOR {shown}/Submission.lean   # replace each sorry; helpers go under "
+         f"{shown}/Submission/"),
+        f"lean-eval validate-submission {rel}",
+        f"lean-eval test {shown}",
+        (f"tar czf {problem_id}.tgz -C {rel} {problem_id}/Submission.lean "
+         f"{problem_id}/Submission"),
+    ]
+    if as_json:
+        click.echo(json.dumps({"schema_version": 1, "problem": problem_id,
+                               "directory": str(started.directory),
+                               "editable": [str(p) for p in started.editable],
+                               "reference": [str(p) for p in started.reference],
+                               "next": steps}, indent=2))
+    elif not quiet:
+        editable = ", ".join(str(p.relative_to(started.directory)) for p in started.editable)
+        click.echo(f"wrote {shown}/: edit {editable}; "
+                   "the other files are read-only copies of the trusted workspace")
+        click.echo("next:")
+        for step in steps:
+            click.echo(f"  {step}")
+    sys.exit(0)

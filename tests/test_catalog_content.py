@@ -369,7 +369,8 @@ def test_workspace_readme_names_every_hole(pid: str) -> None:
     assert readme.startswith(f"# `{pid}`: ")
     for name, kind in holes_of(pid):
         assert f"| `{name}` | {kind} |" in readme
-    assert f"lean-eval test workspaces-local/{pid}" in readme
+    assert f"lean-eval start-problem {pid} " in readme
+    assert f"lean-eval test submission/{pid} " in readme
 
 
 @pytest.mark.parametrize("pid", PROBLEM_IDS)

@@ -1,0 +1,124 @@
+"""`lean-eval start-problem`: the submitter's starting point, and the path from it to a score."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from lean_eval.cli import main
+from tests.conftest import CORRECT, PROBLEMS, REPO, RunEval
+
+WORKSPACES = REPO / "workspaces"
+
+
+def start(benchmark: Path, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["start-problem", *args, "--benchmark", str(benchmark)],
+                                catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.mark.parametrize("pid", PROBLEMS)
+def test_writes_the_starters_and_read_only_references(bench_copy: Path, outside: Path,
+                                                      pid: str) -> None:
+    dest = outside / "mine"
+    code, out, err = start(bench_copy, pid, str(dest))
+    assert code == 0, err
+    target = dest / pid
+    for rel in ("Submission.lean", "Submission/Helpers.lean"):
+        assert (target / rel).read_bytes() == (WORKSPACES / pid / rel).read_bytes()
+        assert (target / rel).stat().st_mode & stat.S_IWUSR
+    for rel in ("Challenge.lean", "README.md", "Solution.lean", "config.json"):
+        assert (target / rel).read_bytes() == (WORKSPACES / pid / rel).read_bytes()
+        assert not (target / rel).stat().st_mode & 0o222, rel
+    assert sorted(p.name for p in dest.iterdir()) == [pid]  # no staging directory left behind
+    for step in ("Submission.lean", f"lean-eval validate-submission {dest}",
+                 f"lean-eval test {dest}/{pid}", f"tar czf {pid}.tgz -C {dest}"):
+        assert step in out, step
+
+
+def test_default_destination_is_submission(bench_copy: Path, outside: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(outside)
+    code, out, err = start(bench_copy, "two_plus_two")
+    assert code == 0, err
+    assert (outside / "submission" / "two_plus_two" / "Submission.lean").is_file()
+    assert "lean-eval validate-submission submission\n" in out
+    # a second problem goes beside the first
+    assert start(bench_copy, "double_def")[0] == 0
+    assert (outside / "submission" / "double_def" / "Submission.lean").is_file()
+
+
+def test_refuses_to_overwrite_and_changes_nothing(bench_copy: Path, outside: Path) -> None:
+    dest = outside / "mine"
+    (dest / "two_plus_two").mkdir(parents=True)
+    mine = dest / "two_plus_two" / "Submission.lean"
+    mine.write_text("my work\n")
+    code, _, err = start(bench_copy, "two_plus_two", str(dest))
+    assert code == 2
+    assert f"{dest / 'two_plus_two'} already exists" in err
+    assert mine.read_text() == "my work\n"
+    assert sorted(p.name for p in (dest / "two_plus_two").iterdir()) == ["Submission.lean"]
+    assert sorted(p.name for p in dest.iterdir()) == ["two_plus_two"]
+    # an empty directory of that name is refused too (rename(2) would silently replace it)
+    (outside / "empty" / "two_plus_two").mkdir(parents=True)
+    assert start(bench_copy, "two_plus_two", str(outside / "empty"))[0] == 2
+
+
+def test_unknown_problem_and_file_destination(bench_copy: Path, outside: Path) -> None:
+    code, _, err = start(bench_copy, "three_plus_three", str(outside / "d"))
+    assert code == 2
+    assert "unknown problem id 'three_plus_three'" in err
+    assert not (outside / "d").exists() or not any((outside / "d").iterdir())
+    (outside / "file").write_text("x")
+    code, _, err = start(bench_copy, "two_plus_two", str(outside / "file"))
+    assert code == 2
+    assert "file" in err
+
+
+def test_json_output(bench_copy: Path, outside: Path) -> None:
+    result = CliRunner().invoke(main, ["start-problem", "multi_hole", str(outside / "d"),
+                                       "--benchmark", str(bench_copy), "--json"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert data["problem"] == "multi_hole"
+    assert data["directory"] == str(outside / "d" / "multi_hole")
+    assert any(step.startswith("lean-eval validate-submission") for step in data["next"])
+
+
+@pytest.mark.sandbox
+def test_start_edit_validate_score(run_eval: RunEval, outside: Path) -> None:
+    """The submitter's whole path: start-problem, replace the sorry, validate, run-eval."""
+    dest = outside / "alice"
+    code, _, err = start(run_eval.benchmark, "two_plus_two", str(dest))
+    assert code == 0, err
+    submission = dest / "two_plus_two" / "Submission.lean"
+    starter = submission.read_text(encoding="utf-8")
+    assert "sorry" in starter
+    # the edit: the placeholder proof becomes the known-good one, nothing else changes, so
+    # `import Submission.Helpers` stays and the starter Helpers module must be there to build
+    proof = (CORRECT / "two_plus_two" / "Submission.lean").read_text().split(":= ", 1)[1]
+    proof = proof.split("\n", 1)[0]
+    assert starter.count(":= by sorry") == 1
+    submission.write_text(starter.replace(":= by sorry", f":= {proof}"))
+    assert "import Submission.Helpers" in submission.read_text()
+    assert "sorry" not in submission.read_text()
+
+    validated = "validate-submission" in main.commands  # type: ignore[attr-defined]
+    if validated:
+        result = CliRunner().invoke(main, ["validate-submission", str(dest), "--benchmark",
+                                           str(run_eval.benchmark)], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+
+    run = run_eval(dest)
+    assert run.code == 0, run.result.output
+    assert run.verdict("alice", "two_plus_two")["verdict"] == "accepted"
+    assert (run.out / "summary.json").is_file()
+    assert "Traceback" not in run.result.output
+    if not validated:
+        pytest.skip("validate-submission step not run: the command "
+                    "`lean-eval validate-submission` does not exist yet")
