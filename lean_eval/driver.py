@@ -46,7 +46,15 @@ _REASONS = (
 )
 _KERNEL_EXIT = re.compile(r"^(?P<k>.+) exited with -?\d+$")
 _CHILD_EXIT = re.compile(r"^Child exited with -?\d+$")
-_RESOURCE_SIGNALS = frozenset({signals.SIGXCPU, signals.SIGXFSZ})
+# "<who> exited with [code] <n>": how Lake (and a build inside it) reports a child's end
+_EXIT_STATUS = re.compile(r"^(?P<who>.*?)\s*\bexited with (?:code )?(?P<n>-?\d+)$")
+# Lines that only say that something below failed; the first other error: line says what
+_GENERIC_ERROR = re.compile(
+    r"^(?:Child exited with -?\d+|.*\bexited with code -?\d+|build failed"
+    r"|Some required builds logged failures.*)$")
+# SIGKILL not sent by the harness is the OOM killer's mark; the rest are rlimits
+_RESOURCE_SIGNALS = frozenset({signals.SIGXCPU, signals.SIGXFSZ, signals.SIGKILL})
+_SIGNAL_BASE = 128  # a child killed by signal n is reported as exit 128 + n
 
 
 class DriverSettings(NamedTuple):
@@ -60,6 +68,7 @@ class DriverSettings(NamedTuple):
     ro_binds: tuple[str, ...] = ()
     masks: tuple[str, ...] = ()
     file_masks: tuple[str, ...] = ()
+    reexposed: tuple[str, ...] = ()  # needed paths inside a mask (sandbox.run_masks)
     output_cap: int = 256 * 1024
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # RLIMIT_FSIZE: no single file written larger
 
@@ -150,8 +159,17 @@ _PHASE_ORDER = ("resolve", "build_challenge", "export_challenge", "build_solutio
                 "export_solution")
 
 
-def _phase_rank(phase: str) -> int:
-    return _PHASE_ORDER.index(phase) if phase in _PHASE_ORDER else len(_PHASE_ORDER)
+def kernel_order(config: ComparatorConfig) -> tuple[str, ...]:
+    """The kernels Lake runs, in its order: external ones by sorted name, then Lean default."""
+    return (*sorted({*(config.external_kernels or {}), "nanoda"}), "Lean default")
+
+
+def _phase_rank(phase: str, kernels: tuple[str, ...]) -> int:
+    """Position in Lake's real order; a kernel Lake would not run ranks as nothing."""
+    if phase in _PHASE_ORDER:
+        return _PHASE_ORDER.index(phase)
+    name = phase.removeprefix("kernel:")
+    return len(_PHASE_ORDER) + kernels.index(name) if name in kernels else -1
 
 
 def _checkers(lines: list[str]) -> tuple[Checker, ...]:
@@ -172,6 +190,42 @@ def _error_lines(stderr: str) -> list[str]:
             if ln.startswith("error: ")]
 
 
+def _explanation(final: str, stderr_errors: list[str], stdout_lines: list[str]) -> str:
+    """The human message: Lake's final line unless it only says a child failed, then the first
+    error: line that says what (Lake's or the compiler's, from either stream)."""
+    if not _GENERIC_ERROR.match(final):
+        return final
+    compiler = [ln for ln in stdout_lines if ln.startswith("error: ") or ": error: " in ln]
+    for line in (*stderr_errors, *(ln.removeprefix("error: ") for ln in compiler)):
+        if line and not _GENERIC_ERROR.match(line):
+            return line
+    return final
+
+
+def _signal_name(sig: int) -> str:
+    try:
+        return signals.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+def _infrastructure_exit(errors: list[str]) -> tuple[Execution, str] | None:
+    """A child or kernel Lake reports as ended by a signal (exit 128+n or -n): never a
+    rejection, whoever printed the line (a forged one only costs its printer)."""
+    for line in errors:
+        found = _EXIT_STATUS.match(line)
+        if found is None:
+            continue
+        n = int(found["n"])
+        sig = -n if n < 0 else n - _SIGNAL_BASE if n > _SIGNAL_BASE else None
+        if sig is None:
+            continue
+        who = found["who"] or "a child"
+        kind: Execution = "resource_exhausted" if sig in _RESOURCE_SIGNALS else "crashed"
+        return kind, f"{who} was killed by {_signal_name(sig)} (exit {n}): {line}"
+    return None
+
+
 def _rejection_code(message: str, last_phase: str | None) -> str:
     for prefix, code in _REASONS:
         if message.startswith(prefix):
@@ -189,12 +243,16 @@ def classify(outcome: process.Outcome, config: ComparatorConfig, timeout: float)
     stderr = outcome.stderr.decode("utf-8", errors="replace")
     lines = [ln.strip() for ln in stdout.splitlines()]
     phases = [p for p in (phase_of(ln, config) for ln in lines) if p is not None]
-    # The furthest phase, not the last line: submitted code runs in build_solution and can print
-    # phase lines, but cannot make an earlier (trusted) phase look like the one that failed.
-    last = max(phases, key=_phase_rank) if phases else None
+    # The furthest phase in Lake's real order, not the last line: submitted code runs in
+    # build_solution and can print phase lines, but cannot make an earlier (trusted) phase
+    # look like the one that failed.
+    kernels = kernel_order(config)
+    ranked = [p for p in phases if _phase_rank(p, kernels) >= 0]
+    last = max(ranked, key=lambda p: _phase_rank(p, kernels)) if ranked else None
     checkers = _checkers(lines)
     errors = _error_lines(stderr)
-    message = errors[-1] if errors else ""
+    final = errors[-1] if errors else ""  # Lake reports its own judgement last
+    message = _explanation(final, errors[:-1], lines) if errors else ""
     where = f" while in phase {last}" if last else " before any phase line"
 
     def fail(execution: Execution, code: str, text: str) -> Classification:
@@ -202,13 +260,13 @@ def classify(outcome: process.Outcome, config: ComparatorConfig, timeout: float)
 
     if outcome.timed_out:
         return fail("timed_out", "timeout", f"deadline of {timeout:g}s reached{where}")
+    if outcome.limit_exceeded is not None:
+        return fail("resource_exhausted", "resource_limit",
+                    f"the pair exceeded its {outcome.limit_exceeded} limit{where}")
     if outcome.signal is not None:
-        try:
-            name = signals.Signals(outcome.signal).name
-        except ValueError:
-            name = f"signal {outcome.signal}"
+        name = _signal_name(outcome.signal)
         if outcome.signal in _RESOURCE_SIGNALS:
-            return fail("resource_exhausted", "resource_limit", f"killed by {name}{where}")
+            return fail("resource_exhausted", "resource_limit", f"lake was killed by {name}{where}")
         return fail("crashed", "crashed", f"lake was killed by {name}{where}")
     sandbox_lines = [ln for ln in stderr.splitlines()
                      if ln.startswith(("bwrap:", sandbox.WRAPPER_TAG + ":"))]
@@ -229,17 +287,30 @@ def classify(outcome: process.Outcome, config: ComparatorConfig, timeout: float)
         if not errors:
             return fail("completed", "protocol_violation",
                         "lake comparator exited 1 without an error: line")
+        infrastructure = _infrastructure_exit(errors)
+        if infrastructure is not None:
+            kind, text = infrastructure
+            code = "resource_limit" if kind == "resource_exhausted" else "crashed"
+            return fail(kind, code, text + where)
         if last in (None, "resolve", "build_challenge", "export_challenge"):
             return fail("completed", "challenge_failed",
                         f"the trusted side failed{where}: {message}")
         return Classification("rejected", "completed",
-                              Reason(code=_rejection_code(message, last), message=message),
+                              Reason(code=_rejection_code(final, last), message=message),
                               last, checkers)
     if outcome.returncode == 2:
         code = "sandbox" if "There is no unsandboxed mode" in stderr else "setup"
         execution: Execution = "sandbox_error" if code == "sandbox" else "completed"
         return fail(execution, code, message or "lake comparator could not start")
-    return fail("crashed", "crashed", f"lake exited with {outcome.returncode}{where}: {message}")
+    code_ = outcome.returncode
+    if code_ is not None and code_ > _SIGNAL_BASE:
+        sig = code_ - _SIGNAL_BASE
+        if sig in _RESOURCE_SIGNALS:
+            return fail("resource_exhausted", "resource_limit",
+                        f"lake exited with {code_} ({_signal_name(sig)}){where}: {message}")
+        return fail("crashed", "crashed",
+                    f"lake exited with {code_} ({_signal_name(sig)}){where}: {message}")
+    return fail("crashed", "crashed", f"lake exited with {code_}{where}: {message}")
 
 
 def write_log(path: Path, argv: tuple[str, ...], outcome: process.Outcome) -> tuple[str, ...]:
@@ -273,7 +344,8 @@ def run_workspace(workspace: Path, state: Path, config: ComparatorConfig,
     search = sandbox.filter_search_path(settings.caller_env.get("PATH", ""),
                                         (*roots, Path(tempfile.gettempdir())))
     spec = sandbox.WrapperSpec(bwrap=settings.bwrap, ro_binds=settings.ro_binds,
-                               masks=settings.masks, file_masks=settings.file_masks)
+                               masks=settings.masks, file_masks=settings.file_masks,
+                               reexposed=settings.reexposed)
     wrapper = sandbox.write_wrapper(state / "bwrap-wrapper", spec)
     env = sandbox.lake_environment(settings.caller_env, search_path=search, tmpdir=tmpdir,
                                    wrapper=wrapper)

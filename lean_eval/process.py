@@ -81,6 +81,7 @@ class Outcome(NamedTuple):
     # (seconds since start, first bytes) of stdout lines as they completed: the first and the
     # last capture.LINE_MARKS of them, so callers can time phases announced on stdout
     line_marks: tuple[tuple[float, bytes], ...] = ()
+    limit_exceeded: str | None = None  # "memory" or "processes": the pair's limit that ended it
 
 
 def run(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import pytest
@@ -169,3 +170,110 @@ def test_printed_earlier_phase_lines_cannot_blame_the_trusted_side() -> None:
     c = driver.classify(outcome(stdout, "error: Child exited with 1\n", 1), CONFIG, 10)
     assert (c.verdict, c.reason.code, c.last_phase) == ("rejected", "build_failed",
                                                         "build_solution")
+
+
+# --- infrastructure failures are never rejections (exit 128+n, signals, SIGXFSZ, OOM) ---------
+
+KERNELS_RAN = ACCEPT_OUT.split("Your solution is okay!")[0].replace(
+    "nanoda kernel accepts", "nanoda kernel rejected")
+BUILD_RAN = ACCEPT_OUT.split("Exporting #[t] from Solution")[0]
+
+
+@pytest.mark.parametrize(
+    ("stdout", "final", "execution", "signal_name"),
+    [
+        (KERNELS_RAN, "nanoda exited with 137", "resource_exhausted", "SIGKILL"),
+        (KERNELS_RAN, "Lean default exited with 139", "crashed", "SIGSEGV"),
+        (BUILD_RAN, "Child exited with 137", "resource_exhausted", "SIGKILL"),
+        (BUILD_RAN, "Child exited with 153", "resource_exhausted", "SIGXFSZ"),
+        (BUILD_RAN, "Child exited with 134", "crashed", "SIGABRT"),
+    ],
+)
+def test_a_child_killed_by_a_signal_is_never_rejected(
+        stdout: str, final: str, execution: str, signal_name: str) -> None:
+    c = driver.classify(outcome(stdout, f"error: {final}\n", 1), CONFIG, 10)
+    assert c.verdict == "error" and c.verdict != "rejected"
+    assert c.execution == execution
+    assert signal_name in c.reason.message and final in c.reason.message
+    # negative control: the same line with an ordinary exit status is a rejection, which is what
+    # the old rule (any non-zero kernel or child exit after the build began) said for both
+    honest = driver.classify(outcome(stdout, f"error: {final.rsplit(' ', 1)[0]} 1\n", 1),
+                             CONFIG, 10)
+    assert honest.verdict == "rejected"
+
+
+def test_a_build_step_killed_inside_lake_build_is_not_a_rejection() -> None:
+    """Lake's own line is generic; the build's line below it says the compiler died (OOM)."""
+    stderr = ("error: Solution: lean exited with code -9\nerror: build failed\n"
+              "error: Child exited with 1\n")
+    c = driver.classify(outcome(BUILD_RAN, stderr, 1), CONFIG, 10)
+    assert (c.verdict, c.execution) == ("error", "resource_exhausted")
+    assert "SIGKILL" in c.reason.message
+
+
+@pytest.mark.parametrize(("sig", "execution"), [(signal.SIGXFSZ, "resource_exhausted"),
+                                                 (signal.SIGXCPU, "resource_exhausted"),
+                                                 (signal.SIGKILL, "resource_exhausted"),
+                                                 (signal.SIGSEGV, "crashed")])
+def test_lake_killed_by_a_signal_is_never_rejected(sig: int, execution: str) -> None:
+    c = driver.classify(outcome(BUILD_RAN, "error: Child exited with 1\n", None, signal=sig),
+                        CONFIG, 10)
+    assert (c.verdict, c.execution) == ("error", execution)
+    assert signal.Signals(sig).name in c.reason.message
+
+
+@pytest.mark.parametrize(("code", "execution"), [(153, "resource_exhausted"), (137,
+                                                  "resource_exhausted"), (139, "crashed")])
+def test_lake_exiting_with_128_plus_n_names_the_signal(code: int, execution: str) -> None:
+    c = driver.classify(outcome(BUILD_RAN, "", code), CONFIG, 10)
+    assert (c.verdict, c.execution) == ("error", execution)
+    assert signal.Signals(code - 128).name in c.reason.message
+
+
+def test_a_pair_over_its_resource_limit_is_resource_exhausted() -> None:
+    done = outcome(BUILD_RAN, "error: Child exited with 1\n", 1)._replace(
+        limit_exceeded="memory")
+    c = driver.classify(done, CONFIG, 10)
+    assert (c.verdict, c.execution, c.reason.code) == ("error", "resource_exhausted",
+                                                       "resource_limit")
+    assert "memory" in c.reason.message
+
+
+def test_the_message_is_the_first_error_line_that_says_what_is_wrong() -> None:
+    stderr = ("error: Solution.lean: unknown module 'Submission.Helpers'\nerror: build failed\n"
+              "error: Child exited with 1\n")
+    c = driver.classify(outcome(BUILD_RAN, stderr, 1), CONFIG, 10)
+    assert (c.verdict, c.reason.code) == ("rejected", "build_failed")
+    assert c.reason.message == "Solution.lean: unknown module 'Submission.Helpers'"
+    # a compiler diagnostic on stdout serves when stderr only has generic lines
+    c = driver.classify(outcome(BUILD_RAN + "Solution.lean:3:0: error: unknown identifier 'x'\n",
+                                "error: Child exited with 1\n", 1), CONFIG, 10)
+    assert c.reason.message == "Solution.lean:3:0: error: unknown identifier 'x'"
+    # nothing better: the generic line stays
+    c = driver.classify(outcome(BUILD_RAN, "error: Child exited with 1\n", 1), CONFIG, 10)
+    assert c.reason.message == "Child exited with 1"
+
+
+def test_the_comparators_own_judgement_stays_the_message() -> None:
+    stderr = "error: something printed by the build\nerror: Illegal axiom detected: 'sorryAx'\n"
+    c = driver.classify(outcome(BUILD_RAN + "Exporting #[t] from Solution\n", stderr, 1),
+                        CONFIG, 10)
+    assert (c.reason.code, c.reason.message) == ("illegal_axiom",
+                                                 "Illegal axiom detected: 'sorryAx'")
+
+
+def test_last_phase_follows_lakes_kernel_order() -> None:
+    two = catalog.ComparatorConfig(challenge_module="Challenge", solution_module="Solution",
+                                   theorem_names=("t",), permitted_axioms=(),
+                                   external_kernels={"aaa": ("/k",)})
+    stdout = (BUILD_RAN + "Exporting #[t] from Solution\n"
+              "Running aaa kernel on solution\naaa kernel accepts the solution\n"
+              "Running nanoda kernel on solution\nnanoda kernel rejected the solution\n"
+              "Running Lean default kernel on solution\n")
+    c = driver.classify(outcome(stdout, "error: nanoda exited with 1\n", 1), two, 10)
+    assert c.last_phase == "kernel:Lean default"
+    assert driver.kernel_order(two) == ("aaa", "nanoda", "Lean default")
+    # printed by the build before Lake's real lines: a kernel Lake does not run is no phase
+    c = driver.classify(outcome(BUILD_RAN + "Running evil kernel on solution\n",
+                                "error: Child exited with 1\n", 1), CONFIG, 10)
+    assert c.last_phase == "build_solution"
