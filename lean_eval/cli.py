@@ -20,6 +20,7 @@ from lean_eval import (
     bubblewrap,
     catalog,
     driver,
+    inputs,
     intake,
     probe,
     process,
@@ -223,6 +224,8 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     env = dict(os.environ)
     selected = frozenset(p for item in problems for p in item.split(",") if p) or None
     try:
+        inputs.check_run(submissions, out_dir, work_dir, selected,
+                         benchmark or _default_benchmark())
         batch.check_inputs(submissions)
         cat = _load(benchmark, benchmark_rev, selected)
         writable = [out_dir, Path(tempfile.gettempdir()), *([work_dir] if work_dir else [])]

@@ -1,0 +1,107 @@
+"""Fail-fast argument checks: everything about a run's inputs that can be judged without Lean.
+
+``run-eval`` calls :func:`check_run` before it resolves the toolchain or runs any probe, so a
+typo costs milliseconds, not the minutes the probes take with a real toolchain. These checks
+only *anticipate* the authoritative ones (intake re-checks every submission when it reads it,
+the batch re-checks path overlaps with resolved tools): passing here proves nothing about a
+submission's content, and nothing here opens a submission beyond ``lstat``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import stat
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from lean_eval.errors import UsageError
+
+# The suffixes intake reads; a file with any other name is never a submission.
+SUPPORTED_ARCHIVES = (".tar", ".tar.gz", ".tgz")
+# Archive formats people try; named so the error can say what they are.
+_KNOWN_OTHER = (".zip", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".tar.zst", ".7z", ".rar", ".gz",
+                ".xz", ".bz2")
+
+
+def _supported() -> str:
+    return ", ".join(SUPPORTED_ARCHIVES[:-1]) + " or " + SUPPORTED_ARCHIVES[-1]
+
+
+def _inside(outer: Path, inner: Path) -> bool:
+    outer_s, inner_s = os.path.realpath(outer), os.path.realpath(inner)
+    return inner_s == outer_s or inner_s.startswith(outer_s.rstrip("/") + "/")
+
+
+def check_submission(path: Path) -> None:
+    """A submission must exist and be a directory or a supported archive (links not followed)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        raise UsageError(f"submission {path} does not exist") from None
+    except OSError as exc:
+        raise UsageError(f"submission {path} cannot be read: {exc.strerror}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise UsageError(f"submission {path} is a symbolic link; pass the directory or archive "
+                         "it points to (links are not followed)")
+    if stat.S_ISDIR(st.st_mode):
+        return
+    name = path.name.lower()
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"submission {path} is neither a directory nor a regular file")
+    if name.endswith(SUPPORTED_ARCHIVES):
+        return
+    other = next((s for s in _KNOWN_OTHER if name.endswith(s)), None)
+    kind = f"{other} archives are not supported" if other else "not a directory or an archive"
+    raise UsageError(f"submission {path}: {kind}; a submission is a directory or a "
+                     f"{_supported()} archive")
+
+
+def check_out(out_dir: Path, submissions: Sequence[Path], work_dir: Path | None) -> None:
+    """``--out`` must be (or become) a directory that overlaps no submission."""
+    for ancestor in (out_dir, *out_dir.absolute().parents):
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                what = "is a file" if ancestor == out_dir else f"lies under the file {ancestor}"
+                raise UsageError(f"--out {out_dir} {what}; it must be a directory")
+            break
+    for path in submissions:
+        if _inside(path, out_dir) or _inside(out_dir, path):
+            raise UsageError(f"--out {out_dir} and submission {path} overlap; write the results "
+                             "somewhere else")
+        if work_dir is not None and (_inside(path, work_dir) or _inside(work_dir, path)):
+            raise UsageError(f"--work-dir {work_dir} and submission {path} overlap")
+
+
+def problem_ids(benchmark: Path) -> tuple[str, ...]:
+    """The problem ids the benchmark's working tree declares (``problems/<id>.toml``)."""
+    folder = benchmark / "problems"
+    if not folder.is_dir():
+        return ()
+    return tuple(sorted(p.stem for p in folder.glob("*.toml")))
+
+
+def check_problems(selected: Iterable[str], known: Sequence[str]) -> None:
+    """Every ``--problem`` names a known id; an unknown one is reported with close matches."""
+    if not known:
+        return  # no list to judge against here: the catalog will decide
+    problems = []
+    for pid in sorted(set(selected) - set(known)):
+        close = difflib.get_close_matches(pid, known, n=3, cutoff=0.6)
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+        problems.append(f"{pid!r}{hint}")
+    if problems:
+        raise UsageError(f"unknown problem id(s): {', '.join(problems)}; the benchmark has "
+                         f"{len(known)} problem(s), e.g. {', '.join(known[:5])}")
+
+
+def check_run(submissions: Sequence[Path], out_dir: Path, work_dir: Path | None,
+              selected: Iterable[str] | None, benchmark: Path) -> None:
+    """Every check of ``run-eval``'s arguments that needs neither Lean nor bubblewrap."""
+    for path in submissions:
+        check_submission(path)
+    check_out(out_dir, submissions, work_dir)
+    if work_dir is not None and work_dir.exists() and not work_dir.is_dir():
+        raise UsageError(f"--work-dir {work_dir} is a file; it must be a directory")
+    if selected:
+        check_problems(selected, problem_ids(benchmark))
