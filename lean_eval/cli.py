@@ -411,3 +411,46 @@ def start_problem_command(problem_id: str, dest: Path, benchmark_rev: str,
         for step in steps:
             click.echo(f"  {step}")
     sys.exit(0)
+
+
+# --- merge and report (distribution across machines; SPEC §5.5 "Shards", "Reports") ----------
+
+
+@main.command("merge")
+@click.argument("shard_dirs", nargs=-1, required=True, metavar="OUT...",
+                type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="New output directory (absent or empty) for the merged verdicts and summary.")
+@click.option("--json", "as_json", is_flag=True, help="Print the merged summary as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only errors and missing pairs.")
+def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool,
+                  quiet: bool) -> None:
+    """Combine the --out directories of `run-eval --shard K/N` runs into one output directory.
+
+    Refuses (exit 2, writing nothing) shards of different batches, identities or options, and a
+    pair scored twice; exits 1 after merging when some pairs were scored by no shard (listed)
+    or a pair ended in an infrastructure failure.
+    """
+    from lean_eval import merge
+
+    try:
+        result = merge.merge(shard_dirs, out_dir)
+    except SetupError as exc:
+        _fail(str(exc))
+        return
+    summary = result.summary
+    if as_json:
+        click.echo(summary.model_dump_json(indent=2))
+    elif not quiet:
+        counts = ", ".join(f"{n} {name}" for name, n in summary.counts.items() if n)
+        click.echo(f"merged {len(shard_dirs)} shard output(s) into {result.out_dir}: "
+                   f"{len(summary.pairs)} pair(s) ({counts or 'none'})")
+    for k in result.missing_shards:
+        click.echo(f"lean-eval: shard {k}/{result.shard_count} is missing: none of the given "
+                   "outputs scored it, so its pairs are not in the merge", err=True)
+    if result.missing:
+        click.echo(f"lean-eval: {len(result.missing)} pair(s) were scored by no shard:",
+                   err=True)
+        for sid, pid in result.missing:
+            click.echo(f"  {sid}/{pid}", err=True)
+    sys.exit(summary.exit_code)

@@ -35,5 +35,9 @@ class UsageError(SetupError):
     """Arguments that cannot be honoured (conflicting paths, duplicate submission ids, ...)."""
 
 
+class MergeRefusedError(SetupError):
+    """Shard outputs that cannot be merged (another batch, identity or options; a pair twice)."""
+
+
 class ProcessStartError(LeanEvalError):
     """A child process could not be started at all."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple, TypeVar
 
 from lean_eval.errors import UsageError
@@ -71,6 +71,13 @@ def select(pairs: Iterable[P], k: int, n: int) -> list[P]:
     if not 1 <= k <= n:
         raise ValueError(f"shard {shard} out of range")
     return [p for p in pairs if shard_of(p[0], p[1], n) == k]
+
+
+def options_digest(options: Mapping[str, object]) -> str:
+    """SHA-256 (hex) of the options that can change a verdict, as canonical JSON."""
+    payload = json.dumps(options, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                         default=str)
+    return hashlib.sha256(payload.encode("ascii")).hexdigest()
 
 
 def batch_digest(pairs: Iterable[Pair]) -> str:

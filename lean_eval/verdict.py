@@ -159,6 +159,9 @@ class ShardInfo(_Model):
     k: int
     n: int
     batch_digest: str  # SHA-256 of the whole batch's sorted (submission id, problem id) list
+    # SHA-256 of every option that can change a verdict (shard.options_digest); merge refuses
+    # shards whose digests differ. None: not recorded by the run.
+    options_digest: str | None = None
 
 
 class Summary(_Model):

@@ -1,0 +1,274 @@
+"""Merge the outputs of ``run-eval --shard K/N`` runs into one output directory and summary.
+
+Invariants:
+- Shards are merged only when they scored the same batch (same batch digest and shard count)
+  with the same identity (harness version, benchmark commit, toolchain, bubblewrap digest and
+  version floor) and the same options; otherwise nothing is written and the refusal names the
+  shard directories that differ.
+- A pair scored by two shards is refused, never silently picked.
+- The output appears whole or not at all: it is assembled in a hidden sibling directory and
+  renamed into place; an existing non-empty ``--out`` is never touched.
+- Pairs that no shard scored are listed, not guessed: the merged summary is written without
+  them and its exit code is 1.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from pydantic import ValidationError
+
+from lean_eval import shard as shards
+from lean_eval.errors import MergeRefusedError
+from lean_eval.verdict import (
+    INFRASTRUCTURE_FAILURES,
+    PairSummary,
+    SubmissionSummary,
+    Summary,
+    Verdict,
+    write_model,
+)
+
+Pair = tuple[str, str]
+
+# What must be equal across shards for their verdicts to mean the same thing. Paths (benchmark,
+# toolchain, bubblewrap) legitimately differ between machines and are not compared.
+_IDENTITY_FIELDS = ("harness_version", "benchmark_commit", "toolchain_name", "bwrap_sha256",
+                    "bwrap_version", "bwrap_minimum_version")
+
+
+class ShardOutput(NamedTuple):
+    """One shard's output directory and its summary."""
+
+    path: Path
+    summary: Summary
+
+
+class MergeResult(NamedTuple):
+    """The merged summary, where it was written, and the pairs no shard scored."""
+
+    summary: Summary
+    out_dir: Path
+    missing: tuple[Pair, ...]
+    missing_shards: tuple[int, ...]  # shard numbers K of N no given output scored
+    pair_list_complete: bool  # the shards listed the whole batch, so ``missing`` is exact
+    shard_count: int  # N of the merged shards (1 for outputs of unsharded runs)
+
+
+def load_shard(path: Path) -> ShardOutput:
+    """Read ``path/summary.json``; a missing or invalid summary is a refusal naming ``path``."""
+    summary_path = path / "summary.json"
+    try:
+        raw = summary_path.read_bytes()
+    except OSError as exc:
+        raise MergeRefusedError(f"{path}: no readable summary.json ({exc.strerror or exc}); "
+                                "is it a run-eval output directory?") from exc
+    try:
+        summary = Summary.model_validate_json(raw)
+    except ValidationError as exc:
+        raise MergeRefusedError(f"{summary_path}: not a summary this lean-eval can read "
+                                f"({exc.error_count()} problem(s), first: "
+                                f"{exc.errors()[0]['msg']})") from exc
+    return ShardOutput(path, summary)
+
+
+def _shard_key(s: Summary) -> tuple[int, str | None]:
+    return (s.shard.n, s.shard.batch_digest) if s.shard else (1, None)
+
+
+def _describe(group: Sequence[ShardOutput], fields: Sequence[str], source: Any) -> str:
+    values = ", ".join(f"{f}={getattr(source, f, None)!r}" for f in fields)
+    return f"{', '.join(str(out.path) for out in group)} ({values})"
+
+
+def _refuse_if_differ(outputs: Sequence[ShardOutput], what: str, fields: Sequence[str],
+                      pick: Any) -> None:
+    groups: dict[str, list[ShardOutput]] = {}
+    for out in outputs:
+        source = pick(out.summary)
+        key = repr([getattr(source, f, None) for f in fields])
+        groups.setdefault(key, []).append(out)
+    if len(groups) > 1:
+        detail = "; ".join(_describe(group, fields, pick(group[0].summary))
+                           for group in groups.values())
+        raise MergeRefusedError(f"shards differ in {what}, refusing to merge: {detail}")
+
+
+def check_compatible(outputs: Sequence[ShardOutput]) -> None:
+    """Refuse shards of different batches, identities or options, and one directory twice."""
+    seen: dict[str, Path] = {}
+    for out in outputs:
+        real = os.path.realpath(out.path)
+        if real in seen:
+            raise MergeRefusedError(f"{seen[real]} and {out.path} are the same directory")
+        seen[real] = out.path
+    _refuse_if_differ(outputs, "identity", _IDENTITY_FIELDS, lambda s: s.identity)
+    _refuse_if_differ(outputs, "options", ("options_digest",), lambda s: s.shard)
+    _refuse_if_differ(outputs, "probe policy", ("skipped",), lambda s: s.preflight)
+    _refuse_if_differ(outputs, "batch (problem selection)", ("problems",), lambda s: s)
+    groups: dict[tuple[int, str | None], list[Path]] = {}
+    for out in outputs:
+        groups.setdefault(_shard_key(out.summary), []).append(out.path)
+    if len(groups) > 1:
+        detail = "; ".join(f"{', '.join(map(str, paths))} (shard count {n}, batch digest "
+                           f"{digest or 'none: not a --shard run'})"
+                           for (n, digest), paths in groups.items())
+        raise MergeRefusedError(f"shards come from different batches or shard counts, "
+                                f"refusing to merge: {detail}")
+
+
+def _verdict_source(out: ShardOutput, pair: PairSummary) -> Path:
+    recorded = Path(pair.path)
+    if not recorded.is_absolute():
+        return out.path / recorded
+    try:  # an absolute path of the machine that ran the shard: keep the part under its --out
+        return out.path / recorded.relative_to(recorded.parents[1])
+    except (ValueError, IndexError):
+        return out.path / pair.submission / f"{pair.problem}.json"
+
+
+def _place(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, target)  # same filesystem: no copy; later atomic rewrites of the shard
+    except OSError:  # replace its inode, so the merged file never changes under us
+        shutil.copy2(source, target)
+
+
+def _relative(path: str, out_dir: Path, sid: str, pid: str) -> str:
+    return path if not Path(path).is_absolute() else str(out_dir / sid / f"{pid}.json")
+
+
+def _assemble(outputs: Sequence[ShardOutput], staging: Path, out_dir: Path
+              ) -> tuple[list[PairSummary], list[Verdict]]:
+    owner: dict[Pair, Path] = {}
+    pairs: list[PairSummary] = []
+    verdicts: list[Verdict] = []
+    for out in outputs:
+        for entry in out.summary.pairs:
+            key = (entry.submission, entry.problem)
+            if key in owner:
+                raise MergeRefusedError(f"pair {entry.submission}/{entry.problem} was scored "
+                                        f"by both {owner[key]} and {out.path}; refusing to "
+                                        "merge")
+            owner[key] = out.path
+            source = _verdict_source(out, entry)
+            try:
+                verdict = Verdict.model_validate_json(source.read_bytes())
+            except (OSError, ValidationError) as exc:
+                raise MergeRefusedError(f"{out.path}: verdict of {entry.submission}/"
+                                        f"{entry.problem} unreadable at {source}: "
+                                        f"{type(exc).__name__}") from exc
+            if (verdict.submission.id, verdict.problem.id) != key:
+                raise MergeRefusedError(f"{source} holds {verdict.submission.id}/"
+                                        f"{verdict.problem.id}, not {key[0]}/{key[1]}")
+            rel = Path(entry.submission) / f"{entry.problem}.json"
+            _place(source, staging / rel)
+            log = source.with_suffix(".log")
+            if log.is_file():
+                _place(log, staging / rel.with_suffix(".log"))
+            pairs.append(entry.model_copy(update={
+                "path": _relative(entry.path, out_dir, entry.submission, entry.problem)}))
+            verdicts.append(verdict)
+    return pairs, verdicts
+
+
+def _expected(submissions: Sequence[SubmissionSummary]) -> list[Pair]:
+    return [(s.id, p) for s in submissions for p in s.problems]
+
+
+_TALLY = {"accepted": "solved", "rejected": "rejected", "invalid_submission": "invalid",
+          "unchanged": "unchanged", "error": "error"}
+_TALLIES = "tally" in SubmissionSummary.model_fields
+
+
+def _summary(outputs: Sequence[ShardOutput], submissions: list[SubmissionSummary],
+             pairs: list[PairSummary], missing: int, *, incomplete: bool) -> Summary:
+    order = {key: i for i, key in enumerate(_expected(submissions))}
+    pairs.sort(key=lambda p: order.get((p.submission, p.problem), len(order)))
+    counts = {name: 0 for out in outputs for name in out.summary.counts}
+    tallies: dict[str, dict[str, int]] = {s.id: {} for s in submissions}
+    for p in pairs:
+        counts[p.verdict] = counts.get(p.verdict, 0) + 1
+        tally = tallies.setdefault(p.submission, {})
+        tally[_TALLY[p.verdict]] = tally.get(_TALLY[p.verdict], 0) + 1
+    first = outputs[0].summary
+    failed = any(p.verdict == "error" or p.execution in INFRASTRUCTURE_FAILURES for p in pairs)
+    started = min((o.summary.started_at for o in outputs), key=datetime.fromisoformat)
+    finished = max((o.summary.finished_at for o in outputs), key=datetime.fromisoformat)
+    data = first.model_dump()
+    data.update({
+        "started_at": started, "finished_at": finished,
+        "submissions": [{**s.model_dump(), **({"tally": tallies[s.id]} if _TALLIES else {})}
+                        for s in submissions],
+        "counts": counts,
+        "pairs": [p.model_dump() for p in pairs],
+        "exit_code": 1 if failed or missing or incomplete else 0,
+        "shard": None,
+    })
+    # Fields a newer summary has: the merged batch's totals, not the first shard's.
+    extra = {"interrupted": any(getattr(o.summary, "interrupted", False) for o in outputs),
+             "not_scored": missing,
+             "reused": sum(getattr(o.summary, "reused", 0) for o in outputs)}
+    data.update({k: v for k, v in extra.items() if k in data})
+    return Summary.model_validate(data)
+
+
+def _submissions(outputs: Sequence[ShardOutput]) -> list[SubmissionSummary]:
+    """Every submission once, in input order, with the problems of every shard."""
+    found: dict[str, SubmissionSummary] = {}
+    problems: dict[str, list[str]] = {}
+    for out in outputs:
+        for sub in out.summary.submissions:
+            found.setdefault(sub.id, sub)
+            seen = problems.setdefault(sub.id, [])
+            seen.extend(p for p in sub.problems if p not in seen)
+    catalog = {pid: i for i, pid in enumerate(outputs[0].summary.problems)}
+    return [sub.model_copy(update={"problems": tuple(sorted(
+        problems[sid], key=lambda p: (catalog.get(p, len(catalog)), p)))})
+        for sid, sub in found.items()]
+
+
+def merge(shard_dirs: Sequence[Path], out_dir: Path) -> MergeResult:
+    """Merge shard outputs into ``out_dir`` (absent or empty); refusals write nothing."""
+    if not shard_dirs:
+        raise MergeRefusedError("no shard output directories given")
+    outputs = [load_shard(Path(d)) for d in shard_dirs]
+    check_compatible(outputs)
+    target = out_dir.absolute()
+    for out in outputs:
+        real, dest = os.path.realpath(out.path), os.path.realpath(target)
+        if dest == real or dest.startswith(real + "/") or real.startswith(dest + "/"):
+            raise MergeRefusedError(f"--out {out_dir} and shard {out.path} overlap")
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise MergeRefusedError(f"--out {out_dir} exists and is not an empty directory; "
+                                "merge writes a new output directory")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.merge-", dir=target.parent))
+    try:
+        pairs, _ = _assemble(outputs, staging, target)
+        submissions = _submissions(outputs)
+        scored = {(p.submission, p.problem) for p in pairs}
+        missing = tuple(key for key in _expected(submissions) if key not in scored)
+        n, digest = _shard_key(outputs[0].summary)
+        given = {o.summary.shard.k for o in outputs if o.summary.shard}
+        absent = tuple(k for k in range(1, n + 1) if k not in given) if given else ()
+        # A shard's summary lists its own pairs only: when the given shards do not add up to
+        # the batch (the digest says so), the absent shards are named though their pairs cannot be.
+        complete = digest is None or shards.batch_digest(_expected(submissions)) == digest
+        summary = _summary(outputs, submissions, pairs, len(missing),
+                           incomplete=bool(absent) or not complete)
+        write_model(staging / "summary.json", summary)
+        staging.chmod(0o755)
+        os.replace(staging, target)  # rename(2) replaces an empty directory atomically
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return MergeResult(summary, target, missing, absent, complete, n)
+

@@ -1,0 +1,244 @@
+"""merge: shards of one batch combine into a single run's pairs; anything else is refused.
+
+Shard outputs are built from the models (as ``run-eval --shard K/N`` writes them) so every
+refusal can be provoked exactly; the CLI-level twin runs real shards through ``run-eval``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from lean_eval import merge, shard
+from lean_eval.cli import main
+from lean_eval.errors import MergeRefusedError
+from lean_eval.verdict import (
+    Identity,
+    LogRef,
+    PairSummary,
+    Preflight,
+    ProblemRef,
+    Reason,
+    ShardInfo,
+    SubmissionRef,
+    SubmissionSummary,
+    Summary,
+    Timings,
+    Verdict,
+    write_model,
+)
+
+PROBLEMS = ("add_comm_explicit", "double_def", "two_plus_two")
+SUBMISSIONS = ("alice", "bob", "carol", "dave")
+OUTCOME = {"alice": "accepted", "bob": "rejected", "carol": "unchanged", "dave": "accepted"}
+BATCH = [(s, p) for s in SUBMISSIONS for p in PROBLEMS]
+
+
+def ident(**changes: Any) -> Identity:
+    base = {"harness_version": "0.1.0", "benchmark_path": "/bench", "benchmark_commit": "c0ffee",
+            "toolchain_name": "leanprover/lean4:v4.22.0", "toolchain_path": "/tc",
+            "bwrap_path": "/usr/bin/bwrap", "bwrap_version": "0.12.0", "bwrap_owner": "root",
+            "bwrap_setuid": False, "bwrap_sha256": "ab" * 32, "bwrap_minimum_version": "0.12.0"}
+    return Identity.model_validate({**base, **changes})
+
+
+def verdict(sid: str, pid: str, identity: Identity) -> Verdict:
+    outcome = OUTCOME[sid]
+    return Verdict(submission=SubmissionRef(id=sid, digest="d" * 64, source=f"/in/{sid}"),
+                   problem=ProblemRef(id=pid, statement_revision=1), verdict=outcome,
+                   execution="not_run" if outcome == "unchanged" else "completed",
+                   reason=Reason(code=outcome if outcome != "rejected" else "kernel_rejected",
+                                 message="x"),
+                   timings=Timings(wall_seconds=0.5), identity=identity,
+                   log=LogRef(path=f"{sid}/{pid}.log", tail=("last line",)))
+
+
+def write_output(out: Path, pairs: Sequence[tuple[str, str]], *, k: int | None = None,
+                 n: int = 2, identity: Identity | None = None,
+                 digest: str | None = None, options_digest: str | None = "o" * 64) -> Path:
+    """A run-eval output directory holding ``pairs`` (optionally as shard k of n)."""
+    identity = identity or ident()
+    summaries = []
+    for sid, pid in pairs:
+        v = verdict(sid, pid, identity)
+        write_model(out / sid / f"{pid}.json", v)
+        (out / sid / f"{pid}.log").write_text(f"log of {sid}/{pid}\n", encoding="utf-8")
+        summaries.append(PairSummary(submission=sid, problem=pid, verdict=v.verdict,
+                                     execution=v.execution, reason=v.reason.code,
+                                     path=f"{sid}/{pid}.json"))
+    mine = {s: tuple(p for s2, p in pairs if s2 == s) for s in SUBMISSIONS}
+    counts = dict.fromkeys(("accepted", "rejected", "invalid_submission", "unchanged", "error"), 0)
+    for p in summaries:
+        counts[p.verdict] += 1
+    summary = Summary(
+        started_at="2026-01-01T00:00:00+00:00", finished_at="2026-01-01T00:01:00+00:00",
+        identity=identity,
+        preflight=Preflight(skipped=True, toolchain_path="/tc", bwrap_path="/usr/bin/bwrap",
+                            bwrap_version="0.12.0", bwrap_sha256="ab" * 32),
+        problems=PROBLEMS,
+        submissions=tuple(SubmissionSummary(id=s, source=f"/in/{s}", digest="d" * 64,
+                                            problems=mine[s]) for s in SUBMISSIONS),
+        counts=counts, pairs=tuple(summaries), exit_code=0,
+        shard=None if k is None else ShardInfo(k=k, n=n,
+                                               batch_digest=digest or shard.batch_digest(BATCH),
+                                               options_digest=options_digest))
+    write_model(out / "summary.json", summary)
+    return out
+
+
+def shards_of(tmp_path: Path, n: int = 2, **kwargs: Any) -> list[Path]:
+    return [write_output(tmp_path / f"shard{k}", shard.select(BATCH, k, n), k=k, n=n, **kwargs)
+            for k in range(1, n + 1)]
+
+
+def pair_files(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.name != "summary.json"}
+
+
+def test_merge_of_shards_equals_a_single_run(tmp_path: Path) -> None:
+    single = write_output(tmp_path / "single", BATCH)
+    parts = shards_of(tmp_path, 3)
+    result = merge.merge(parts, tmp_path / "merged")
+    assert result.missing == () and result.missing_shards == ()
+    merged = Summary.model_validate_json((tmp_path / "merged" / "summary.json").read_bytes())
+    whole = Summary.model_validate_json((single / "summary.json").read_bytes())
+    assert merged.pairs == whole.pairs  # same pairs, same order (input order)
+    assert merged.counts == whole.counts
+    assert [s.problems for s in merged.submissions] == [s.problems for s in whole.submissions]
+    tallies = [getattr(s, "tally", None) for s in merged.submissions]
+    assert all(t is None for t in tallies) or [t.solved for t in tallies] == [3, 0, 0, 3]
+    assert merged.shard is None and merged.exit_code == 0
+    assert pair_files(tmp_path / "merged") == pair_files(single)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_cli_merge_then_report(tmp_path: Path) -> None:
+    parts = shards_of(tmp_path)
+    result = CliRunner().invoke(main, ["merge", *map(str, parts), "--out",
+                                       str(tmp_path / "m")])
+    assert result.exit_code == 0, result.output
+    assert "merged 2 shard output(s)" in result.output
+    assert json.loads((tmp_path / "m" / "summary.json").read_text())["counts"]["accepted"] == 6
+
+
+def test_another_harness_version_is_refused(tmp_path: Path) -> None:
+    one = write_output(tmp_path / "a", shard.select(BATCH, 1, 2), k=1)
+    two = write_output(tmp_path / "b", shard.select(BATCH, 2, 2), k=2,
+                       identity=ident(harness_version="0.2.0"))
+    result = CliRunner().invoke(main, ["merge", str(one), str(two), "--out", str(tmp_path / "m")])
+    assert result.exit_code == 2, result.output
+    assert "harness_version" in result.output
+    assert str(one) in result.output and str(two) in result.output
+    assert not (tmp_path / "m").exists()
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("change", [{"toolchain_name": "leanprover/lean4:v4.23.0"},
+                                    {"bwrap_sha256": "cd" * 32},
+                                    {"benchmark_commit": "deadbeef"}])
+def test_other_identity_is_refused(tmp_path: Path, change: dict[str, str]) -> None:
+    one = write_output(tmp_path / "a", shard.select(BATCH, 1, 2), k=1)
+    two = write_output(tmp_path / "b", shard.select(BATCH, 2, 2), k=2, identity=ident(**change))
+    with pytest.raises(MergeRefusedError, match="identity"):
+        merge.merge([one, two], tmp_path / "m")
+    assert not (tmp_path / "m").exists()
+
+
+def test_paths_of_other_machines_do_not_matter(tmp_path: Path) -> None:
+    one = write_output(tmp_path / "a", shard.select(BATCH, 1, 2), k=1)
+    two = write_output(tmp_path / "b", shard.select(BATCH, 2, 2), k=2,
+                       identity=ident(benchmark_path="/elsewhere", toolchain_path="/other"))
+    assert merge.merge([one, two], tmp_path / "m").missing == ()
+
+
+def test_other_options_or_batch_are_refused(tmp_path: Path) -> None:
+    one = write_output(tmp_path / "a", shard.select(BATCH, 1, 2), k=1)
+    two = write_output(tmp_path / "b", shard.select(BATCH, 2, 2), k=2, options_digest="p" * 64)
+    with pytest.raises(MergeRefusedError, match="options"):
+        merge.merge([one, two], tmp_path / "m")
+    three = write_output(tmp_path / "c", shard.select(BATCH, 2, 2), k=2, digest="e" * 64)
+    with pytest.raises(MergeRefusedError, match="different batches") as info:
+        merge.merge([one, three], tmp_path / "m")
+    assert str(one) in str(info.value) and str(three) in str(info.value)
+    four = write_output(tmp_path / "d", shard.select(BATCH, 2, 3), k=2, n=3)
+    with pytest.raises(MergeRefusedError, match="shard counts"):
+        merge.merge([one, four], tmp_path / "m")
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_pair_scored_twice_is_refused(tmp_path: Path) -> None:
+    one = write_output(tmp_path / "a", shard.select(BATCH, 1, 2), k=1)
+    again = write_output(tmp_path / "b", shard.select(BATCH, 1, 2), k=1)
+    result = CliRunner().invoke(main, ["merge", str(one), str(again), "--out",
+                                       str(tmp_path / "m")])
+    assert result.exit_code == 2
+    assert "scored by both" in result.output
+    assert not (tmp_path / "m").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_the_same_directory_twice_is_refused(tmp_path: Path) -> None:
+    one = write_output(tmp_path / "a", shard.select(BATCH, 1, 2), k=1)
+    with pytest.raises(MergeRefusedError, match="same directory"):
+        merge.merge([one, tmp_path / "." / "a"], tmp_path / "m")
+
+
+def test_missing_shard_exits_1_and_names_it(tmp_path: Path) -> None:
+    parts = shards_of(tmp_path, 3)
+    result = CliRunner().invoke(main, ["merge", str(parts[0]), str(parts[2]), "--out",
+                                       str(tmp_path / "m")])
+    assert result.exit_code == 1, result.output
+    assert "shard 2/3 is missing" in result.output
+    summary = json.loads((tmp_path / "m" / "summary.json").read_text())
+    assert summary["exit_code"] == 1
+
+
+def test_unscored_pairs_are_listed(tmp_path: Path) -> None:
+    pairs = shard.select(BATCH, 1, 2)
+    one = write_output(tmp_path / "a", shard.select(BATCH, 2, 2), k=2)
+    # shard 1 was interrupted: it planned its pairs but recorded only the first
+    two = write_output(tmp_path / "b", pairs[:1], k=1)
+    data = json.loads((two / "summary.json").read_text())
+    for sub in data["submissions"]:
+        sub["problems"] = [p for s, p in pairs if s == sub["id"]]
+    (two / "summary.json").write_text(json.dumps(data))
+    result = CliRunner().invoke(main, ["merge", str(one), str(two), "--out", str(tmp_path / "m")])
+    assert result.exit_code == 1, result.output
+    assert f"{len(pairs) - 1} pair(s) were scored by no shard" in result.output
+    for sid, pid in pairs[1:]:
+        assert f"  {sid}/{pid}" in result.output
+
+
+def test_existing_output_is_never_touched(tmp_path: Path) -> None:
+    parts = shards_of(tmp_path)
+    target = tmp_path / "m"
+    target.mkdir()
+    (target / "keep.txt").write_text("mine")
+    with pytest.raises(MergeRefusedError, match="not an empty directory"):
+        merge.merge(parts, target)
+    assert [p.name for p in target.iterdir()] == ["keep.txt"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert merge.merge(parts, empty).missing == ()
+    assert (empty / "summary.json").is_file()
+
+
+def test_a_shard_without_summary_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "nothing").mkdir()
+    result = CliRunner().invoke(main, ["merge", str(tmp_path / "nothing"), "--out",
+                                       str(tmp_path / "m")])
+    assert result.exit_code == 2
+    assert "no readable summary.json" in result.output
+    assert str(tmp_path / "nothing") in result.output
+
+
+def test_output_inside_a_shard_is_refused(tmp_path: Path) -> None:
+    parts = shards_of(tmp_path)
+    with pytest.raises(MergeRefusedError, match="overlap"):
+        merge.merge(parts, parts[0] / "merged")
