@@ -41,3 +41,7 @@ class MergeRefusedError(SetupError):
 
 class ProcessStartError(LeanEvalError):
     """A child process could not be started at all."""
+
+
+class OutputError(LeanEvalError):
+    """The output directory is unwritable or full: no further verdict can be recorded."""

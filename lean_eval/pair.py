@@ -1,64 +1,206 @@
-"""Score one (submission, problem) pair: refuse, skip or run the driver, and build its verdict.
+"""Score one (submission, problem) pair end to end: prepare, run, clean up, record.
 
-Invariants:
-- A bad submission never raises here: it is a verdict (``invalid_submission``, ``unchanged``,
-  ``rejected``).
+The API the batch builds on:
+
+- ``jobs_for(sub, problems)``: the pairs of one intake, in problem-id order. A submission
+  rejected as a whole gets one job per problem directory found (``Intake.named``) so each of
+  those problems receives an ``invalid_submission`` verdict; otherwise one job per entry.
+- ``RunContext``: everything fixed for the run (identity, driver settings whose masks come from
+  ``sandbox.run_masks`` computed once, scoring root, output directory). Build it once.
+- ``run_pair(job, ctx) -> Verdict``: scores the pair, removes its scoring directory (unless
+  ``ctx.keep_work``), then writes ``verdict_path(ctx.out_dir, sid, pid)`` atomically (the raw
+  log, when Lake ran, is ``log_path(...)``). Each call touches only its own pair directory and
+  files, so calls for different pairs may run concurrently.
+
+Invariants (SPEC §6.10, §6.13):
+- ``run_pair`` never raises for anything a submission or a build can cause. Whatever goes
+  wrong while preparing, running, cleaning up or recording the pair (``OSError``,
+  ``RecursionError``, an archive-library or any unexpected exception) ends that pair as
+  ``verdict: error``, ``execution: harness_error``, with the exception class and message in
+  ``reason``. The only exception is ``OutputError``: the verdict could not be written (output
+  directory unwritable or full), so the batch must stop admitting pairs.
+- The pair's directory is removed before its verdict is written, so a build that filled the
+  disk frees it first; what removal could not delete is named in ``cleanup``.
+- ``unchanged`` only when every submitted file equals the starter of its path and nothing else
+  was submitted; otherwise the starters are replaced path by path (SPEC §4.2).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 from lean_eval import driver, intake, workspace
 from lean_eval.catalog import ProblemWorkspace
+from lean_eval.errors import OutputError
 from lean_eval.verdict import (
     Execution,
     Identity,
     LogRef,
+    Mounts,
     Outcome,
     ProblemRef,
     Reason,
     SubmissionRef,
     Timings,
     Verdict,
+    write_model,
 )
 
+MESSAGE_CAP = 2000
 
-def _verdict(sub: intake.Intake, problem: ProblemWorkspace, ident: Identity, outcome: Outcome,
-             execution: Execution, reason: Reason, **extra: object) -> Verdict:
+
+class PairJob(NamedTuple):
+    """One pair to score; ``entry`` is None when the submission was rejected as a whole."""
+
+    sub: intake.Intake
+    problem_id: str
+    entry: intake.ProblemEntry | None
+    resume_key: str | None = None  # recorded in the verdict as is
+
+
+class RunContext(NamedTuple):
+    """What every pair of a run shares; fixed before the first pair."""
+
+    problems: Mapping[str, ProblemWorkspace]
+    settings: driver.DriverSettings
+    ident: Identity
+    scoring_root: Path
+    out_dir: Path  # resolved
+    shared_packages: Path | None = None
+    mounts: Mounts | None = None
+    probes_skipped: bool = False
+    keep_work: bool = False
+
+
+def verdict_path(out_dir: Path, submission_id: str, problem_id: str) -> Path:
+    """Where a pair's verdict goes."""
+    return out_dir / submission_id / f"{problem_id}.json"
+
+
+def log_path(out_dir: Path, submission_id: str, problem_id: str) -> Path:
+    """Where a pair's raw log goes (only when Lake ran)."""
+    return out_dir / submission_id / f"{problem_id}.log"
+
+
+def named_problems(sub: intake.Intake) -> tuple[str, ...]:
+    """Problem ids whose directories intake found, even when it rejected the whole submission."""
+    named: tuple[str, ...] = getattr(sub, "named", ())  # Intake.named: added with intake's issue
+    return tuple(sorted(set(named) | {e.problem_id for e in sub.problems}))
+
+
+def jobs_for(sub: intake.Intake, problems: Mapping[str, ProblemWorkspace]) -> list[PairJob]:
+    """The pairs of one submission, in problem-id order, restricted to ``problems``."""
+    if sub.rejection is not None:
+        return [PairJob(sub, pid, None) for pid in named_problems(sub) if pid in problems]
+    return [PairJob(sub, e.problem_id, e) for e in sub.problems if e.problem_id in problems]
+
+
+def _verdict(job: PairJob, ctx: RunContext, outcome: Outcome, execution: Execution,
+             reason: Reason, **extra: object) -> Verdict:
+    problem = ctx.problems[job.problem_id]
+    sub = job.sub
+    files = {f.relpath: f.sha256 for f in job.entry.files} if job.entry else {}
+    ignored = job.entry.ignored if job.entry else ()
     return Verdict.model_validate({
         "submission": SubmissionRef(id=sub.submission_id, digest=sub.digest, source=sub.source),
-        "problem": ProblemRef(id=problem.problem.id,
+        "problem": ProblemRef(id=job.problem_id,
                               statement_revision=problem.problem.statement_revision),
         "verdict": outcome, "execution": execution, "reason": reason,
-        "identity": ident, "trusted_files": problem.digests,
-        "timings": extra.pop("timings", Timings(wall_seconds=0.0)), **extra,
+        "identity": ctx.ident, "trusted_files": problem.digests,
+        "submission_files": files, "ignored": ignored,
+        "timings": extra.pop("timings", Timings(wall_seconds=0.0)),
+        "probes_skipped": ctx.probes_skipped,
+        **({"resume_key": job.resume_key} if job.resume_key is not None else {}), **extra,
     })
 
 
-def score_pair(sub: intake.Intake, entry: intake.ProblemEntry, problem: ProblemWorkspace,
-               settings: driver.DriverSettings, dirs: workspace.PairDirs, ident: Identity,
-               log_path: Path, shared_packages: Path | None) -> Verdict:
-    """One pair: refuse, skip or run the driver; never raises for a bad submission."""
-    files = {f.relpath: f.sha256 for f in entry.files}
-    base: dict[str, object] = {"submission_files": files, "ignored": entry.ignored}
-    if sub.rejection is not None or entry.rejection is not None:
-        message = sub.rejection or entry.rejection or ""
-        code = sub.rejection_code or entry.rejection_code or "path_rejected"
-        return _verdict(sub, problem, ident, "invalid_submission", "not_run",
-                        Reason(code=code, message=message), **base)
-    submitted = next(f.data for f in entry.files if f.relpath == "Submission.lean")
-    if submitted == problem.starter["Submission.lean"]:
-        return _verdict(sub, problem, ident, "unchanged", "not_run",
-                        Reason(code="unchanged", message="Submission.lean is the starter"), **base)
-    started = time.monotonic()
-    workspace.materialise(dirs, problem.trusted, entry.files, shared_packages)
-    result = driver.run_workspace(dirs.workspace, dirs.state, problem.config, settings, log_path)
+def is_unchanged(entry: intake.ProblemEntry, starter: Mapping[str, bytes]) -> bool:
+    """Every submitted file equals the starter of its path, and nothing else was submitted."""
+    return bool(entry.files) and all(starter.get(f.relpath) == f.data for f in entry.files)
+
+
+def harness_reason(exc: BaseException, stage: str) -> Reason:
+    """``reason`` of a pair the harness failed: the exception's class and message."""
+    text = f"{stage}: {type(exc).__name__}: {exc}"
+    if len(text) > MESSAGE_CAP:
+        text = text[:MESSAGE_CAP - 3] + "..."
+    return Reason(code="harness_error", message=text)
+
+
+def _score(job: PairJob, ctx: RunContext, dirs: workspace.PairDirs, started: float) -> Verdict:
+    sub, entry = job.sub, job.entry
+    if sub.rejection is not None or (entry is not None and entry.rejection is not None):
+        message = sub.rejection or (entry.rejection if entry else None) or ""
+        code = sub.rejection_code or (entry.rejection_code if entry else None) or "path_rejected"
+        return _verdict(job, ctx, "invalid_submission", "not_run",
+                        Reason(code=code, message=message))
+    if entry is None:
+        raise LookupError(f"submission {sub.submission_id} has no entry for {job.problem_id}")
+    problem = ctx.problems[job.problem_id]
+    if is_unchanged(entry, problem.starter):
+        return _verdict(job, ctx, "unchanged", "not_run",
+                        Reason(code="unchanged",
+                               message="every submitted file is the starter of its path"))
+    leftovers = workspace.prepare(dirs)
+    if leftovers:
+        raise OSError(f"the pair's scoring directory could not be emptied: {leftovers[0]}")
+    workspace.materialise(dirs, problem.trusted, problem.starter, entry.files,
+                          ctx.shared_packages)
+    log = log_path(ctx.out_dir, sub.submission_id, job.problem_id)
+    result = driver.run_workspace(dirs.workspace, dirs.state, problem.config, ctx.settings, log)
     c = result.classification
-    return _verdict(sub, problem, ident, c.verdict, c.execution, c.reason,
+    return _verdict(job, ctx, c.verdict, c.execution, c.reason,
                     last_phase=c.last_phase, checkers=c.checkers,
                     exit_code=result.outcome.returncode, signal=result.outcome.signal,
                     timings=Timings(wall_seconds=round(time.monotonic() - started, 3),
                                     phases=result.phase_seconds),
-                    log=LogRef(path=str(log_path), tail=result.log_tail), **base)
+                    log=LogRef(path=str(log), tail=result.log_tail), mounts=ctx.mounts)
+
+
+def _failed(job: PairJob, ctx: RunContext, exc: BaseException, stage: str,
+            started: float) -> Verdict:
+    log = log_path(ctx.out_dir, job.sub.submission_id, job.problem_id)
+    return _verdict(job, ctx, "error", "harness_error", harness_reason(exc, stage),
+                    timings=Timings(wall_seconds=round(time.monotonic() - started, 3)),
+                    log=LogRef(path=str(log) if log.is_file() else None), mounts=ctx.mounts)
+
+
+def run_pair(job: PairJob, ctx: RunContext) -> Verdict:
+    """Score, clean up and record one pair; raises only ``OutputError`` (see module doc)."""
+    started = time.monotonic()
+    sid, pid = job.sub.submission_id, job.problem_id
+    dirs = workspace.pair_dirs(ctx.scoring_root, sid, pid)
+    try:
+        verdict = _score(job, ctx, dirs, started)
+    except Exception as exc:  # noqa: BLE001 - one pair's fault must not end the batch
+        verdict = _failed(job, ctx, exc, "scoring", started)
+    if not ctx.keep_work:
+        leftovers = workspace.remove(dirs)  # never raises
+        if leftovers:
+            verdict = verdict.model_copy(update={"cleanup": leftovers})
+    path = verdict_path(ctx.out_dir, sid, pid)
+    try:
+        write_model(path, verdict)
+    except OSError as exc:
+        raise OutputError(f"cannot write the verdict {path}: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - a verdict that cannot be encoded is the pair's
+        verdict = _failed(job, ctx, exc, "recording", started)
+        try:
+            write_model(path, verdict)
+        except Exception as again:
+            raise OutputError(f"cannot write the verdict {path}: {again}") from again
+    return verdict
+
+
+def score_pair(sub: intake.Intake, entry: intake.ProblemEntry, problem: ProblemWorkspace,
+               settings: driver.DriverSettings, dirs: workspace.PairDirs, ident: Identity,
+               log: Path, shared_packages: Path | None) -> Verdict:
+    """Former API (kept until every caller uses :func:`run_pair`): score without recording
+    or cleaning up; may raise."""
+    ctx = RunContext(problems={problem.problem.id: problem}, settings=settings, ident=ident,
+                     scoring_root=dirs.root.parent.parent, out_dir=log.parent.parent,
+                     shared_packages=shared_packages)
+    return _score(PairJob(sub, problem.problem.id, entry), ctx, dirs, time.monotonic())

@@ -1,12 +1,16 @@
 """bubblewrap identity, the COMPARATOR_BWRAP wrapper, and what Lake is allowed to see of us.
 
-Invariants (SPEC §5.4, §6.5-§6.8):
+Invariants (SPEC §5.4, §6.5-§6.8, §6.10-§6.12):
 - The wrapper embeds the absolute bwrap path and every path it uses; Lake runs it with an empty
   environment, so it reads nothing from its environment.
-- The wrapper passes Lake's arguments through unchanged and in order and inserts its own mounts
-  right after Lake's last mount argument; anything it cannot parse makes it fail closed.
-- Its mounts are computed from trusted state only (shared packages, inputs, outputs, sibling
-  scoring directories), never from submission content.
+- The wrapper passes Lake's arguments through unchanged and in order. Lake's first mount
+  argument must be ``--ro-bind / /`` (else it fails closed): the run's masks go right after it,
+  so Lake's own later binds (the project read-only, ``.lake`` writable, kernel temp files)
+  re-expose exactly the pair's own files with Lake's modes. The shared packages are bound
+  read-only right after Lake's last mount argument, so no mask of Lake's can hide them.
+- The masks are one constant set per run (:func:`run_masks`): the scoring root, the output
+  directory and the private roots, all existing directories before the first sandbox starts;
+  nothing in them comes from submission content, and their number does not grow with the batch.
 - Lake's environment is an allowlist; PATH keeps only absolute, existing directories outside
   every writable root, after resolving symlinks.
 """
@@ -38,25 +42,100 @@ _OTHER_0 = ("--clearenv", "--unshare-all", "--unshare-user", "--unshare-user-try
             "--new-session", "--as-pid-1", "--disable-userns", "--assert-userns-disabled",
             "--level-prefix")
 WRAPPER_TAG = "lean-eval-wrapper"
+_FIRST = '[ "$first" -gt 0 ] || first=$n;'  # remember where Lake's first mount argument is
+
+
+# Never a private root: masking these would hide the system the sandbox runs on.
+SYSTEM_DIRS = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32",
+               "/proc", "/run", "/sbin", "/sys", "/usr", "/var")
 
 
 class WrapperSpec(NamedTuple):
-    """What the wrapper adds to Lake's sandbox; every path absolute and trusted."""
+    """What the wrapper adds to Lake's sandbox; every path absolute and trusted.
+
+    ``masks``, ``file_masks`` and ``reexposed`` go right after Lake's ``--ro-bind / /``,
+    ordered parent first; ``ro_binds`` go after Lake's last mount argument.
+    """
 
     bwrap: Path
     ro_binds: tuple[str, ...] = ()
     masks: tuple[str, ...] = ()
     file_masks: tuple[str, ...] = ()
+    reexposed: tuple[str, ...] = ()
 
 
 def _under(path: str, roots: Iterable[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
+def _strictly_under(path: str, root: str) -> bool:
+    return path != root and _under(path, (root,))
+
+
 def outside_lake_masks(paths: Iterable[Path]) -> tuple[str, ...]:
-    """Canonical forms of ``paths`` that Lake's own masks do not already hide, sorted, unique."""
+    """Canonical forms of ``paths`` that Lake's own masks do not already hide, sorted, unique.
+
+    For masks only: a path that must stay *visible* is never filtered through this.
+    """
     kept = {os.path.realpath(p) for p in paths}
     return tuple(sorted(p for p in kept if not _under(p, LAKE_MASKED_ROOTS)))
+
+
+class RunMasks(NamedTuple):
+    """The run's constant mask set, computed once before the first pair."""
+
+    masks: tuple[str, ...]
+    file_masks: tuple[str, ...]
+    reexposed: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def default_private_roots(inputs: Iterable[Path], out_dir: Path) -> tuple[Path, ...]:
+    """The parent directory of every input and of ``out_dir`` (SPEC §6.11's default)."""
+    return tuple(Path(os.path.abspath(p)).parent for p in (*inputs, out_dir))
+
+
+def run_masks(*, scoring_root: Path, out_dir: Path, inputs: Sequence[Path],
+              private: Sequence[Path], keep: Sequence[Path]) -> RunMasks:
+    """What every sandbox of this run hides (pure apart from ``lstat``/``realpath``).
+
+    Hidden: the scoring root, the output directory, every private root, and any input no
+    root above already hides; a private root that is a system directory is replaced by the
+    inputs it holds. A path of
+    ``keep`` (toolchain, shared packages, benchmark, tools on PATH) that lies inside a mask is
+    bound back read-only right after it, so no mask hides what scoring needs. Paths Lake
+    masks itself are dropped. Every directory returned exists now.
+    """
+    dirs: set[str] = set()
+    files: set[str] = set()
+    notes: list[str] = []
+    real_inputs = [os.path.realpath(p) for p in inputs]
+    for root in (scoring_root, out_dir, *private):
+        real = os.path.realpath(root)
+        if real in SYSTEM_DIRS:
+            held = [p for p in real_inputs if _strictly_under(p, real)]
+            notes.append(f"{real} is a system directory: masking the inputs it holds instead")
+            for path in held:
+                (dirs if os.path.isdir(path) else files).add(path)
+        elif os.path.isdir(real):
+            dirs.add(real)
+    covered = tuple(dirs)
+    for path in real_inputs:  # one mask per input only where no root above already hides it
+        if not _under(path, covered):
+            (dirs if os.path.isdir(path) else files).add(path)
+    dirs = {d for d in dirs if not _under(d, LAKE_MASKED_ROOTS) and os.path.isdir(d)}
+    files = {f for f in files if not _under(f, LAKE_MASKED_ROOTS) and os.path.lexists(f)}
+    reexposed: set[str] = set()
+    for needed in keep:
+        real = os.path.realpath(needed)
+        if not os.path.exists(real) or _under(real, LAKE_MASKED_ROOTS):
+            continue
+        hiding = sorted(d for d in dirs if _under(real, (d,)))
+        if hiding:
+            reexposed.add(real)
+            notes.append(f"{real} lies in masked {hiding[0]}: bound back read-only")
+    return RunMasks(tuple(sorted(dirs)), tuple(sorted(files)), tuple(sorted(reexposed)),
+                    tuple(notes))
 
 
 def _quote(path: str) -> str:
@@ -65,36 +144,50 @@ def _quote(path: str) -> str:
     return shlex.quote(path)
 
 
+def early_insert(spec: WrapperSpec) -> tuple[str, ...]:
+    """The arguments inserted right after Lake's ``--ro-bind / /``: parent paths first, and
+    at one path the mask before the re-exposure, so each mount lands where it means to."""
+    ops: list[tuple[tuple[str, ...], int, tuple[str, ...]]] = [
+        *((Path(p).parts, 0, ("--tmpfs", p)) for p in spec.masks),
+        *((Path(p).parts, 0, ("--ro-bind", "/dev/null", p)) for p in spec.file_masks),
+        *((Path(p).parts, 1, ("--ro-bind", p, p)) for p in spec.reexposed),
+    ]
+    return tuple(a for _, _, args in sorted(ops) for a in args)
+
+
+def late_insert(spec: WrapperSpec) -> tuple[str, ...]:
+    """The arguments inserted after Lake's last mount argument: the shared packages."""
+    return tuple(a for path in spec.ro_binds for a in ("--ro-bind", path, path))
+
+
 def wrapper_insert(spec: WrapperSpec) -> tuple[str, ...]:
-    """The arguments the wrapper inserts after Lake's last mount argument, in order."""
-    args: list[str] = []
-    for path in spec.ro_binds:
-        args += ["--ro-bind", path, path]
-    for path in spec.masks:
-        args += ["--tmpfs", path]
-    for path in spec.file_masks:
-        args += ["--ro-bind", "/dev/null", path]
-    return tuple(args)
+    """Everything the wrapper inserts, early block first (for counting and display)."""
+    return early_insert(spec) + late_insert(spec)
 
 
 def wrapper_text(spec: WrapperSpec) -> str:
     """The complete ``COMPARATOR_BWRAP`` script for ``spec`` (POSIX sh, no environment used)."""
-    insert = " ".join(_quote(a) for a in wrapper_insert(spec))
+    early = " ".join(_quote(a) for a in early_insert(spec))
+    late = " ".join(_quote(a) for a in late_insert(spec))
     cases = "\n".join([
-        f"    {'|'.join(_MOUNT_2)}) skip=2; mount_end=$((n + 2)) ;;",
-        f"    {'|'.join(_MOUNT_1)}) skip=1; mount_end=$((n + 1)) ;;",
+        f"    {'|'.join(_MOUNT_2)}) skip=2; {_FIRST} mount_end=$((n + 2)) ;;",
+        f"    {'|'.join(_MOUNT_1)}) skip=1; {_FIRST} mount_end=$((n + 1)) ;;",
         f"    {'|'.join(_OTHER_2)}) skip=2 ;;",
         f"    {'|'.join(_OTHER_1)}) skip=1 ;;",
         f"    {'|'.join(_OTHER_0)}) ;;",
     ])
+    early_line = f'set -- "$@" {early}' if early else ":"
+    late_line = f'set -- "$@" {late}' if late else ":"
     return f"""#!/bin/sh
 # {WRAPPER_TAG}: generated for one scoring pair; do not edit.
 # Lake starts this with an empty environment, so every path is absolute and fixed here.
-# Lake's arguments pass through unchanged and in order; the mounts below go right after
-# Lake's last mount argument so that they override Lake's masks and Lake's cannot undo them.
+# Lake's arguments pass through unchanged and in order. The run's masks go right after Lake's
+# first mount, which must be --ro-bind / /, so that Lake's own later binds re-expose the pair's
+# project with Lake's modes; the shared packages go after Lake's last mount, so that no mask
+# of Lake's hides them.
 set -eu
 fail() {{ echo "{WRAPPER_TAG}: $*" >&2; exit 126; }}
-n=0; skip=0; mount_end=0; ended=0
+n=0; skip=0; first=0; mount_end=0; ended=0
 for a do
   n=$((n + 1))
   if [ "$skip" -gt 0 ]; then skip=$((skip - 1)); continue; fi
@@ -107,13 +200,25 @@ for a do
 done
 [ "$ended" -eq 1 ] || fail "no -- before the command"
 [ "$mount_end" -gt 0 ] || fail "Lake passed no mount arguments"
+n=0; root_ok=0
+for a do
+  n=$((n + 1))
+  if [ "$n" -eq "$first" ] && [ "$a" = --ro-bind ]; then root_ok=1; fi
+  if [ "$n" -eq $((first + 1)) ] || [ "$n" -eq $((first + 2)) ]; then
+    [ "$a" = / ] || root_ok=0
+  fi
+done
+[ "$root_ok" -eq 1 ] || fail "Lake's first mount is not --ro-bind / /"
 n=0
 for a do
   n=$((n + 1))
   if [ "$n" -eq 1 ]; then set --; fi
   set -- "$@" "$a"
+  if [ "$n" -eq $((first + 2)) ]; then
+    {early_line}
+  fi
   if [ "$n" -eq "$mount_end" ]; then
-    set -- "$@" {insert}
+    {late_line}
   fi
 done
 exec {_quote(str(spec.bwrap))} "$@"

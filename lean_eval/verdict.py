@@ -19,11 +19,12 @@ from pydantic import BaseModel, ConfigDict
 SCHEMA_VERSION = 1
 
 Execution = Literal[
-    "completed", "timed_out", "resource_exhausted", "crashed", "sandbox_error", "not_run"
+    "completed", "timed_out", "resource_exhausted", "crashed", "sandbox_error", "not_run",
+    "harness_error",
 ]
 Outcome = Literal["accepted", "rejected", "invalid_submission", "unchanged", "error"]
 INFRASTRUCTURE_FAILURES: frozenset[str] = frozenset(
-    {"timed_out", "resource_exhausted", "crashed", "sandbox_error"}
+    {"timed_out", "resource_exhausted", "crashed", "sandbox_error", "harness_error"}
 )
 
 
@@ -109,6 +110,16 @@ class LogRef(_Model):
     tail: tuple[str, ...] = ()
 
 
+class Mounts(_Model):
+    """What the wrapper hid and re-exposed in this pair's sandbox (fixed for the run)."""
+
+    masks: tuple[str, ...] = ()  # directories under an empty tmpfs
+    file_masks: tuple[str, ...] = ()  # files under /dev/null
+    reexposed: tuple[str, ...] = ()  # needed paths inside a mask, bound back read-only
+    ro_binds: tuple[str, ...] = ()  # shared packages, read-only after Lake's own masks
+    notes: tuple[str, ...] = ()  # why a private root was narrowed or re-exposed
+
+
 class Verdict(_Model):
     """The judgement of one (submission, problem) pair."""
 
@@ -129,6 +140,8 @@ class Verdict(_Model):
     ignored: tuple[str, ...] = ()
     log: LogRef = LogRef(path=None)
     probes_skipped: bool = False  # --skip-probes: local reproduction only
+    mounts: Mounts | None = None  # None: no sandbox was planned for this pair's run
+    cleanup: tuple[str, ...] = ()  # paths of the pair's scoring directory removal left behind
 
 
 class PairSummary(_Model):

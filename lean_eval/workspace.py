@@ -1,17 +1,21 @@
-"""Materialise the private scoring directory of one (submission, problem) pair.
+"""Materialise the private scoring directory of one (submission, problem) pair, and remove it.
 
-Invariants (SPEC §5.3, §6.1-§6.2):
-- A scoring workspace holds the trusted files of the benchmark revision, the overlay
-  (``Submission.lean`` and ``Submission/**/*.lean`` already checked by intake), an empty
-  ``.lake`` for Lake, and nothing else; shared packages are linked read-only, never copied.
+Invariants (SPEC §4.2, §5.3, §6.1-§6.2, §6.10):
+- A scoring workspace holds the trusted files of the benchmark revision, the starter files,
+  the overlay (``Submission.lean`` and ``Submission/**/*.lean`` already checked by intake)
+  replacing starters path by path, an empty ``.lake`` for Lake, and nothing else; shared
+  packages are linked read-only, never copied.
 - Every write is relative to a directory the harness created itself with ``O_EXCL``-style
   creation and ``O_NOFOLLOW``, and no overlay path can leave the workspace.
+- Removal copes with any tree a build can leave: any depth (no recursion, a bounded number of
+  open descriptors), entries without read, write or search permission, entries vanishing
+  meanwhile. It never follows a link and never raises: what it could not remove is returned.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
+import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
@@ -69,32 +73,215 @@ def _safe_relpath(relpath: str) -> PurePosixPath:
     return rel
 
 
-def materialise(dirs: PairDirs, trusted: Mapping[str, bytes], overlay: Iterable[SubmissionFile],
-                shared_packages: Path | None) -> None:
-    """Fill ``dirs.workspace`` (which must not exist) with trusted files and the overlay."""
+def materialise(dirs: PairDirs, trusted: Mapping[str, bytes], starter: Mapping[str, bytes],
+                overlay: Iterable[SubmissionFile], shared_packages: Path | None) -> None:
+    """Fill ``dirs.workspace`` (which must not exist): trusted files, then the starters, each
+    replaced by the submitted file of the same path, then the rest of the overlay."""
     dirs.workspace.mkdir(mode=0o755)
     dirs.state.mkdir(mode=0o700, exist_ok=True)
     for name, data in trusted.items():
         target = dirs.workspace / name
         target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
         _write_new(target, data, 0o644)
-    for item in overlay:
-        rel = _safe_relpath(item.relpath)
+    files = dict(starter)
+    files.update((item.relpath, item.data) for item in overlay)
+    for relpath, data in sorted(files.items()):
+        rel = _safe_relpath(relpath)
         target = dirs.workspace.joinpath(*rel.parts)
         for depth in range(1, len(rel.parts)):
             parent = dirs.workspace.joinpath(*rel.parts[:depth])
             if parent.is_symlink():
                 raise ValueError(f"overlay directory {parent} is a symlink")
             parent.mkdir(mode=0o755, exist_ok=True)
-        _write_new(target, item.data, 0o644)
+        _write_new(target, data, 0o644)
     lake_dir = dirs.workspace / ".lake"
     lake_dir.mkdir(mode=0o755)
     if shared_packages is not None:
         (lake_dir / "packages").symlink_to(shared_packages, target_is_directory=True)
 
 
-def remove(dirs: PairDirs) -> None:
-    """Delete a pair's workspace and state, keeping its (now empty) directory as a mask target."""
-    for path in (dirs.workspace, dirs.state):
-        if path.exists():
-            shutil.rmtree(path)
+def prepare(dirs: PairDirs) -> tuple[str, ...]:
+    """Make ``dirs.root`` exist and hold nothing (a killed run may have left it); returns what
+    could not be removed (then :func:`materialise` fails and the pair is a harness error)."""
+    left = remove_tree(dirs.root)
+    dirs.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return left
+
+
+def remove(dirs: PairDirs) -> tuple[str, ...]:
+    """Delete a pair's directory (workspace and state); never raises, returns leftovers."""
+    return remove_tree(dirs.root)
+
+
+_DIR_OPEN = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_KEEP_OPEN = 64  # descriptors kept for the path being removed; deeper ones are re-opened
+LEFTOVER_CAP = 20
+
+
+def _open_dir(name: str, dir_fd: int) -> int:
+    """Open a subdirectory, granting ourselves search and read permission if needed."""
+    try:
+        return os.open(name, _DIR_OPEN, dir_fd=dir_fd)
+    except PermissionError:
+        handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         dir_fd=dir_fd)
+        try:
+            os.chmod(f"/proc/self/fd/{handle}", 0o700)
+        finally:
+            os.close(handle)
+        return os.open(name, _DIR_OPEN, dir_fd=dir_fd)
+
+
+def _unlink(name: str, dir_fd: int, is_dir: bool) -> None:
+    """Remove one entry; a parent without write permission gets it (we own the tree)."""
+    def attempt() -> None:
+        if is_dir:
+            os.rmdir(name, dir_fd=dir_fd)
+        else:
+            os.unlink(name, dir_fd=dir_fd)
+    try:
+        attempt()
+    except PermissionError:
+        os.fchmod(dir_fd, 0o700)
+        attempt()
+
+
+class _Level(NamedTuple):
+    fd: int | None  # None: closed to bound open descriptors; re-opened from the parent
+    name: str  # name of this directory in its parent
+    ident: tuple[int, int]  # (st_dev, st_ino): re-opening must find the same directory
+
+
+def _reopen(levels: list[_Level], index: int, top_fd: int) -> int:
+    level = levels[index]
+    if level.fd is not None:
+        return level.fd
+    parent = top_fd if index == 0 else _reopen(levels, index - 1, top_fd)
+    fd = _open_dir(level.name, parent)
+    st = os.fstat(fd)
+    if (st.st_dev, st.st_ino) != level.ident:
+        os.close(fd)
+        raise OSError(f"directory {level.name!r} was replaced while being removed")
+    levels[index] = level._replace(fd=fd)
+    return fd
+
+
+def remove_tree(path: Path) -> tuple[str, ...]:
+    """Remove ``path`` and everything under it, iteratively; never raises.
+
+    Returns the paths left behind (capped at ``LEFTOVER_CAP``), each with the error that kept
+    it. Symlinks are removed, never followed; directories are opened with ``O_NOFOLLOW``
+    relative to their parent's descriptor, so no depth reaches ``PATH_MAX``.
+    """
+    left: list[str] = []
+    try:
+        _remove_tree(path, left)
+    except Exception as exc:  # noqa: BLE001 - removal reports, never raises
+        left.append(f"{path}: {type(exc).__name__}: {exc}")
+    if len(left) > LEFTOVER_CAP:
+        left[LEFTOVER_CAP:] = [f"... and {len(left) - LEFTOVER_CAP} more"]
+    return tuple(left)
+
+
+def _remove_tree(path: Path, left: list[str]) -> None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    parent_fd = os.open(path.parent, _DIR_OPEN)
+    try:
+        if not stat.S_ISDIR(st.st_mode):
+            _unlink(path.name, parent_fd, is_dir=False)
+            return
+        _remove_dir(parent_fd, path, left)
+    finally:
+        os.close(parent_fd)
+
+
+def _remove_dir(top_fd: int, path: Path, left: list[str]) -> None:
+    """Depth-first removal of ``path`` (a directory in ``top_fd``) with an explicit stack."""
+    fd = _open_dir(path.name, top_fd)
+    st = os.fstat(fd)
+    levels = [_Level(fd, path.name, (st.st_dev, st.st_ino))]
+    given_up: set[tuple[int, int]] = set()  # directories that keep an entry we could not remove
+    failed_files: set[tuple[int, int]] = set()
+    try:
+        while levels:
+            here = _reopen(levels, len(levels) - 1, top_fd)
+            child = _next_subdir(here, levels, path, given_up, failed_files, left)
+            if child is not None:
+                name, ident = child
+                if len(levels) >= _KEEP_OPEN:
+                    index = len(levels) - _KEEP_OPEN
+                    if levels[index].fd is not None and index > 0:
+                        os.close(levels[index].fd)  # type: ignore[arg-type]
+                        levels[index] = levels[index]._replace(fd=None)
+                try:
+                    child_fd = _open_dir(name, here)
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    given_up.add(ident)
+                    left.append(f"{_shown(path, levels, name)}: {type(exc).__name__}: {exc}")
+                    continue
+                levels.append(_Level(child_fd, name, ident))
+                continue
+            done = levels.pop()
+            if done.fd is not None:
+                os.close(done.fd)
+            parent = top_fd if not levels else _reopen(levels, len(levels) - 1, top_fd)
+            if done.ident in given_up:
+                if levels:
+                    given_up.add(levels[-1].ident)
+                continue
+            try:
+                _unlink(done.name, parent, is_dir=True)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                left.append(f"{_shown(path, levels, done.name)}: {type(exc).__name__}: {exc}")
+                given_up.add(done.ident)
+                if levels:
+                    given_up.add(levels[-1].ident)
+    finally:
+        for level in levels:
+            if level.fd is not None:
+                os.close(level.fd)
+
+
+def _shown(path: Path, levels: list[_Level], name: str) -> str:
+    parts = [path.parent.as_posix(), *(lv.name for lv in levels), name]
+    text = "/".join(parts)
+    return text if len(text) <= 300 else text[:140] + "/.../" + text[-155:]
+
+
+def _next_subdir(here: int, levels: list[_Level], path: Path, given_up: set[tuple[int, int]],
+                 failed_files: set[tuple[int, int]], left: list[str]
+                 ) -> tuple[str, tuple[int, int]] | None:
+    """Unlink every non-directory of ``here``; return the first subdirectory still to empty."""
+    try:
+        names = os.listdir(here)
+    except PermissionError:
+        os.fchmod(here, 0o700)
+        names = os.listdir(here)
+    for name in names:
+        try:
+            st = os.stat(name, dir_fd=here, follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        ident = (st.st_dev, st.st_ino)
+        if stat.S_ISDIR(st.st_mode):
+            if ident not in given_up:
+                return name, ident
+            continue
+        if ident in failed_files:
+            continue
+        try:
+            _unlink(name, here, is_dir=False)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            failed_files.add(ident)
+            given_up.add(levels[-1].ident)
+            left.append(f"{_shown(path, levels, name)}: {type(exc).__name__}: {exc}")
+    return None

@@ -45,10 +45,23 @@ def run_wrapper(tmp_path: Path, spec: sandbox.WrapperSpec,
 
 def test_insert_is_exact() -> None:
     spec = sandbox.WrapperSpec(bwrap=Path("/usr/bin/bwrap"), ro_binds=("/pk",),
-                               masks=("/srv/in", "/srv/out"), file_masks=("/srv/a.tar",))
-    assert sandbox.wrapper_insert(spec) == (
-        "--ro-bind", "/pk", "/pk", "--tmpfs", "/srv/in", "--tmpfs", "/srv/out",
-        "--ro-bind", "/dev/null", "/srv/a.tar",
+                               masks=("/srv/in", "/srv/out"), file_masks=("/srv/a.tar",),
+                               reexposed=("/srv/in/bench",))
+    assert sandbox.early_insert(spec) == (
+        "--ro-bind", "/dev/null", "/srv/a.tar", "--tmpfs", "/srv/in",
+        "--ro-bind", "/srv/in/bench", "/srv/in/bench", "--tmpfs", "/srv/out",
+    )
+    assert sandbox.late_insert(spec) == ("--ro-bind", "/pk", "/pk")
+    assert sandbox.wrapper_insert(spec) == (*sandbox.early_insert(spec),
+                                            *sandbox.late_insert(spec))
+
+
+def test_early_insert_orders_parents_first_and_masks_before_reexposure() -> None:
+    spec = sandbox.WrapperSpec(bwrap=Path("/b"), masks=("/srv/x/bench/subs", "/srv/x", "/srv/y"),
+                               reexposed=("/srv/x/bench", "/srv/y"))
+    assert sandbox.early_insert(spec) == (
+        "--tmpfs", "/srv/x", "--ro-bind", "/srv/x/bench", "/srv/x/bench",
+        "--tmpfs", "/srv/x/bench/subs", "--tmpfs", "/srv/y", "--ro-bind", "/srv/y", "/srv/y",
     )
 
 
@@ -61,29 +74,42 @@ def test_wrapper_text_embeds_absolute_bwrap_and_reads_no_environment() -> None:
     assert "$PATH" not in text and "${" not in text
 
 
-def test_wrapper_passes_lake_args_through_and_inserts_after_last_mount(
+def test_wrapper_puts_masks_after_the_root_bind_and_packages_after_the_last_mount(
         tmp_path: Path, echo_bwrap: Path) -> None:
     spec = sandbox.WrapperSpec(bwrap=echo_bwrap, ro_binds=("/pk",),
-                               masks=("/srv/sub's dir",), file_masks=("/srv/a.tar",))
+                               masks=("/srv/sub's dir",), file_masks=("/srv/a.tar",),
+                               reexposed=("/srv/sub's dir/tc",))
     done = run_wrapper(tmp_path, spec, LAKE_ARGS)
     assert done.returncode == 0, done.stderr
-    expected = (LAKE_ARGS[:MOUNT_END] + list(sandbox.wrapper_insert(spec))
-                + LAKE_ARGS[MOUNT_END:])
+    expected = (LAKE_ARGS[:3] + list(sandbox.early_insert(spec)) + LAKE_ARGS[3:MOUNT_END]
+                + list(sandbox.late_insert(spec)) + LAKE_ARGS[MOUNT_END:])
     assert json.loads(done.stdout) == expected
 
 
-def test_wrapper_with_nothing_to_insert_is_identity(tmp_path: Path, echo_bwrap: Path) -> None:
-    done = run_wrapper(tmp_path, sandbox.WrapperSpec(bwrap=echo_bwrap), LAKE_ARGS)
-    assert json.loads(done.stdout) == LAKE_ARGS
-
-
-def test_wrapper_does_not_count_command_arguments_as_mounts(
+def test_wrapper_finds_the_root_bind_after_non_mount_options(
         tmp_path: Path, echo_bwrap: Path) -> None:
-    args = [*LAKE_ARGS[:-3], "/bin/sh", "-c", "x", "--bind", "/a", "/b"]
-    spec = sandbox.WrapperSpec(bwrap=echo_bwrap, masks=("/m",))
+    args = ["--clearenv", "--ro-bind", "/", "/", "--bind", "/w", "/w", "--", "/bin/true"]
+    spec = sandbox.WrapperSpec(bwrap=echo_bwrap, masks=("/m",), ro_binds=("/pk",))
     out = json.loads(run_wrapper(tmp_path, spec, args).stdout)
-    assert out[-7:] == ["--", "/bin/sh", "-c", "x", "--bind", "/a", "/b"]
-    assert out[MOUNT_END:MOUNT_END + 2] == ["--tmpfs", "/m"]
+    assert out == ["--clearenv", "--ro-bind", "/", "/", "--tmpfs", "/m", "--bind", "/w", "/w",
+                   "--ro-bind", "/pk", "/pk", "--", "/bin/true"]
+
+
+def test_wrapper_mounts_added_do_not_grow_with_the_batch(outside: Path) -> None:
+    """The constant mask set: a run of 10 or of 1,000 inputs under one parent adds the same
+    mounts (the parent, the scoring root, --out), never one per input."""
+    def count(n: int) -> int:
+        base = outside / str(n)
+        inputs = [base / "subs" / f"s{i}" for i in range(n)]
+        for path in [*inputs, base / "work", base / "out" / "o"]:
+            path.mkdir(parents=True)
+        out = base / "out" / "o"
+        masks = sandbox.run_masks(scoring_root=base / "work", out_dir=out, inputs=inputs,
+                                  private=sandbox.default_private_roots(inputs, out), keep=())
+        spec = sandbox.WrapperSpec(bwrap=Path("/b"), masks=masks.masks,
+                                   file_masks=masks.file_masks, reexposed=masks.reexposed)
+        return len(sandbox.wrapper_insert(spec))
+    assert count(10) == count(1000) == 8
 
 
 @pytest.mark.parametrize(
@@ -92,6 +118,10 @@ def test_wrapper_does_not_count_command_arguments_as_mounts(
         pytest.param([*LAKE_ARGS[:2], "--args", "3", "--", "/bin/true"], id="unknown-option"),
         pytest.param(["--ro-bind", "/", "/", "/bin/true"], id="no-double-dash"),
         pytest.param(["--unshare-all", "--", "/bin/true"], id="no-mounts"),
+        pytest.param(["--tmpfs", "/tmp", "--ro-bind", "/", "/", "--", "/bin/true"],
+                     id="first-mount-not-root-bind"),
+        pytest.param(["--ro-bind", "/usr", "/", "--", "/bin/true"], id="root-bind-of-another-dir"),
+        pytest.param(["--bind", "/", "/", "--", "/bin/true"], id="writable-root"),
     ],
 )
 def test_wrapper_fails_closed(tmp_path: Path, echo_bwrap: Path, args: list[str]) -> None:
@@ -104,6 +134,13 @@ def test_wrapper_fails_closed(tmp_path: Path, echo_bwrap: Path, args: list[str])
 def test_wrapper_refuses_newlines_in_paths() -> None:
     with pytest.raises(ValueError, match="newline"):
         sandbox.wrapper_text(sandbox.WrapperSpec(bwrap=Path("/b"), masks=("/a\nb",)))
+
+
+def test_wrapper_refuses_a_lake_without_root_bind_even_with_nothing_to_insert(
+        tmp_path: Path, echo_bwrap: Path) -> None:
+    done = run_wrapper(tmp_path, sandbox.WrapperSpec(bwrap=echo_bwrap),
+                       ["--bind", "/", "/", "--", "/bin/true"])
+    assert done.returncode == 126 and done.stdout == ""
 
 
 def test_outside_lake_masks_drops_paths_lake_already_hides(tmp_path: Path) -> None:
@@ -174,3 +211,54 @@ def test_lake_environment_is_the_allowlist_only(tmp_path: Path) -> None:
     assert env == {"PATH": "/usr/bin:/bin", "HOME": "/h", "LANG": "C.UTF-8",
                    "TMPDIR": str(tmp_path), "COMPARATOR_BWRAP": str(tmp_path / "w")}
     assert set(env) <= set(sandbox.ENV_ALLOWLIST)
+
+
+# --- the run's constant mask set --------------------------------------------------------------
+
+
+def _tree(base: Path, *dirs: str) -> None:
+    for d in dirs:
+        (base / d).mkdir(parents=True, exist_ok=True)
+
+
+def test_run_masks_hide_scoring_root_out_and_private_roots(outside: Path) -> None:
+    _tree(outside, "work", "runs/out", "subs/a", "subs/b", "private", "tc", "bench/.lake/packages")
+    (outside / "subs" / "c.tar").write_bytes(b"")
+    inputs = [outside / "subs" / "a", outside / "subs" / "b", outside / "subs" / "c.tar"]
+    out = outside / "runs" / "out"
+    masks = sandbox.run_masks(
+        scoring_root=outside / "work", out_dir=out, inputs=inputs,
+        private=[outside / "private", *sandbox.default_private_roots(inputs, out)],
+        keep=[outside / "tc", outside / "bench" / ".lake" / "packages"])
+    assert masks.masks == tuple(str(outside / d) for d in (
+        "private", "runs", "runs/out", "subs", "work"))
+    assert masks.file_masks == ()
+    alone = sandbox.run_masks(scoring_root=outside / "work", out_dir=out, inputs=inputs,
+                              private=[], keep=[])
+    assert alone.masks == tuple(str(outside / d) for d in ("runs/out", "subs/a", "subs/b", "work"))
+    assert alone.file_masks == (str(outside / "subs" / "c.tar"),)
+    assert masks.reexposed == ()
+
+
+def test_run_masks_bind_back_what_scoring_needs_inside_a_private_root(outside: Path) -> None:
+    _tree(outside, "work", "out", "tc/bin", "bench/.lake/packages/p", "sub")
+    masks = sandbox.run_masks(scoring_root=outside / "work", out_dir=outside / "out",
+                              inputs=[outside / "sub"], private=[outside],
+                              keep=[outside / "tc", outside / "bench" / ".lake" / "packages"])
+    assert str(outside) in masks.masks
+    assert masks.reexposed == (str(outside / "bench" / ".lake" / "packages"), str(outside / "tc"))
+    assert len(masks.notes) == 2 and all("bound back read-only" in n for n in masks.notes)
+
+
+def test_run_masks_never_mask_a_system_directory(outside: Path) -> None:
+    masks = sandbox.run_masks(scoring_root=outside, out_dir=outside, inputs=[Path("/etc/hostname")],
+                              private=[Path("/"), Path("/etc"), Path("/usr")], keep=())
+    assert masks.masks == (str(outside),)
+    assert masks.file_masks == ("/etc/hostname",)
+    assert {"/", "/etc", "/usr"}.isdisjoint(masks.masks)
+
+
+def test_run_masks_only_existing_directories_outside_lake_masks(outside: Path) -> None:
+    masks = sandbox.run_masks(scoring_root=outside / "missing", out_dir=Path("/tmp"),
+                              inputs=[Path("/home/u/sub")], private=[Path("/root/x")], keep=())
+    assert masks.masks == () and masks.file_masks == ()
