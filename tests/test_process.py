@@ -481,9 +481,37 @@ def test_wedged_reaper_is_killed_as_a_last_resort(monkeypatch: pytest.MonkeyPatc
     assert _processes_with(marker) == []
 
 
-def test_stdout_lines_are_timed_as_they_complete() -> None:
-    done = process.run(("/bin/sh", "-c", "echo one; sleep 0.3; printf 'two\\nthr'; echo ee"),
-                       env={"PATH": "/usr/bin:/bin"}, cwd=Path("/"), timeout=10)
-    assert [line for _, line in done.line_marks] == [b"one", b"two", b"three"]
+def test_stdout_phase_lines_are_timed_as_they_complete() -> None:
+    script = ("echo Building A; echo noise; sleep 0.3; "
+              "printf 'Running k kernel on solution\\nExp'; echo 'orting #[t] from A'; "
+              "echo 'Building B'")
+    done = process.run(("/bin/sh", "-c", script), env={"PATH": "/usr/bin:/bin"}, cwd=Path("/"),
+                       timeout=10)
+    assert [line for _, line in done.line_marks] == [
+        b"Building A", b"Running k kernel on solution", b"Exporting #[t] from A", b"Building B"]
     times = [at for at, _ in done.line_marks]
     assert times[1] - times[0] >= 0.25
+
+
+FLOOD_WRITER = (
+    "import os, sys\n"
+    "block = b'y\\n' * 524288\n"
+    "os.write(1, b'Building Solution\\n')\n"
+    "for _ in range(int(sys.argv[1]) // len(block)): os.write(1, block)\n"
+    "os.write(1, b'Running nanoda kernel on solution\\nTAIL\\n')\n"
+)
+
+
+def test_a_400_mb_flood_of_short_lines_is_drained_completely_with_the_capture_capped() -> None:
+    """Issue 7 item 7 (not timed here: benchmarks/drain_rate.py measures the rate)."""
+    size = 400 * 1024 * 1024
+    cap = 256 * 1024
+    out = _py(FLOOD_WRITER, str(size), timeout=600.0, output_cap=cap)
+    assert out.returncode == 0 and not out.timed_out
+    total = len(b"Building Solution\n") + size + len(b"Running nanoda kernel on solution\nTAIL\n")
+    marker = f"\n[... {total - cap} bytes omitted ...]\n".encode()
+    assert out.stdout_truncated and marker in out.stdout
+    assert len(out.stdout) == cap + len(marker)
+    assert out.stdout.endswith(b"y\nRunning nanoda kernel on solution\nTAIL\n")
+    assert [line for _, line in out.line_marks] == [b"Building Solution",
+                                                   b"Running nanoda kernel on solution"]
