@@ -6,6 +6,10 @@ Invariants:
 - Every trusted and starter file must match its SHA-256 in ``workspaces/index.json``; any
   difference is a setup failure, so a tampered checkout cannot score.
 - ``config.json`` is decoded strictly: duplicate keys, NaN/Infinity and wrong types are errors.
+- Every workspace's ``lean-toolchain``, ``[[require]]`` entries and ``lake-manifest.json``
+  package pins (name, url, rev) equal the root's, and trusted Lean (``Challenge.lean``,
+  ``ChallengeDeps.lean``) imports no module the benchmark declares solution-only in
+  ``benchmark.toml``; otherwise the catalog is refused before any submission is read.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lean_eval import process
+from lean_eval.declarations import lean_imports
 from lean_eval.errors import CatalogError, DigestMismatchError, TrustedConfigError
 
 if sys.version_info >= (3, 11):
@@ -43,7 +48,9 @@ TRUSTED_FILES = (
 OPTIONAL_TRUSTED_FILES = ("ChallengeDeps.lean",)
 STARTER_FILES = ("Submission.lean", "Submission/Helpers.lean")
 ROOT_PIN_FILES = ("lean-toolchain", "lakefile.toml", "lake-manifest.json")
-_GIT_PATHS = ("problems", "workspaces", *ROOT_PIN_FILES)
+BENCHMARK_CONFIG = "benchmark.toml"  # trusted benchmark settings; digest in workspaces/index.json
+TRUSTED_LEAN = ("Challenge.lean", "ChallengeDeps.lean")
+_GIT_PATHS = ("problems", "workspaces", *ROOT_PIN_FILES, BENCHMARK_CONFIG)
 _MAX_ARCHIVE = 512 * 1024 * 1024
 
 
@@ -125,6 +132,7 @@ class Catalog(BaseModel):
     problems: dict[str, ProblemWorkspace]
     shared_packages: Path | None
     warnings: tuple[str, ...] = ()
+    solution_only_modules: tuple[str, ...] = ()
 
 
 def sha256(data: bytes) -> str:
@@ -221,7 +229,7 @@ def _dirty(root: Path, commit: str) -> tuple[str, ...]:
     return (message,)
 
 
-def _tree_files(root: Path) -> dict[str, bytes]:
+def tree_files(root: Path) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     for top in _GIT_PATHS:
         base = root / top
@@ -234,6 +242,92 @@ def _tree_files(root: Path) -> dict[str, bytes]:
                 if path.is_file() and not path.is_symlink():
                     files[path.relative_to(root).as_posix()] = path.read_bytes()
     return files
+
+
+def toml_table(data: bytes, what: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise CatalogError(f"{what}: {exc}") from exc
+
+
+def _requires(data: bytes, what: str) -> list[str]:
+    entries = toml_table(data, what).get("require", [])
+    if not isinstance(entries, list):
+        raise CatalogError(f"{what}: `require` is not an array of tables")
+    return sorted(json.dumps(entry, sort_keys=True) for entry in entries)
+
+
+def _package_pins(data: bytes, what: str) -> list[tuple[str, str, str]]:
+    manifest = strict_json(data, what)
+    packages = manifest.get("packages") if isinstance(manifest, dict) else None
+    if not isinstance(packages, list) or not all(isinstance(p, dict) for p in packages):
+        raise CatalogError(f"{what}: `packages` is not an array of objects")
+    return sorted((str(p.get("name")), str(p.get("url", p.get("dir"))), str(p.get("rev")))
+                  for p in packages)
+
+
+def pin_differences(pid: str, files: Mapping[str, bytes]) -> list[tuple[str, str]]:
+    """(file, message) for each way workspace ``pid``'s pins differ from the root's."""
+    prefix = f"workspaces/{pid}/"
+    found: list[tuple[str, str]] = []
+    if files.get(prefix + "lean-toolchain") != files["lean-toolchain"]:
+        found.append((prefix + "lean-toolchain", "differs from the root lean-toolchain"))
+    if prefix + "lakefile.toml" in files:
+        mine = _requires(files[prefix + "lakefile.toml"], prefix + "lakefile.toml")
+        if mine != _requires(files["lakefile.toml"], "lakefile.toml"):
+            found.append((prefix + "lakefile.toml",
+                          "[[require]] entries differ from the root lakefile.toml's"))
+    if prefix + "lake-manifest.json" in files:
+        mine_pins = _package_pins(files[prefix + "lake-manifest.json"],
+                                  prefix + "lake-manifest.json")
+        root_pins = _package_pins(files["lake-manifest.json"], "lake-manifest.json")
+        if mine_pins != root_pins:
+            drift = sorted(set(mine_pins) ^ set(root_pins))
+            found.append((prefix + "lake-manifest.json",
+                          f"package pins (name, url, rev) differ from the root's: {drift}"))
+    return found
+
+
+def solution_only_modules(files: Mapping[str, bytes]) -> tuple[str, ...]:
+    """Module roots ``benchmark.toml`` reserves for solutions (``[lean-eval]
+    solution_only_modules``); none when the file is absent."""
+    if BENCHMARK_CONFIG not in files:
+        return ()
+    table = toml_table(files[BENCHMARK_CONFIG], BENCHMARK_CONFIG).get("lean-eval", {})
+    modules = table.get("solution_only_modules", []) if isinstance(table, dict) else None
+    if not isinstance(modules, list) or not all(isinstance(m, str) and m for m in modules):
+        raise CatalogError(f"{BENCHMARK_CONFIG}: [lean-eval] solution_only_modules must be a "
+                           "list of module names")
+    return tuple(modules)
+
+
+def forbidden_imports(pid: str, files: Mapping[str, bytes],
+                      reserved: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(file, message) for each trusted Lean file of ``pid`` importing a solution-only module."""
+    found: list[tuple[str, str]] = []
+    for name in TRUSTED_LEAN:
+        path = f"workspaces/{pid}/{name}"
+        imports = lean_imports(files[path].decode("utf-8", errors="replace")) \
+            if path in files else ()
+        found.extend((path, f"imports {module}, which {BENCHMARK_CONFIG} declares solution-only")
+                     for module in imports
+                     if any(module == r or module.startswith(r + ".") for r in reserved))
+    return found
+
+
+def hole_differences(problem: Problem, config: ComparatorConfig) -> list[str]:
+    """How the manifest's holes and config.json's names disagree (by kind)."""
+    theorems = {h.name for h in problem.holes if h.kind == "theorem"}
+    others = {h.name for h in problem.holes if h.kind != "theorem"}
+    found: list[str] = []
+    if set(config.theorem_names) != theorems:
+        found.append(f"theorem_names {sorted(config.theorem_names)} differ from the manifest's "
+                     f"theorem holes {sorted(theorems)}")
+    if set(config.definition_names or ()) != others:
+        found.append(f"definition_names {sorted(config.definition_names or ())} differ from "
+                     f"the manifest's def/instance holes {sorted(others)}")
+    return found
 
 
 def _load_problem(pid: str, files: Mapping[str, bytes],
@@ -273,14 +367,11 @@ def _load_problem(pid: str, files: Mapping[str, bytes],
             f"trusted files of {prefix} do not match workspaces/index.json: "
             + ", ".join(prefix + d.removeprefix("starter:") for d in differing)
         )
-    if trusted["lean-toolchain"] != files["lean-toolchain"]:
-        raise CatalogError(f"{prefix}lean-toolchain differs from the root lean-toolchain")
+    for path, message in pin_differences(pid, files):
+        raise CatalogError(f"{path} {message}; run `lean-eval validate-catalog`")
     config = parse_config(trusted["config.json"], f"{prefix}config.json")
-    holes = {h.name for h in problem.holes}
-    named = set(config.theorem_names) | set(config.definition_names or ())
-    if holes != named:
-        raise CatalogError(f"{prefix}config.json names {sorted(named)} but {manifest} "
-                           f"declares holes {sorted(holes)}")
+    for message in hole_differences(problem, config):
+        raise CatalogError(f"{prefix}config.json: {message} ({manifest})")
     return ProblemWorkspace(problem=problem, config=config, config_raw=trusted["config.json"],
                             trusted=trusted, starter=starter,
                             digests={k: sha256(v) for k, v in trusted.items()})
@@ -298,7 +389,7 @@ def load_catalog(root: Path, *, revision: str | None = "HEAD",
         commit, files = _git_files(root, revision)
         warnings = _dirty(root, commit)
     else:
-        files = _tree_files(root)
+        files = tree_files(root)
     for name in ROOT_PIN_FILES:
         if name not in files:
             raise CatalogError(f"benchmark {root} lacks {name}")
@@ -322,8 +413,18 @@ def load_catalog(root: Path, *, revision: str | None = "HEAD",
         if unknown:
             raise CatalogError(f"unknown problem id(s): {', '.join(unknown)}")
         ids = [pid for pid in ids if pid in only]
+    root_digests = index.get("root", {})
+    for name in (BENCHMARK_CONFIG,):
+        expected = root_digests.get(name) if isinstance(root_digests, dict) else None
+        actual = sha256(files[name]) if name in files else None
+        if expected != actual:
+            raise DigestMismatchError(f"{name} does not match workspaces/index.json")
+    reserved = solution_only_modules(files)
     problems = {pid: _load_problem(pid, files, index["problems"]) for pid in ids}
+    for pid in ids:
+        for path, message in forbidden_imports(pid, files, reserved):
+            raise CatalogError(f"{path} {message}")
     shared = root / ".lake" / "packages"
     return Catalog(root=root, commit=commit, toolchain_name=toolchain_name, problems=problems,
                    shared_packages=shared.resolve() if shared.is_dir() else None,
-                   warnings=warnings)
+                   warnings=warnings, solution_only_modules=reserved)

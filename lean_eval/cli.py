@@ -27,6 +27,7 @@ from lean_eval import (
     report,
     selfcheck,
     starter,
+    validation,
 )
 from lean_eval.errors import LeanEvalError, SetupError, UsageError
 from lean_eval.toolchain import resolve_toolchain
@@ -454,3 +455,33 @@ def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool,
         for sid, pid in result.missing:
             click.echo(f"  {sid}/{pid}", err=True)
     sys.exit(summary.exit_code)
+
+
+# --- validate-catalog (maintainers) -----------------------------------------------------------
+
+
+@main.command("validate-catalog")
+@common_options
+def validate_catalog_command(benchmark: Path | None, toolchain: Path | None,
+                             bwrap_path: str | None, allow_bwrap: str | None, as_json: bool,
+                             verbose: int, quiet: bool) -> None:
+    """Check the benchmark as it stands: manifests, configs, holes, starters and bridges agree;
+    workspaces/index.json digests; every workspace's toolchain and dependency pins equal the
+    root's; trusted Lean imports no solution-only module. Exit 0 clean, 1 with faults."""
+    del toolchain, bwrap_path, allow_bwrap, verbose
+    try:
+        result = validation.validate_catalog(benchmark or _default_benchmark())
+    except SetupError as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        click.echo(validation.report_json(result))
+    else:
+        for finding in result.findings:
+            click.echo(f"{finding.path}: {finding.message}", err=True)
+        if not quiet or not result.ok:
+            click.echo(f"{len(result.problems)} problem(s), "
+                       + ("catalog consistent" if result.ok
+                          else f"{len(result.findings)} fault(s)"),
+                       err=not result.ok)
+    sys.exit(0 if result.ok else EXIT_FAULT)

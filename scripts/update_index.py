@@ -18,8 +18,12 @@ Layout (SPEC section 4.2). For each problem ``<id>`` (one ``problems/<id>.toml``
 The index is::
 
     {"schema_version": 1,
+     "root": {"benchmark.toml": "<sha256>"},
      "problems": {"<id>": {"trusted": {"<relpath>": "<sha256>", ...},
                            "starter": {"<relpath>": "<sha256>", ...}}}}
+
+``root`` covers the trusted benchmark configuration ``benchmark.toml`` (solution-only modules)
+and is present exactly when that file is.
 
 with posix relative paths, sorted keys, 2-space indentation and a trailing newline, so the
 output depends only on the bytes of the listed files.
@@ -40,6 +44,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 # The harness's own lists, so the index covers exactly what scoring checks.
+from lean_eval.catalog import (
+    BENCHMARK_CONFIG,
+)
 from lean_eval.catalog import (
     OPTIONAL_TRUSTED_FILES as OPTIONAL_TRUSTED,
 )
@@ -125,9 +132,17 @@ def compute_index(root: Path) -> dict[str, Any]:
             for rel in _unexpected_files(ws, known)
         ]
         problems[pid] = entry
+    index: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "problems": problems}
+    config = root / BENCHMARK_CONFIG
+    if config.exists() or config.is_symlink():
+        problem = _file_problem(config)
+        if problem is None:
+            index["root"] = {BENCHMARK_CONFIG: hashlib.sha256(config.read_bytes()).hexdigest()}
+        else:
+            errors.append(f"{BENCHMARK_CONFIG}: {problem}")
     if errors:
         raise LayoutError("\n".join(errors))
-    return {"schema_version": SCHEMA_VERSION, "problems": problems}
+    return index
 
 
 def render(index: dict[str, Any]) -> str:
@@ -163,6 +178,13 @@ def differences(committed_text: str | None, expected: dict[str, Any]) -> list[st
     problems: list[str] = []
     if not isinstance(committed, dict) or committed.get("schema_version") != SCHEMA_VERSION:
         problems.append(f"schema_version: expected {SCHEMA_VERSION}")
+    old_root = committed.get("root") if isinstance(committed, dict) else None
+    old_root = old_root if isinstance(old_root, dict) else {}
+    new_root = expected.get("root", {})
+    problems.extend(f"{rel} (root): digest differs or missing (index "
+                    f"{str(old_root.get(rel))[:12]}, file {str(new_root.get(rel))[:12]})"
+                    for rel in sorted(set(old_root) | set(new_root))
+                    if old_root.get(rel) != new_root.get(rel))
     old, new = _flatten(committed), _flatten(expected)
     for key in sorted(old.keys() | new.keys()):
         pid, group, rel = key.split("/", 2)

@@ -20,7 +20,7 @@ STANDIN = REPO / "tests" / "standin" / "toolchain"
 CORRECT = REPO / "examples" / "submissions" / "correct"
 PROBLEMS = ("add_comm_explicit", "double_def", "multi_hole", "two_plus_two", "widget_instance")
 BENCHMARK_FILES = ("problems", "workspaces", "lean-toolchain", "lakefile.toml",
-                   "lake-manifest.json")
+                   "lake-manifest.json", "benchmark.toml")
 # Lake masks these itself; a leak test placed inside them would prove nothing (SPEC §8).
 LAKE_MASKED = ("/tmp", "/home", "/root", "/run", "/var")
 

@@ -1,0 +1,199 @@
+"""Check a benchmark's catalog as it stands (``lean-eval validate-catalog``), naming each file.
+
+Where ``catalog.load_catalog`` stops at the first fault (a run needs only to refuse), this
+collects every fault, so a maintainer fixes a catalog in one pass. It reads the working tree
+as it stands (a maintainer validates before committing), with the same rules scoring applies:
+digests, pins, solution-only imports, and the agreement of manifests, configs and Lean files.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from lean_eval import catalog
+from lean_eval.declarations import Declaration, declarations
+from lean_eval.errors import CatalogError
+
+_KEYWORDS = {"theorem": ("theorem", "lemma"), "def": ("def", "abbrev"), "instance": ("instance",)}
+
+
+class Finding(BaseModel):
+    """One fault, and the file that holds it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    path: str
+    message: str
+
+
+class CatalogReport(BaseModel):
+    """What ``validate-catalog`` found."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    schema_version: int = 1
+    benchmark: str
+    problems: tuple[str, ...]
+    solution_only_modules: tuple[str, ...]
+    findings: tuple[Finding, ...]
+
+    @property
+    def ok(self) -> bool:
+        """Whether the catalog is consistent."""
+        return not self.findings
+
+
+def _text(files: Mapping[str, bytes], path: str) -> str:
+    return files[path].decode("utf-8", errors="replace")
+
+
+def _decls(files: Mapping[str, bytes], path: str) -> dict[str, Declaration]:
+    return {d.name: d for d in declarations(_text(files, path))} if path in files else {}
+
+
+def _lean_findings(pid: str, problem: catalog.Problem,
+                   files: Mapping[str, bytes]) -> list[Finding]:
+    prefix = f"workspaces/{pid}/"
+    found: list[Finding] = []
+    challenge = _decls(files, prefix + "Challenge.lean")
+    bridge = _decls(files, prefix + "Solution.lean")
+    starter = _decls(files, prefix + "Submission.lean")
+    for hole in problem.holes:
+        keywords = _KEYWORDS[hole.kind]
+        stated = challenge.get(hole.name)
+        if stated is None or stated.keyword not in keywords:
+            found.append(Finding(path=prefix + "Challenge.lean",
+                                 message=f"declares no {hole.kind} hole {hole.name!r} "
+                                         f"(problems/{pid}.toml)"))
+        elif "sorry" not in re.findall(r"[\w']+", stated.text):
+            found.append(Finding(path=prefix + "Challenge.lean",
+                                 message=f"hole {hole.name!r} is not left as sorry"))
+        mine = starter.get(f"Submission.{hole.name}")
+        if mine is None or mine.keyword not in keywords:
+            found.append(Finding(path=prefix + "Submission.lean",
+                                 message=f"starter declares no {hole.kind} "
+                                         f"Submission.{hole.name}"))
+        delegate = bridge.get(hole.name)
+        if delegate is None or delegate.keyword not in keywords:
+            found.append(Finding(path=prefix + "Solution.lean",
+                                 message=f"bridge declares no {hole.kind} {hole.name!r}"))
+        elif not re.search(rf"(?<![\w.']){re.escape('Submission.' + hole.name)}(?![\w'])",
+                           delegate.text):
+            found.append(Finding(path=prefix + "Solution.lean",
+                                 message=f"bridge {hole.name!r} does not use "
+                                         f"Submission.{hole.name}"))
+    holes = {h.name for h in problem.holes}
+    found.extend(Finding(path=prefix + "Solution.lean",
+                         message=f"bridge declares {name!r}, which is not a hole")
+                 for name in sorted(set(bridge) - holes))
+    return found
+
+
+def _problem_findings(pid: str, files: Mapping[str, bytes],
+                      index: Mapping[str, Any], reserved: tuple[str, ...]) -> list[Finding]:
+    manifest = f"problems/{pid}.toml"
+    prefix = f"workspaces/{pid}/"
+    found: list[Finding] = []
+    try:
+        problem = catalog.Problem.model_validate(catalog.toml_table(files[manifest], manifest))
+        if problem.id != pid:
+            found.append(Finding(path=manifest, message=f"id {problem.id!r} differs from the "
+                                                        "file name"))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(part) for part in first["loc"])
+        return [Finding(path=manifest, message=f"{loc}: {first['msg']}")]
+    except CatalogError as exc:
+        return [Finding(path=manifest, message=str(exc))]
+    missing = [n for n in (*catalog.TRUSTED_FILES, "Submission.lean") if prefix + n not in files]
+    found.extend(Finding(path=prefix + n, message="missing") for n in missing)
+    entry = index.get(pid)
+    if not isinstance(entry, dict):
+        found.append(Finding(path="workspaces/index.json", message=f"no entry for {pid!r}"))
+    else:
+        recorded = {**entry.get("trusted", {}), **entry.get("starter", {})}
+        present = [n for n in (*catalog.TRUSTED_FILES, *catalog.OPTIONAL_TRUSTED_FILES,
+                               *catalog.STARTER_FILES) if prefix + n in files]
+        found.extend(Finding(path=prefix + n, message="differs from its digest in "
+                                                      "workspaces/index.json")
+                     for n in sorted(set(present) | set(recorded))
+                     if recorded.get(n) != (catalog.sha256(files[prefix + n])
+                                            if prefix + n in files else None))
+    try:
+        found.extend(Finding(path=p, message=m) for p, m in catalog.pin_differences(pid, files))
+        found.extend(Finding(path=p, message=m)
+                     for p, m in catalog.forbidden_imports(pid, files, reserved))
+    except CatalogError as exc:
+        found.append(Finding(path=prefix, message=str(exc)))
+    if prefix + "config.json" in files:
+        try:
+            config = catalog.parse_config(files[prefix + "config.json"], prefix + "config.json")
+            found.extend(Finding(path=prefix + "config.json", message=f"{m} ({manifest})")
+                         for m in catalog.hole_differences(problem, config))
+        except CatalogError as exc:
+            found.append(Finding(path=prefix + "config.json", message=str(exc)))
+    found.extend(_lean_findings(pid, problem, files))
+    return found
+
+
+def _table(index: dict[str, Any], key: str) -> dict[str, Any]:
+    value = index.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def validate_catalog(root: Path) -> CatalogReport:
+    """Every fault of the benchmark at ``root`` as it stands, each naming its file."""
+    root = root.resolve()
+    if not root.is_dir():
+        raise CatalogError(f"benchmark directory {root} does not exist")
+    files = catalog.tree_files(root)
+    found: list[Finding] = [Finding(path=name, message="missing")
+                            for name in catalog.ROOT_PIN_FILES if name not in files]
+    if found:
+        return CatalogReport(benchmark=str(root), problems=(), solution_only_modules=(),
+                             findings=tuple(found))
+    try:
+        reserved = catalog.solution_only_modules(files)
+    except CatalogError as exc:
+        reserved = ()
+        found.append(Finding(path=catalog.BENCHMARK_CONFIG, message=str(exc)))
+    try:
+        index = catalog.strict_json(files.get("workspaces/index.json", b"{}"),
+                                    "workspaces/index.json")
+    except CatalogError as exc:
+        index = {}
+        found.append(Finding(path="workspaces/index.json", message=str(exc)))
+    index = index if isinstance(index, dict) else {}
+    problems_index: dict[str, Any] = _table(index, "problems")
+    root_index: dict[str, Any] = _table(index, "root")
+    config_digest = (catalog.sha256(files[catalog.BENCHMARK_CONFIG])
+                     if catalog.BENCHMARK_CONFIG in files else None)
+    if root_index.get(catalog.BENCHMARK_CONFIG) != config_digest:
+        found.append(Finding(path=catalog.BENCHMARK_CONFIG,
+                             message="differs from its digest in workspaces/index.json"))
+    ids = sorted(n.removeprefix("problems/").removesuffix(".toml") for n in files
+                 if n.startswith("problems/") and n.endswith(".toml") and n.count("/") == 1)
+    workspaces = sorted({n.split("/")[1] for n in files
+                         if n.startswith("workspaces/") and n.count("/") >= 2})
+    found.extend(Finding(path=f"workspaces/{w}/", message=f"has no problems/{w}.toml")
+                 for w in workspaces if w not in ids)
+    found.extend(Finding(path="workspaces/index.json", message=f"lists {p!r}, not a problem")
+                 for p in sorted(problems_index) if p not in ids)
+    for pid in ids:
+        if not catalog.PROBLEM_ID.match(pid):
+            found.append(Finding(path=f"problems/{pid}.toml", message="invalid problem id"))
+            continue
+        found.extend(_problem_findings(pid, files, problems_index, reserved))
+    return CatalogReport(benchmark=str(root), problems=tuple(ids),
+                         solution_only_modules=reserved, findings=tuple(found))
+
+
+def report_json(report: CatalogReport) -> str:
+    """The ``--json`` document."""
+    data = report.model_dump(mode="json")
+    data["ok"] = report.ok
+    return json.dumps(data, indent=2)

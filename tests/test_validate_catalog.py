@@ -1,0 +1,176 @@
+"""`lean-eval validate-catalog`, and `run-eval` refusing a catalog whose pins disagree."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from click.testing import CliRunner, Result
+
+from lean_eval.cli import main
+from tests.conftest import BENCHMARK_FILES, REPO, RunEval, correct, make_submission
+
+
+def _update_index() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("update_index", REPO / "scripts" /
+                                                  "update_index.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+UPDATE_INDEX = _update_index()
+
+
+def validate(benchmark: Path, *extra: str) -> Result:
+    return CliRunner().invoke(main, ["validate-catalog", "--benchmark", str(benchmark), *extra],
+                              catch_exceptions=False)
+
+
+def bench(outside: Path, change: Callable[[Path], None], *, reindex: bool = True) -> Path:
+    """A copy of the benchmark with ``change`` applied and (by default) the index regenerated,
+    so that the fault under test is not hidden behind a digest mismatch."""
+    root = outside / "bench"
+    for name in BENCHMARK_FILES:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns(".lake"))
+        else:
+            root.mkdir(exist_ok=True)
+            shutil.copy2(source, root / name)
+    change(root)
+    if reindex:
+        assert UPDATE_INDEX.main(["--root", str(root)]) == 0
+    return root
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, (path, old)
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def drift_pin(root: Path) -> None:
+    path = root / "workspaces" / "two_plus_two" / "lake-manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["packages"] = [{"name": "mathlib", "type": "git", "rev": "0" * 40,
+                             "url": "https://github.com/leanprover-community/mathlib4"}]
+    path.write_text(json.dumps(manifest))
+
+
+def test_passes_on_the_repository() -> None:
+    result = validate(REPO)
+    assert result.exit_code == 0, result.output
+    assert "5 problem(s), catalog consistent" in result.output
+    data = json.loads(validate(REPO, "--json").stdout)
+    assert data["ok"] is True
+    assert data["findings"] == []
+    assert data["solution_only_modules"] == ["LeanPool"]
+
+
+def test_names_a_drifted_workspace_pin(outside: Path) -> None:
+    result = validate(bench(outside, drift_pin))
+    assert result.exit_code == 1
+    assert "workspaces/two_plus_two/lake-manifest.json: package pins" in result.output
+    assert "mathlib" in result.output
+    assert "workspaces/double_def" not in result.output
+
+
+def test_names_a_drifted_require_and_toolchain(outside: Path) -> None:
+    def change(root: Path) -> None:
+        with (root / "workspaces" / "double_def" / "lakefile.toml").open("a") as handle:
+            handle.write('\n[[require]]\nname = "batteries"\npath = "../batteries"\n')
+        (root / "workspaces" / "multi_hole" / "lean-toolchain").write_text(
+            "leanprover/lean4:v4.35.1\n")
+
+    result = validate(bench(outside, change))
+    assert result.exit_code == 1
+    assert "workspaces/double_def/lakefile.toml: [[require]] entries differ" in result.output
+    assert "workspaces/multi_hole/lean-toolchain: differs from the root" in result.output
+
+
+def test_names_a_mismatched_hole_name(outside: Path) -> None:
+    def change(root: Path) -> None:
+        edit(root / "workspaces" / "double_def" / "config.json", '"double_eq"', '"double_eq2"')
+        edit(root / "workspaces" / "add_comm_explicit" / "Challenge.lean",
+             "theorem add_comm_explicit", "theorem add_comm_explicit'")
+
+    result = validate(bench(outside, change))
+    assert result.exit_code == 1
+    assert "workspaces/double_def/config.json: theorem_names" in result.output
+    assert ("workspaces/add_comm_explicit/Challenge.lean: declares no theorem hole "
+            "'add_comm_explicit'") in result.output
+
+
+def test_names_a_bridge_and_starter_that_disagree(outside: Path) -> None:
+    def change(root: Path) -> None:
+        edit(root / "workspaces" / "two_plus_two" / "Solution.lean",
+             "Submission.two_plus_two", "Submission.other")
+        edit(root / "workspaces" / "multi_hole" / "Submission.lean",
+             "theorem base_value", "theorem base_value'")
+
+    result = validate(bench(outside, change))
+    assert result.exit_code == 1
+    assert ("workspaces/two_plus_two/Solution.lean: bridge 'two_plus_two' does not use "
+            "Submission.two_plus_two") in result.output
+    assert ("workspaces/multi_hole/Submission.lean: starter declares no theorem "
+            "Submission.base_value") in result.output
+
+
+@pytest.mark.parametrize("name", ["Challenge.lean", "ChallengeDeps.lean"])
+def test_names_trusted_lean_importing_the_solution_only_package(outside: Path,
+                                                                name: str) -> None:
+    def change(root: Path) -> None:
+        path = root / "workspaces" / "widget_instance" / name
+        path.write_text("/- a header comment -/\nimport LeanPool.Basic\n" + path.read_text())
+
+    result = validate(bench(outside, change))
+    assert result.exit_code == 1
+    assert (f"workspaces/widget_instance/{name}: imports LeanPool.Basic, which benchmark.toml "
+            "declares solution-only") in result.output
+
+
+def test_names_a_stale_digest_and_an_edited_benchmark_config(outside: Path) -> None:
+    def change(root: Path) -> None:
+        edit(root / "workspaces" / "two_plus_two" / "README.md", "#", "##")
+        edit(root / "benchmark.toml", '["LeanPool"]', "[]")
+
+    result = validate(bench(outside, change, reindex=False))
+    assert result.exit_code == 1
+    assert ("workspaces/two_plus_two/README.md: differs from its digest in "
+            "workspaces/index.json") in result.output
+    assert "benchmark.toml: differs from its digest" in result.output
+
+
+def test_run_eval_refuses_drifted_pins_before_reading_submissions(outside: Path,
+                                                                  bwrap: str) -> None:
+    root = bench(outside, drift_pin)
+    submission = make_submission(outside, "alice",
+                                 {"two_plus_two": {"Submission.lean": correct("two_plus_two")}})
+    run = RunEval(root, outside)(submission)
+    assert run.code == 2
+    assert "workspaces/two_plus_two/lake-manifest.json package pins" in run.result.stderr
+    assert "Traceback" not in run.result.output
+    assert not (run.out / "alice").exists()
+    assert not (run.out / "summary.json").exists()
+
+
+def test_run_eval_refuses_a_challenge_importing_the_solution_only_package(
+        outside: Path, bwrap: str) -> None:
+    def change(root: Path) -> None:
+        path = root / "workspaces" / "two_plus_two" / "Challenge.lean"
+        path.write_text("import LeanPool\n" + path.read_text())
+
+    submission = make_submission(outside, "alice",
+                                 {"two_plus_two": {"Submission.lean": correct("two_plus_two")}})
+    run = RunEval(bench(outside, change), outside)(submission)
+    assert run.code == 2
+    assert "workspaces/two_plus_two/Challenge.lean imports LeanPool" in run.result.stderr
+    assert not (run.out / "summary.json").exists()
