@@ -1,71 +1,74 @@
-"""Score a batch: intake every input, plan the pairs, run each through the driver, write files.
+"""Score a batch: plan every input, then run its pairs over worker threads, resumably.
 
-Invariants:
-- Everything that can fail the whole run (duplicate ids, unusable paths) is checked before the
-  first pair is scored, so exit 2 always means nothing was scored.
-- A rejected entry marks its own pair ``invalid_submission``; other pairs still run.
-- The wrapper masks every submission input, the output directory and every sibling scoring
-  directory that Lake's own masks do not hide; all of them exist before the first sandbox starts.
-- One verdict file per pair, written atomically; the workspace is removed after its verdict
-  unless ``keep_work``.
+Invariants (SPEC §5.5):
+- Everything that can fail the whole run (duplicate or reserved ids, unusable or overlapping
+  paths, a locked ``--out``) is checked before the first pair is scored, so exit 2 always means
+  nothing was scored. Planning keeps no submission bytes (``Intake.without_data``).
+- Admission is FIFO in input order (submissions as given, problems by id): no pair overtakes an
+  earlier one, and a pair waiting for memory holds back those behind it. Each pair runs in its
+  own thread, which lives until the pair's process tree is reaped (the parent-death signal of
+  its reaper is tied to that thread).
+- A submission's bytes are read again when its first pair is admitted, must match the planned
+  digest (else its pairs are ``error``), and are dropped when its last pair ends.
+- A verdict on disk whose ``resume_key`` equals the pair's key and which is not ``error`` is
+  reused untouched; ``--rescore`` ignores what is on disk. One run holds ``--out`` at a time.
+- SIGINT/SIGTERM stop admission and kill the running pairs' trees; their verdicts are discarded,
+  the summary says ``interrupted`` and the exit code is 128 + the signal.
+- ``summary.json`` lists pairs in input order whatever order they finished in.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
+import queue
+import signal
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import NamedTuple
+from types import FrameType
+from typing import Any, NamedTuple
 
-from lean_eval import __version__, driver, intake, pair, workspace
-from lean_eval.bubblewrap import BwrapInfo
+from lean_eval import driver, intake, lock, pair, resume, sandbox, workspace
 from lean_eval.catalog import Catalog
-from lean_eval.errors import UsageError
+from lean_eval.errors import OutputError, UsageError
+from lean_eval.resume import Planned, RunOptions, Tools, identity, not_probed
 from lean_eval.sandbox import outside_lake_masks
-from lean_eval.toolchain import Toolchain
+from lean_eval.shard import batch_digest, in_shard, options_digest
 from lean_eval.verdict import (
     INFRASTRUCTURE_FAILURES,
     Identity,
+    Mounts,
     PairSummary,
     Preflight,
+    ShardInfo,
     SubmissionSummary,
     Summary,
+    Tally,
     Verdict,
     write_model,
 )
 
+__all__ = ["Progress", "RunOptions", "Tools", "check_inputs", "identity", "not_probed",
+           "run_batch"]
 
-class RunOptions(NamedTuple):
-    """Options of one ``run-eval``."""
-
-    out_dir: Path
-    timeout: float
-    work_dir: Path | None = None
-    limits: intake.IntakeLimits = intake.IntakeLimits()
-    keep_work: bool = False
-    preflight: Preflight | None = None  # None: probes were not asked for (library callers)
-    max_written_file_bytes: int = driver.DEFAULT_MAX_FILE_BYTES
+RESERVED_IDS = frozenset({"summary.json"})  # names a run writes at the top of --out
+_TALLY = {"accepted": "solved", "rejected": "rejected", "invalid_submission": "invalid",
+          "unchanged": "unchanged", "error": "error"}
+_OUTCOMES = ("accepted", "rejected", "invalid_submission", "unchanged", "error")
+_POLL = 0.2
 
 
-class Tools(NamedTuple):
-    """The resolved executables a run uses."""
+class Progress(NamedTuple):
+    """What the console shows after each event: totals, and the verdict that just finished."""
 
-    toolchain: Toolchain
-    bwrap: BwrapInfo
-
-
-def identity(catalog: Catalog, tools: Tools) -> Identity:
-    """What every verdict of this run depends on besides its two inputs."""
-    return Identity(harness_version=__version__, benchmark_path=str(catalog.root),
-                    benchmark_commit=catalog.commit, toolchain_name=catalog.toolchain_name,
-                    toolchain_path=str(tools.toolchain.root),
-                    bwrap_path=str(tools.bwrap.path), bwrap_version=tools.bwrap.version,
-                    bwrap_owner=tools.bwrap.owner, bwrap_setuid=tools.bwrap.setuid,
-                    bwrap_sha256=tools.bwrap.sha256,
-                    bwrap_minimum_version=tools.bwrap.minimum)
+    total: int
+    done: int
+    running: int
+    counts: Mapping[str, int]
+    verdict: Verdict | None
 
 
 def _contains(outer: Path, inner: Path) -> bool:
@@ -74,10 +77,13 @@ def _contains(outer: Path, inner: Path) -> bool:
 
 
 def check_inputs(inputs: Sequence[Path]) -> list[tuple[str, Path]]:
-    """Submission ids in input order; two inputs with one id is a setup failure."""
+    """Submission ids in input order; a duplicate or reserved id is a setup failure."""
     seen: dict[str, Path] = {}
     for path in inputs:
         sid = intake.submission_id(path)
+        if sid in RESERVED_IDS:
+            raise UsageError(f"submission {path}: its id {sid!r} collides with a file run-eval "
+                             "writes at the top of --out; rename it")
         if sid in seen:
             raise UsageError(f"submissions {seen[sid]} and {path} have the same id {sid!r}")
         seen[sid] = path
@@ -103,105 +109,351 @@ def _check_paths(inputs: Sequence[Path], options: RunOptions, catalog: Catalog,
         tools.toolchain, (options.out_dir, *([options.work_dir] if options.work_dir else [])))
 
 
-def _scoring_root(options: RunOptions) -> tuple[Path, bool]:
-    """The scoring root and whether the run created it (and so may delete it whole)."""
-    if options.work_dir is None:
-        return Path(tempfile.mkdtemp(prefix="lean-eval-")).resolve(), True
-    options.work_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return options.work_dir.resolve(), False
+def mem_available() -> int | None:
+    """``MemAvailable`` of /proc/meminfo in bytes (None when the kernel does not say)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return None
 
 
-def _masks(inputs: Sequence[Path], out_dir: Path, root: Path, sid: str, pid: str,
-           planned: Mapping[str, Sequence[str]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    dirs = [p for p in inputs if p.is_dir()] + [out_dir]
-    dirs += [root / other for other in planned if other != sid]
-    dirs += [root / sid / other for other in planned[sid] if other != pid]
-    files = [p for p in inputs if not p.is_dir()]
-    return outside_lake_masks(dirs), outside_lake_masks(files)
+def default_jobs(memory_limit: int) -> int:
+    """CPUs, lowered so that jobs x memory limit fits in the memory available now."""
+    cpus = len(os.sched_getaffinity(0)) or 1
+    available = mem_available()
+    if available is None:
+        return cpus
+    return max(1, min(cpus, available // max(memory_limit, 1)))
+
+
+class _Stop:
+    """Set by SIGINT/SIGTERM (or a fault): no more admissions."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.signum: int | None = None
+        self.fault: str | None = None
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        del frame
+        if self.signum is None:
+            self.signum = signum
+        self.event.set()
+        _terminate_children()
+
+
+def _terminate_children() -> None:
+    """SIGTERM every direct child of this process: the pairs' reapers, which then TERM, KILL
+    and sweep their pair's whole tree. Pids come from /proc, so only our own children."""
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as handle:
+                stat = handle.read()
+            if int(stat.rsplit(")", 1)[1].split()[1]) == me:
+                os.kill(int(name), signal.SIGTERM)
+        except (OSError, ValueError, IndexError):
+            continue
+
+
+@contextmanager
+def _signals(stop: _Stop) -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, stop.handle) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+class _Done(NamedTuple):
+    item: Planned
+    verdict: Verdict | None  # None: discarded (interrupted) or never produced
+    fault: str | None  # the output directory could not be written
+
+
+class _Run:
+    """State of one run shared by the admission loop and its workers."""
+
+    def __init__(self, inputs: Sequence[Path], catalog: Catalog, tools: Tools,
+                 options: RunOptions, caller_env: Mapping[str, str], out_dir: Path,
+                 root: Path, ident: Identity, preflight: Preflight) -> None:
+        self.catalog, self.options, self.out_dir = catalog, options, out_dir
+        self.problem_ids = frozenset(catalog.problems)
+        self.ctx = self._context(inputs, tools, caller_env, root, ident, preflight)
+        self.done: queue.SimpleQueue[_Done] = queue.SimpleQueue()
+        self.stop = _Stop()
+        self.jobs = options.jobs or default_jobs(options.memory_limit)
+        self.reused = 0
+
+    def _context(self, inputs: Sequence[Path], tools: Tools, caller_env: Mapping[str, str],
+                 root: Path, ident: Identity, preflight: Preflight) -> pair.RunContext:
+        """Everything fixed for the run, computed once: masks cover whole directories (the
+        scoring root, --out, every input, the private roots), never one per pair."""
+        options, catalog = self.options, self.catalog
+        shared = catalog.shared_packages
+        # --work-dir holds other runs' scoring roots too (live or killed): hide it whole.
+        private = (*options.private, *([options.work_dir] if options.work_dir else []),
+                   *(sandbox.default_private_roots(inputs, self.out_dir)
+                     if options.private_defaults else ()))
+        keep = [tools.toolchain.root, tools.bwrap.path, catalog.root, *([shared] if shared else [])]
+        masks = sandbox.run_masks(scoring_root=root, out_dir=self.out_dir, inputs=inputs,
+                                  private=private, keep=keep)
+        ro_binds = outside_lake_masks([shared]) if shared else ()
+        extra: dict[str, Any] = {}
+        fields = driver.DriverSettings._fields
+        if "memory_limit" in fields:
+            extra["memory_limit"] = options.memory_limit
+        if "max_processes" in fields:
+            extra["max_processes"] = options.max_processes
+        work = [options.work_dir] if options.work_dir else []
+        settings = driver.DriverSettings(
+            toolchain=tools.toolchain, bwrap=tools.bwrap.path, caller_env=caller_env,
+            timeout=options.timeout, writable_roots=(root, self.out_dir, *work),
+            ro_binds=ro_binds, masks=masks.masks, file_masks=masks.file_masks,
+            reexposed=masks.reexposed, max_file_bytes=options.max_written_file_bytes, **extra)
+        mounts = Mounts(masks=masks.masks, file_masks=masks.file_masks,
+                        reexposed=masks.reexposed, ro_binds=ro_binds, notes=masks.notes)
+        return pair.RunContext(problems=catalog.problems, settings=settings, ident=ident,
+                               scoring_root=root, out_dir=self.out_dir, shared_packages=shared,
+                               mounts=mounts, probes_skipped=preflight.skipped,
+                               keep_work=options.keep_work)
+
+    def verdict_path(self, item: Planned) -> Path:
+        return pair.verdict_path(self.out_dir, item.sid, item.pid)
+
+    def score(self, item: Planned, sub: intake.Intake | None, note: str | None) -> None:
+        """Worker thread: score one pair, write its verdict, report to the admission loop."""
+        verdict: Verdict | None = None
+        fault: str | None = None
+        try:
+            if note is not None:
+                verdict = resume.error_verdict(item.plan, self.ctx.problems[item.pid],
+                                               self.ctx.ident, note, item.key)
+                write_model(self.verdict_path(item), verdict)
+            else:
+                base = sub or item.plan
+                entry = next((e for e in base.problems if e.problem_id == item.pid), None)
+                verdict = pair.run_pair(pair.PairJob(base, item.pid, entry, item.key), self.ctx)
+        except (OutputError, OSError) as exc:  # nothing further could be recorded
+            fault = str(exc)
+        if self.stop.signum is not None and verdict is not None and note is None:
+            self.verdict_path(item).unlink(missing_ok=True)  # the kill may have decided it
+            verdict = None
+        self.done.put(_Done(item, verdict, fault))
+
+
+def _plan(ids: Sequence[tuple[str, Path]], catalog: Catalog, options: RunOptions,
+          ident: Identity, preflight: Preflight) -> tuple[list[intake.Intake], list[Planned]]:
+    """Intake every input once, keeping no bytes, and list the pairs in input order."""
+    problem_ids = frozenset(catalog.problems)
+    plans: list[intake.Intake] = []
+    items: list[Planned] = []
+    for _, path in ids:
+        plan = resume.without_data(intake.read_submission(path, problem_ids, options.limits))
+        plans.append(plan)
+        for job in pair.jobs_for(plan, catalog.problems):
+            key = resume.pair_key(plan, catalog.problems[job.problem_id], ident, options,
+                                  preflight)
+            items.append(Planned(len(items), plan.submission_id, job.problem_id, path,
+                                 plan.digest, key, plan))
+    return plans, items
+
+
+def _reusable(path: Path, key: str) -> Verdict | None:
+    try:
+        verdict = Verdict.model_validate_json(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return verdict if verdict.resume_key == key and verdict.verdict != "error" else None
 
 
 def run_batch(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options: RunOptions,
               caller_env: Mapping[str, str],
-              on_verdict: Callable[[Verdict], None] | None = None) -> Summary:
+              on_verdict: Callable[[Verdict], None] | None = None,
+              on_progress: Callable[[Progress], None] | None = None) -> Summary:
     """Score every (submission, problem) pair and write verdicts and ``summary.json``."""
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     inputs = [p.absolute() for p in inputs]
     ids = check_inputs(inputs)
     _check_paths(inputs, options, catalog, tools)
-    problem_ids = frozenset(catalog.problems)
-    intakes = [intake.read_submission(path, problem_ids, options.limits) for _, path in ids]
-    planned = {sub.submission_id: [e.problem_id for e in sub.problems] for sub in intakes}
     options.out_dir.mkdir(parents=True, exist_ok=True)
     out_dir = options.out_dir.resolve()
-    root, own_root = _scoring_root(options)
-    ident = identity(catalog, tools)
-    preflight = options.preflight or not_probed(tools)
-    verdicts: list[tuple[Verdict, Path]] = []
-    workspace.plan_scoring_root(root, [(s, p) for s, ps in planned.items() for p in ps])
+    out_lock = lock.OutLock(out_dir)
     try:
-        for sub in intakes:
-            for entry in sub.problems:
-                dirs = workspace.pair_dirs(root, sub.submission_id, entry.problem_id)
-                masks, file_masks = _masks(inputs, out_dir, root, sub.submission_id,
-                                           entry.problem_id, planned)
-                settings = driver.DriverSettings(
-                    toolchain=tools.toolchain, bwrap=tools.bwrap.path, caller_env=caller_env,
-                    timeout=options.timeout,
-                    writable_roots=(root, out_dir,
-                                    *([options.work_dir] if options.work_dir else [])),
-                    ro_binds=outside_lake_masks([catalog.shared_packages])
-                    if catalog.shared_packages else (),
-                    masks=masks, file_masks=file_masks,
-                    max_file_bytes=options.max_written_file_bytes)
-                sub_out = out_dir / sub.submission_id
-                path = sub_out / f"{entry.problem_id}.json"
-                verdict = pair.score_pair(sub, entry, catalog.problems[entry.problem_id], settings,
-                                     dirs, ident, sub_out / f"{entry.problem_id}.log",
-                                     catalog.shared_packages)
-                verdict = verdict.model_copy(update={"probes_skipped": preflight.skipped})
-                write_model(path, verdict)
-                verdicts.append((verdict, path))
-                if not options.keep_work:
-                    workspace.remove(dirs)
-                if on_verdict is not None:
-                    on_verdict(verdict)
+        lock.remove_stray_temps(out_dir)
+        ident = identity(catalog, tools)
+        preflight = options.preflight or not_probed(tools)
+        plans, items = _plan(ids, catalog, options, ident, preflight)
+        digest = batch_digest((i.sid, i.pid) for i in items)
+        if options.shard is not None:
+            items = [i for i in items if in_shard(i.sid, i.pid, options.shard)]
+        run_dir = _run_dir(options)
+        try:
+            run = _Run(inputs, catalog, tools, options, caller_env, out_dir, run_dir.path,
+                       ident, preflight)
+            with _signals(run.stop):
+                results = _Scheduler(run, items, on_verdict, on_progress).schedule()
+        finally:
+            run_dir.release(keep=options.keep_work or options.scoring_root is not None)
+            if not options.keep_work:
+                workspace.remove_tree(run_dir.path)
+        shard = None if options.shard is None else ShardInfo(
+            k=options.shard.k, n=options.shard.n, batch_digest=digest,
+            options_digest=options_digest(resume.verdict_options(options, preflight)))
+        return _summary(started_at, ident, preflight, catalog, plans, items, results, out_dir,
+                        run, shard)
     finally:
-        if not options.keep_work:
-            for sid in planned:
-                shutil.rmtree(root / sid, ignore_errors=True)
-            if own_root:
-                shutil.rmtree(root, ignore_errors=True)
-    return _summary(started_at, ident, preflight, catalog, intakes, verdicts, out_dir)
+        out_lock.close()
 
 
-def not_probed(tools: Tools) -> Preflight:
-    """The preflight record of a run whose probes were skipped."""
-    return Preflight(skipped=True, toolchain_path=str(tools.toolchain.root),
-                     bwrap_path=str(tools.bwrap.path), bwrap_version=tools.bwrap.version,
-                     bwrap_sha256=tools.bwrap.sha256)
+def _run_dir(options: RunOptions) -> lock.RunDir:
+    """This run's scoring root; first reclaim what killed runs left in the same place."""
+    if options.scoring_root is not None:
+        return lock.RunDir(options.scoring_root, exact=True)
+    parent = options.work_dir or Path(tempfile.gettempdir())
+    parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    lock.reclaim(parent, workspace.remove_tree)
+    return lock.RunDir(parent)
+
+
+class _Scheduler:
+    """The admission loop (main thread): FIFO, at most ``jobs`` pairs and enough memory."""
+
+    def __init__(self, run: _Run, items: Sequence[Planned],
+                 on_verdict: Callable[[Verdict], None] | None,
+                 on_progress: Callable[[Progress], None] | None) -> None:
+        self.run, self.items = run, items
+        self.on_verdict, self.on_progress = on_verdict, on_progress
+        self.results: dict[int, PairSummary] = {}
+        self.counts = dict.fromkeys(_OUTCOMES, 0)
+        self.remaining: dict[str, int] = {}
+        for item in items:
+            self.remaining[item.sid] = self.remaining.get(item.sid, 0) + 1
+        self.loaded: dict[str, tuple[intake.Intake | None, str | None]] = {}
+        self.running = 0
+
+    def record(self, item: Planned, verdict: Verdict) -> None:
+        self.results[item.order] = PairSummary(
+            submission=item.sid, problem=item.pid, verdict=verdict.verdict,
+            execution=verdict.execution, reason=verdict.reason.code,
+            path=str(self.run.verdict_path(item).relative_to(self.run.out_dir)))
+        self.counts[verdict.verdict] += 1
+        if self.on_verdict is not None:
+            self.on_verdict(verdict)
+        if self.on_progress is not None:
+            self.on_progress(Progress(len(self.items), len(self.results), self.running,
+                                      self.counts, verdict))
+
+    def finish(self, done: _Done) -> None:
+        self.running -= 1
+        self.remaining[done.item.sid] -= 1
+        if self.remaining[done.item.sid] == 0:
+            self.loaded.pop(done.item.sid, None)  # its last pair ended: drop the bytes
+        stop = self.run.stop
+        if done.fault is not None and stop.fault is None:
+            stop.fault = done.fault
+            stop.event.set()
+        if done.verdict is not None:
+            self.record(done.item, done.verdict)
+
+    def drain(self, block: bool) -> None:
+        try:
+            self.finish(self.run.done.get(timeout=_POLL) if block else self.run.done.get_nowait())
+            while True:
+                self.finish(self.run.done.get_nowait())
+        except queue.Empty:
+            pass
+
+    def admit(self, item: Planned) -> None:
+        run = self.run
+        self.drain(False)
+        while not run.stop.event.is_set() and self.running > 0 and (
+                self.running >= run.jobs or not _memory_ok(run.options.memory_limit)):
+            self.drain(True)
+        if run.stop.event.is_set():
+            return
+        sub, note = self.loaded.get(item.sid) or _load(item, run)
+        self.loaded[item.sid] = (sub, note)
+        self.running += 1
+        threading.Thread(target=run.score, args=(item, sub, note),
+                         name=f"pair-{item.order}").start()
+
+    def schedule(self) -> dict[int, PairSummary]:
+        run = self.run
+        for item in self.items:
+            if run.stop.event.is_set():
+                break
+            if not run.options.rescore:
+                reused = _reusable(run.verdict_path(item), item.key)
+                if reused is not None:
+                    self.remaining[item.sid] -= 1
+                    run.reused += 1
+                    self.record(item, reused)
+                    continue
+            self.admit(item)
+        while self.running > 0:
+            self.drain(True)
+        return self.results
+
+
+def _memory_ok(limit: int) -> bool:
+    available = mem_available()
+    return available is None or available >= limit
+
+
+def _load(item: Planned, run: _Run) -> tuple[intake.Intake | None, str | None]:
+    """Read a submission again for its first admitted pair; it must still be what was planned."""
+    if item.plan.rejection is not None:
+        return None, None  # whole-submission rejection: the plan says all there is to say
+    try:
+        sub = intake.read_submission(item.source, run.problem_ids, run.options.limits)
+    except Exception as exc:  # noqa: BLE001 - this submission's pairs are errors, not the run
+        return None, f"submission could not be read again: {type(exc).__name__}: {exc}"
+    if sub.digest != item.digest:
+        return None, (f"submission changed after planning (digest {item.digest[:12]} became "
+                      f"{sub.digest[:12]}); not scored")
+    return sub, None
 
 
 def _summary(started_at: str, ident: Identity, preflight: Preflight, catalog: Catalog,
-             intakes: Sequence[intake.Intake], verdicts: Sequence[tuple[Verdict, Path]],
-             out_dir: Path) -> Summary:
-    counts: dict[str, int] = {}
-    for v, _ in verdicts:
-        counts[v.verdict] = counts.get(v.verdict, 0) + 1
-    failed = any(v.verdict == "error" or v.execution in INFRASTRUCTURE_FAILURES
-                 for v, _ in verdicts)
+             plans: Sequence[intake.Intake], items: Sequence[Planned],
+             results: Mapping[int, PairSummary], out_dir: Path, run: _Run,
+             shard: ShardInfo | None) -> Summary:
+    pairs = tuple(results[i.order] for i in items if i.order in results)
+    counts = dict.fromkeys(_OUTCOMES, 0)
+    tallies: dict[str, dict[str, int]] = {p.submission_id: {} for p in plans}
+    for p in pairs:
+        counts[p.verdict] += 1
+        tally = tallies[p.submission]
+        tally[_TALLY[p.verdict]] = tally.get(_TALLY[p.verdict], 0) + 1
+    failed = any(p.verdict == "error" or p.execution in INFRASTRUCTURE_FAILURES for p in pairs)
+    signum = run.stop.signum
+    exit_code = 128 + signum if signum is not None else 1 if failed or run.stop.fault else 0
+    planned = {(i.sid, i.pid) for i in items}
     summary = Summary(
         started_at=started_at,
         finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         identity=ident, preflight=preflight, problems=tuple(catalog.problems),
-        submissions=tuple(SubmissionSummary(id=s.submission_id, source=s.source, digest=s.digest,
-                                            problems=tuple(e.problem_id for e in s.problems),
-                                            rejection=s.rejection,
-                                            rejection_code=s.rejection_code) for s in intakes),
-        counts=dict(sorted(counts.items())),
-        pairs=tuple(PairSummary(submission=v.submission.id, problem=v.problem.id,
-                                verdict=v.verdict, execution=v.execution, reason=v.reason.code,
-                                path=str(p)) for v, p in verdicts),
-        exit_code=1 if failed else 0,
-    )
+        submissions=tuple(SubmissionSummary(
+            id=s.submission_id, source=s.source, digest=s.digest,
+            problems=tuple(p for p in resume.problem_ids_of(s)
+                           if (s.submission_id, p) in planned),
+            rejection=s.rejection, rejection_code=s.rejection_code, hint=resume.hint_of(s),
+            tally=Tally(**tallies[s.submission_id])) for s in plans),
+        counts=counts, pairs=pairs, exit_code=exit_code, shard=shard,
+        interrupted=signum is not None, not_scored=len(items) - len(pairs),
+        reused=run.reused, jobs=run.jobs)
     write_model(out_dir / "summary.json", summary)
+    if run.stop.fault is not None:
+        raise OutputError(run.stop.fault)
     return summary

@@ -7,7 +7,8 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -19,6 +20,7 @@ from lean_eval import (
     batch,
     bubblewrap,
     catalog,
+    documents,
     driver,
     inputs,
     intake,
@@ -31,7 +33,7 @@ from lean_eval import (
 )
 from lean_eval.errors import LeanEvalError, SetupError, UsageError
 from lean_eval.toolchain import resolve_toolchain
-from lean_eval.verdict import Preflight, ProbeOutcome
+from lean_eval.verdict import Preflight, ProbeCheckOutcome, ProbeOutcome
 
 F = TypeVar("F", bound=Callable[..., Any])
 EXIT_FAULT = 1
@@ -86,11 +88,11 @@ class ByteSize(_IntParamType):
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
 
-def common_options(func: F) -> F:
-    """Options every command honours (docs/design.md, "Command line")."""
+def _options(func: F, benchmark: bool) -> F:
     decorators = [
-        click.option("--benchmark", type=click.Path(path_type=Path, file_okay=False),
-                     help="Benchmark checkout (default: the current git checkout)."),
+        *([click.option("--benchmark", type=click.Path(path_type=Path, file_okay=False),
+                        help="Benchmark checkout (default: the current git checkout).")]
+          if benchmark else []),
         click.option("--toolchain", type=click.Path(path_type=Path, file_okay=False),
                      envvar="LEAN_EVAL_TOOLCHAIN", show_envvar=True,
                      help="Lean toolchain directory with bin/lake (default: the elan install "
@@ -114,6 +116,16 @@ def common_options(func: F) -> F:
     return func
 
 
+def common_options(func: F) -> F:
+    """Options every benchmark command honours (docs/design.md, "Command line")."""
+    return _options(func, benchmark=True)
+
+
+def tool_options(func: F) -> F:
+    """The common options without --benchmark, for commands that read no benchmark."""
+    return _options(func, benchmark=False)
+
+
 def _fail(message: str, code: int = EXIT_SETUP) -> None:
     click.echo(f"lean-eval: error: {message}", err=True)
     sys.exit(code)
@@ -132,18 +144,18 @@ def _tools(cat: catalog.Catalog, toolchain: Path | None, bwrap_path: str | None,
 
 
 def _load(benchmark: Path | None, revision: str = "HEAD",
-          only: frozenset[str] | None = None) -> catalog.Catalog:
+          only: frozenset[str] | None = None, quiet: bool = False) -> catalog.Catalog:
     cat = catalog.load_catalog(benchmark or _default_benchmark(), revision=revision, only=only)
     for warning in cat.warnings:
-        Console(stderr=True).print(f"[yellow]warning:[/] {warning}")
+        Console(stderr=True, quiet=quiet).print(f"[yellow]warning:[/] {warning}")
     return cat
 
 
 def _setup(benchmark: Path | None, toolchain: Path | None, bwrap_path: str | None,
-           allow_bwrap: str | None, env: dict[str, str],
-           work_dir: Path | None) -> tuple[catalog.Catalog, batch.Tools]:
+           allow_bwrap: str | None, env: dict[str, str], work_dir: Path | None,
+           quiet: bool = False) -> tuple[catalog.Catalog, batch.Tools]:
     """Catalog and tools for the commands that score generated submissions under work_dir."""
-    cat = _load(benchmark)
+    cat = _load(benchmark, quiet=quiet)
     tools = _tools(cat, toolchain, bwrap_path, allow_bwrap, env,
                    [Path(tempfile.gettempdir()), *([work_dir] if work_dir else [])])
     if work_dir is not None:
@@ -152,35 +164,60 @@ def _setup(benchmark: Path | None, toolchain: Path | None, bwrap_path: str | Non
 
 
 def _run_probes(tools: batch.Tools, env: dict[str, str], work_dir: Path | None,
-                names: tuple[str, ...] = ()) -> tuple[probe.ProbeResult, ...]:
+                names: tuple[str, ...] = ()) -> tuple[documents.ProbeEntry, ...]:
+    """Each probe in turn, timed, in a scratch directory removed afterwards."""
     if work_dir is not None:
         work_dir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="lean-eval-probes-", dir=work_dir))
+    ctx = probe.ProbeContext(tools=tools, caller_env=env, scratch=scratch)
+    entries = []
     try:
-        return probe.run_probes(probe.ProbeContext(tools=tools, caller_env=env,
-                                                   scratch=scratch), names or None)
+        for name in names or probe.PROBE_NAMES:
+            started = time.monotonic()
+            (result,) = probe.run_probes(ctx, [name])
+            entries.append(documents.probe_entry(result, time.monotonic() - started))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    return tuple(entries)
+
+
+def _print_probes(entries: Sequence[documents.ProbeEntry], console: Console,
+                  verbose: int) -> None:
+    """One line per probe; every check under -v; a failing probe's failing checks in full."""
+    colour = {"pass": "green", "fail": "red", "error": "bold yellow"}
+    width = max((len(e.name) for e in entries), default=0)
+    for entry in entries:
+        console.print(f"probe {entry.name:<{width}}  [{colour[entry.status]}]{entry.status}[/]"
+                      f"  {entry.seconds:.1f} s", highlight=False)
+        shown = entry.checks if verbose else [c for c in entry.checks if not c.ok]
+        if entry.status == "error" or (verbose and not entry.checks):
+            console.print(f"    {entry.message}", markup=False, highlight=False, soft_wrap=True)
+        for check in shown:
+            console.print(f"    {'ok    ' if check.ok else 'FAILED'} {check.name}: "
+                          f"{check.evidence}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _preflight(tools: batch.Tools, env: dict[str, str], work_dir: Path | None,
-               skip: bool, quiet: bool) -> Preflight:
+               skip: bool, quiet: bool, verbose: int = 0) -> Preflight:
     """Run every probe before any submission is unpacked; a failed probe is a setup failure."""
     if skip:
-        Console(stderr=True).print("[yellow]warning:[/] --skip-probes: the sandbox was not "
-                                   "verified; verdicts of this run record it")
+        Console(stderr=True, quiet=quiet).print(
+            "[yellow]warning:[/] --skip-probes: the sandbox was not verified; verdicts of this "
+            "run record it")
         return batch.not_probed(tools)
-    results = _run_probes(tools, env, work_dir)
+    entries = _run_probes(tools, env, work_dir)
     record = batch.not_probed(tools).model_copy(update={
         "skipped": False,
-        "probes": tuple(ProbeOutcome(name=r.name, status=r.status, message=r.message)
-                        for r in results)})
-    failed = [r for r in results if r.status != "pass"]
-    if failed or not quiet:
-        Console(stderr=True).print(report.probe_table(results))
+        "probes": tuple(ProbeOutcome(
+            name=e.name, status=e.status, message=e.message, seconds=e.seconds,
+            checks=tuple(ProbeCheckOutcome(name=c.name, ok=c.ok, evidence=c.evidence)
+                         for c in e.checks)) for e in entries)})
+    failed = [e for e in entries if e.status != "pass"]
+    # A failure is printed even under -q: it is the error that stops the run.
+    _print_probes(failed if quiet else entries, Console(stderr=True), verbose)
     if failed:
         raise SetupError("preflight probe(s) did not pass: "
-                         + ", ".join(f"{r.name} ({r.status}: {r.message})" for r in failed)
+                         + ", ".join(f"{e.name} ({e.status}: {e.message})" for e in failed)
                          + "; nothing was scored")
     return record
 
@@ -220,7 +257,6 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
              bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
              quiet: bool) -> None:
     """Score SUBMISSION... (directories or .tar/.tar.gz/.tgz archives) against the benchmark."""
-    del verbose
     err = Console(stderr=True)
     env = dict(os.environ)
     selected = frozenset(p for item in problems for p in item.split(",") if p) or None
@@ -228,13 +264,13 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
         inputs.check_run(submissions, out_dir, work_dir, selected,
                          benchmark or _default_benchmark())
         batch.check_inputs(submissions)
-        cat = _load(benchmark, benchmark_rev, selected)
+        cat = _load(benchmark, benchmark_rev, selected, quiet)
         writable = [out_dir, Path(tempfile.gettempdir()), *([work_dir] if work_dir else [])]
         tools = _tools(cat, toolchain, bwrap_path, allow_bwrap, env, writable)
         limits = intake.IntakeLimits(max_file_bytes=max_file_bytes,
                                      max_total_bytes=max_total_bytes, max_files=max_files,
                                      max_depth=max_depth)
-        preflight = _preflight(tools, env, work_dir, skip_probes, quiet)
+        preflight = _preflight(tools, env, work_dir, skip_probes, quiet, verbose)
         options = batch.RunOptions(out_dir=out_dir, timeout=timeout, work_dir=work_dir,
                                    limits=limits, keep_work=keep_work, preflight=preflight,
                                    max_written_file_bytes=max_written_file_bytes)
@@ -263,76 +299,98 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
 @main.command("probe")
 @click.option("--work-dir", type=click.Path(path_type=Path, file_okay=False),
               help="Where the probes' scratch directory goes (default: the system temp dir).")
-@click.option("--only", "names", multiple=True, type=click.Choice(sorted(probe.PROBES)),
+@click.option("--only", "names", multiple=True, type=click.Choice(probe.PROBE_NAMES),
               help="Run only these probes.")
 @common_options
 def probe_command(work_dir: Path | None, names: tuple[str, ...], benchmark: Path | None,
                   toolchain: Path | None, bwrap_path: str | None, allow_bwrap: str | None,
                   as_json: bool, verbose: int, quiet: bool) -> None:
-    """Run every sandbox and environment probe through the driver used for scoring."""
-    del verbose, quiet
+    """Run every sandbox and environment probe through the driver used for scoring.
+
+    One line per probe (every check with -v; a failing probe's failing checks always).
+    Exits 0 when every probe passed, 1 when one failed, 2 when one could not run.
+    """
     env = dict(os.environ)
     try:
-        _, tools = _setup(benchmark, toolchain, bwrap_path, allow_bwrap, env, work_dir)
-        results = _run_probes(tools, env, work_dir, names)
+        _, tools = _setup(benchmark, toolchain, bwrap_path, allow_bwrap, env, work_dir, quiet)
+        entries = _run_probes(tools, env, work_dir, names)
     except SetupError as exc:
         _fail(str(exc))
         return
+    failed = [e for e in entries if e.status != "pass"]
     if as_json:
-        click.echo(json.dumps([r.model_dump(mode="json") for r in results], indent=2))
+        click.echo(documents.probe_report(entries, tools.toolchain.root, tools.bwrap.path,
+                                          tools.bwrap.version).model_dump_json(indent=2))
+    elif quiet:
+        _print_probes(failed, Console(stderr=True), verbose)
     else:
-        Console().print(report.probe_table(results))
-    statuses = {r.status for r in results}
+        _print_probes(entries, Console(), verbose)
+    statuses = {e.status for e in entries}
     sys.exit(2 if "error" in statuses else 1 if "fail" in statuses else 0)
 
 
-def _selfcheck_command(name: str, check: Any, summary: str) -> Any:
+def _selfcheck_command(name: str, check_name: str, summary: str) -> Any:
     @main.command(name, help=summary)
     @click.option("--work-dir", type=click.Path(path_type=Path, file_okay=False),
                   help="Where the generated submissions and verdicts go.")
-    @click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True)
+    @click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
+                  help="Deadline per generated pair in seconds.")
     @common_options
     def command(work_dir: Path | None, timeout: float, benchmark: Path | None,
                 toolchain: Path | None, bwrap_path: str | None, allow_bwrap: str | None,
                 as_json: bool, verbose: int, quiet: bool) -> None:
-        del verbose, quiet
         env = dict(os.environ)
         try:
-            cat, tools = _setup(benchmark, toolchain, bwrap_path, allow_bwrap, env, work_dir)
-            result = check(cat, tools, env, work_dir, timeout)
+            cat, tools = _setup(benchmark, toolchain, bwrap_path, allow_bwrap, env, work_dir,
+                                quiet)
+            result = getattr(selfcheck, check_name)(cat, tools, env, work_dir, timeout)
         except SetupError as exc:
             _fail(str(exc))
             return
         if as_json:
-            click.echo(json.dumps(report.selfcheck_data(result), indent=2))
-        else:
-            report.print_selfcheck(name, result, Console())
+            click.echo(documents.selfcheck_report(name, result).model_dump_json(indent=2))
+        elif not quiet or not result.ok:  # a failed check is an error: shown even under -q
+            console = Console(stderr=quiet)
+            report.print_selfcheck(name, result, console)
+            if verbose:
+                console.print(f"toolchain {tools.toolchain.root}, bwrap {tools.bwrap.path} "
+                              f"{tools.bwrap.version}", highlight=False)
+                console.print(f"generated files: {result.where}"
+                              + (" (removed: the check passed)" if result.ok else ""),
+                              highlight=False)
         sys.exit(0 if result.ok else 1)
 
     return command
 
 
 _selfcheck_command(
-    "check-comparator-installation", selfcheck.check_comparator_installation,
+    "check-comparator-installation", "check_comparator_installation",
     "Check that this installation scores: the starter problem must be accepted with a known-good "
     "proof and rejected with a wrong one. Exits 1 with a diff when it is not.")
 _selfcheck_command(
-    "check-eval-workflow", selfcheck.check_eval_workflow,
+    "check-eval-workflow", "check_eval_workflow",
     "Score a generated batch covering every verdict kind and compare verdicts and counts with "
     "the expected ones. Exits 1 with a diff when they differ.")
 
 
 @main.command("test")
 @click.argument("workspace", required=False, type=click.Path(path_type=Path, file_okay=False))
-@click.option("--timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True)
-@common_options
-def test(workspace: Path | None, timeout: float, benchmark: Path | None, toolchain: Path | None,
+@click.option("--timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
+              help="Deadline in seconds.")
+@click.option("--keep-work", is_flag=True,
+              help="Keep the harness files and the raw log, and say where they are.")
+@tool_options
+def test(workspace: Path | None, timeout: float, keep_work: bool, toolchain: Path | None,
          bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
          quiet: bool) -> None:
-    """Run the WorkspaceTest driver on WORKSPACE (default: the current directory) as it stands."""
-    del benchmark, verbose, quiet
+    """Run the WorkspaceTest driver on WORKSPACE (default: the current directory) as it stands.
+
+    The workspace's own config.json is used, so a pass here proves nothing about the trusted
+    benchmark. Exits 0 when accepted, 1 otherwise.
+    """
     env = dict(os.environ)
     ws = (workspace or Path.cwd()).resolve()
+    state: Path | None = None
     try:
         if not (ws / "config.json").is_file():
             raise UsageError(f"{ws} has no config.json; is it a lean-eval workspace?")
@@ -348,19 +406,33 @@ def test(workspace: Path | None, timeout: float, benchmark: Path | None, toolcha
                                          caller_env=env, timeout=timeout,
                                          writable_roots=(state,))
         result = driver.run_workspace(ws, state / "state", config, settings, state / "test.log")
+        log_text = (state / "test.log").read_text(encoding="utf-8", errors="replace")
     except LeanEvalError as exc:
         _fail(str(exc))
         return
+    finally:
+        if state is not None and not keep_work:
+            shutil.rmtree(state, ignore_errors=True)
+    kept = state if keep_work else None
+    data = documents.workspace_test_report(ws, result, kept / "test.log" if kept else None, kept)
     c = result.classification
-    data = {"workspace": str(ws), "verdict": c.verdict, "execution": c.execution,
-            "reason": c.reason.model_dump(), "last_phase": c.last_phase,
-            "checkers": [k.model_dump() for k in c.checkers],
-            "exit_code": result.outcome.returncode, "log": str(state / "test.log")}
+    out = Console(quiet=quiet)
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        click.echo(data.model_dump_json(indent=2))
     else:
-        click.echo(f"{ws.name}: {c.verdict} ({c.reason.code}): {c.reason.message}")
-        click.echo(f"raw log: {state / 'test.log'}")
+        out.print(f"{ws.name}: {c.verdict} ({c.reason.code}): {c.reason.message}",
+                  markup=False, highlight=False, soft_wrap=True)
+        if verbose:
+            out.print(f"execution {c.execution}, last phase {c.last_phase}, exit code "
+                      f"{result.outcome.returncode}; kernels: "
+                      + (", ".join(f"{k.name} {k.result}" for k in c.checkers) or "none"),
+                      markup=False, highlight=False, soft_wrap=True)
+            if verbose > 1 or c.verdict != "accepted":
+                out.print(log_text, markup=False, highlight=False, soft_wrap=True, end="")
+    if kept is not None:
+        Console(stderr=True, quiet=quiet).print(
+            f"kept: harness files and raw log in {kept} (log: {kept / 'test.log'})",
+            markup=False, highlight=False, soft_wrap=True)
     sys.exit(0 if c.verdict == "accepted" else 1)
 
 

@@ -190,15 +190,19 @@ def _error_lines(stderr: str) -> list[str]:
             if ln.startswith("error: ")]
 
 
-def _explanation(final: str, stderr_errors: list[str], stdout_lines: list[str]) -> str:
+def _explanation(final: str, stderr: str, stdout_lines: list[str]) -> str:
     """The human message: Lake's final line unless it only says a child failed, then the first
-    error: line that says what (Lake's or the compiler's, from either stream)."""
+    error line that says what (Lake's ``error: ...`` or a compiler's ``<pos>: error: ...``,
+    stderr first: Lean and Lake do not interleave the two streams in time)."""
     if not _GENERIC_ERROR.match(final):
         return final
-    compiler = [ln for ln in stdout_lines if ln.startswith("error: ") or ": error: " in ln]
-    for line in (*stderr_errors, *(ln.removeprefix("error: ") for ln in compiler)):
-        if line and not _GENERIC_ERROR.match(line):
-            return line
+    for raw in (*stderr.splitlines(), *stdout_lines):
+        line = raw.strip()
+        if not (line.startswith("error: ") or ": error: " in line):
+            continue
+        said = line.removeprefix("error: ").strip()
+        if said and not _GENERIC_ERROR.match(said):
+            return said
     return final
 
 
@@ -252,7 +256,7 @@ def classify(outcome: process.Outcome, config: ComparatorConfig, timeout: float)
     checkers = _checkers(lines)
     errors = _error_lines(stderr)
     final = errors[-1] if errors else ""  # Lake reports its own judgement last
-    message = _explanation(final, errors[:-1], lines) if errors else ""
+    message = _explanation(final, stderr, lines) if errors else ""
     where = f" while in phase {last}" if last else " before any phase line"
 
     def fail(execution: Execution, code: str, text: str) -> Classification:

@@ -8,6 +8,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -142,6 +143,9 @@ class Verdict(_Model):
     probes_skipped: bool = False  # --skip-probes: local reproduction only
     mounts: Mounts | None = None  # None: no sandbox was planned for this pair's run
     cleanup: tuple[str, ...] = ()  # paths of the pair's scoring directory removal left behind
+    # SHA-256 of everything this verdict depends on (inputs, identity, options): a re-run on the
+    # same --out reuses the file when its key matches (SPEC §5.5 "Resume")
+    resume_key: str | None = None
 
 
 class PairSummary(_Model):
@@ -155,6 +159,16 @@ class PairSummary(_Model):
     path: str
 
 
+class Tally(_Model):
+    """One submission's pairs by outcome (leaderboards read ``solved``)."""
+
+    solved: int = 0
+    rejected: int = 0
+    invalid: int = 0
+    unchanged: int = 0
+    error: int = 0
+
+
 class SubmissionSummary(_Model):
     """One input of the run."""
 
@@ -164,6 +178,8 @@ class SubmissionSummary(_Model):
     problems: tuple[str, ...]
     rejection: str | None = None
     rejection_code: str | None = None
+    hint: str | None = None  # why intake found no problem directory, when it found none
+    tally: Tally = Tally()
 
 
 class ShardInfo(_Model):
@@ -191,6 +207,21 @@ class Summary(_Model):
     pairs: tuple[PairSummary, ...]
     exit_code: int
     shard: ShardInfo | None = None  # None: the run scored the whole batch
+    interrupted: bool = False  # SIGINT/SIGTERM stopped admission; a re-run resumes
+    not_scored: int = 0  # pairs of this run left for a re-run (interrupted or stopped)
+    reused: int = 0  # verdicts whose resume key matched and were kept as they were
+    jobs: int = 1
+
+
+@functools.cache
+def file_umask() -> int:
+    """The process umask, read without changing it (``os.umask`` would race other threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            line = next(x for x in status if x.startswith("Umask:"))
+        return int(line.split()[1], 8)
+    except (OSError, StopIteration, ValueError):
+        return 0o022
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -198,6 +229,7 @@ def write_json_atomic(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~file_umask())  # what open() would give, not mkstemp's 0600
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(data, handle, indent=2, sort_keys=False, ensure_ascii=False)
             handle.write("\n")

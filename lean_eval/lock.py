@@ -1,0 +1,162 @@
+"""Kernel locks: one run at a time per ``--out``, and scoring directories owned by a live run.
+
+Invariants (SPEC §5.5 "Resume"):
+- ``OutLock`` holds ``fcntl.flock`` on ``<out>/.lean-eval.lock`` for the whole run. A second run
+  fails with a ``UsageError`` naming the holder (pid, host, start time). The kernel drops the lock
+  when its holder dies, however it dies, so a lock left by a killed run is free; the file itself
+  is never deleted (deleting it would let two runs lock two different files).
+- Every run scores under a fresh ``lean-eval-run-*`` directory whose ``.owner`` file it keeps
+  flocked. A directory whose ``.owner`` can be locked by someone else belongs to a dead run and
+  is reclaimed (removed) by the next run that scans the same parent; a directory kept on purpose
+  (``--keep-work``) has no ``.owner`` file and is never reclaimed.
+- Nothing here follows a symlink planted where the lock files go.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import tempfile
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from lean_eval.errors import UsageError
+
+LOCK_NAME = ".lean-eval.lock"
+RUN_PREFIX = "lean-eval-run-"
+_OWNER = ".owner"
+_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _holder() -> bytes:
+    return json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                       "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds")
+                       }).encode()
+
+
+def _try_lock(path: Path) -> int | None:
+    """An fd holding an exclusive flock on ``path``, or None when someone else holds it."""
+    fd = os.open(path, _FLAGS, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _describe(path: Path) -> str:
+    try:
+        data = json.loads(path.read_bytes()[:4096])
+        return f"pid {int(data['pid'])} on {str(data['host'])[:64]!r} since {data['started_at']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "another process"
+
+
+class OutLock:
+    """The exclusive right to write one output directory; release with ``close``."""
+
+    def __init__(self, out_dir: Path) -> None:
+        path = out_dir / LOCK_NAME
+        try:
+            fd = _try_lock(path)
+        except OSError as exc:
+            raise UsageError(f"--out {out_dir}: cannot lock {path}: {exc.strerror}") from None
+        if fd is None:
+            raise UsageError(f"--out {out_dir} is in use by {_describe(path)} (lock {path}); "
+                             "wait for that run or pass another --out")
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, _holder(), 0)
+        self._fd: int | None = fd
+
+    def close(self) -> None:
+        """Release the lock (the kernel would on exit anyway)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+class RunDir:
+    """This run's scoring root: ``<parent>/lean-eval-run-*``, flocked while the run lives."""
+
+    def __init__(self, parent: Path, exact: bool = False) -> None:
+        if exact:  # the caller names the root (probes); it is neither locked nor reclaimed
+            parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.path, self._fd = parent.resolve(), None
+            return
+        self.path = Path(tempfile.mkdtemp(prefix=RUN_PREFIX, dir=parent)).resolve()
+        fd = _try_lock(self.path / _OWNER)
+        if fd is None:  # nobody else can know this fresh name
+            raise UsageError(f"cannot lock new scoring directory {self.path}")
+        os.pwrite(fd, _holder(), 0)
+        self._fd = fd
+
+    _fd: int | None
+
+    def release(self, keep: bool) -> None:
+        """Give the directory up; ``keep`` leaves it for inspection, never to be reclaimed."""
+        if self._fd is None:
+            return
+        if keep:
+            (self.path / _OWNER).unlink(missing_ok=True)
+        os.close(self._fd)
+        self._fd = None
+
+
+def reclaim(parent: Path, remove: Callable[[Path], object]) -> list[Path]:
+    """Remove the scoring directories under ``parent`` left by runs that are no longer alive."""
+    reclaimed: list[Path] = []
+    try:
+        names = sorted(os.listdir(parent))
+    except OSError:
+        return reclaimed
+    for name in names:
+        path = parent / name
+        if not name.startswith(RUN_PREFIX) or path.is_symlink() or not path.is_dir():
+            continue
+        owner = path / _OWNER
+        if owner.is_symlink() or not owner.is_file():
+            continue  # kept on purpose (--keep-work), or not ours
+        try:
+            fd = _try_lock(owner)
+        except OSError:
+            continue
+        if fd is None:
+            continue  # a live run holds it
+        try:
+            remove(path)
+        finally:
+            os.close(fd)
+        reclaimed.append(path)
+    return reclaimed
+
+
+def remove_stray_temps(out_dir: Path) -> list[Path]:
+    """Delete half-written ``.*.tmp`` files a killed run left in ``out_dir`` and one level down.
+
+    Call only while holding the ``OutLock``: then no live writer owns them.
+    """
+    removed: list[Path] = []
+    try:
+        top = list(os.scandir(out_dir))
+    except OSError:
+        return removed
+    for entry in top:
+        candidates = [entry]
+        if entry.is_dir(follow_symlinks=False):
+            try:
+                candidates = list(os.scandir(entry.path))
+            except OSError:
+                continue
+        for item in candidates:
+            if (item.name.startswith(".") and item.name.endswith(".tmp")
+                    and item.is_file(follow_symlinks=False)):
+                Path(item.path).unlink(missing_ok=True)
+                removed.append(Path(item.path))
+    return removed

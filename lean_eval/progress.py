@@ -1,0 +1,75 @@
+"""How ``run-eval`` shows a batch as it goes: a progress bar on a terminal, lines otherwise.
+
+Every string a submission controls goes through ``rich.markup.escape`` or ``Text`` before it
+reaches the console, so a name cannot restyle or hide console text.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from lean_eval import batch, report
+from lean_eval.verdict import Summary
+
+_SHORT = {"accepted": "ok", "rejected": "rej", "invalid_submission": "inv",
+          "unchanged": "same", "error": "err"}
+
+
+class Display:
+    """A context manager whose ``update`` is ``run_batch``'s ``on_progress`` callback."""
+
+    def __init__(self, console: Console, quiet: bool) -> None:
+        self.console, self.quiet = console, quiet
+        self.bar: Progress | None = None
+        self.task: TaskID | None = None
+
+    def __enter__(self) -> Display:
+        if not self.quiet and self.console.is_terminal:
+            self.bar = Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(),
+                                TextColumn("{task.fields[status]}"), TimeElapsedColumn(),
+                                TextColumn("eta"), TimeRemainingColumn(),
+                                console=self.console, transient=False)
+            self.bar.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def update(self, event: batch.Progress) -> None:
+        """One pair finished (or was reused): advance the bar or print its line."""
+        if self.quiet:
+            return
+        if self.bar is None:
+            if event.verdict is not None:
+                self.console.print(Text(report.verdict_line(event.verdict)), highlight=False)
+            return
+        status = f"{event.running} running  " + " ".join(
+            f"{_SHORT[k]} {n}" for k, n in event.counts.items() if n)
+        if self.task is None:
+            self.task = self.bar.add_task("scoring", total=event.total, status=status)
+        self.bar.update(self.task, completed=event.done, total=event.total, status=status)
+
+
+def report_empty(summary: Summary, console: Console, quiet: bool) -> None:
+    """Name the submissions in which intake found no problem directory, with its hint."""
+    if quiet:
+        return
+    for sub in summary.submissions:
+        if not sub.problems and sub.rejection is None:
+            console.print(f"[yellow]warning:[/] {escape(sub.id)}: no problem directory found"
+                          + (f": {escape(sub.hint)}" if sub.hint else ""), highlight=False)

@@ -1,0 +1,112 @@
+"""run-eval --jobs: pairs run at once, never see each other, and the summary keeps input order."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from conftest import RunEval, make_submission, sh_payload, with_lines
+
+from lean_eval import sandbox
+
+PROBLEM = "two_plus_two"
+
+
+def survivors(marker: str) -> list[str]:
+    """Processes whose command line or working directory mentions ``marker``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode(
+                errors="replace")
+            cwd = os.readlink(f"/proc/{name}/cwd")
+        except OSError:
+            continue
+        if marker in cmdline or cwd.startswith(marker):
+            found.append(f"{name}: {cmdline[:200]} (cwd {cwd})")
+    return found
+
+
+def sleeper(base: Path, name: str, seconds: float, *extra: str) -> Path:
+    """A correct proof whose build sleeps ``seconds`` (sleep-bound, not CPU-bound)."""
+    text = with_lines(PROBLEM, sh_payload(f"sleep {seconds}"), *extra)
+    return make_submission(base, name, {PROBLEM: {"Submission.lean": text}})
+
+
+def test_three_jobs_finish_six_sleeping_pairs_in_at_most_sixty_percent_of_one(
+        run_eval: RunEval, outside: Path) -> None:
+    subs = [sleeper(outside / "subs", f"s{i}", 3) for i in range(6)]
+    started = time.monotonic()
+    one = run_eval(*subs, out=outside / "one", extra=("--jobs", "1"))
+    serial = time.monotonic() - started
+    started = time.monotonic()
+    three = run_eval(*subs, out=outside / "three", extra=("--jobs", "3"))
+    parallel = time.monotonic() - started
+    for run in (one, three):
+        assert run.code == 0, run.result.output
+        assert "Traceback" not in run.result.output
+        summary = run.summary()
+        assert [p["submission"] for p in summary["pairs"]] == [f"s{i}" for i in range(6)]
+        assert summary["counts"]["accepted"] == 6
+    assert three.summary()["jobs"] == 3
+    assert parallel <= 0.6 * serial, (serial, parallel)
+    assert survivors(str(outside)) == []
+
+
+def test_summary_lists_pairs_in_input_order_whatever_finished_first(
+        run_eval: RunEval, outside: Path) -> None:
+    slow = sleeper(outside / "subs", "slow", 4)
+    fast = make_submission(outside / "subs", "fast",
+                           {PROBLEM: {"Submission.lean": with_lines(PROBLEM)}})
+    run = run_eval(slow, fast, extra=("--jobs", "2"))
+    assert run.code == 0, run.result.output
+    assert (run.out / "fast" / f"{PROBLEM}.json").stat().st_mtime_ns < \
+        (run.out / "slow" / f"{PROBLEM}.json").stat().st_mtime_ns
+    assert [p["submission"] for p in run.summary()["pairs"]] == ["slow", "fast"]
+    assert all(p["verdict"] == "accepted" for p in run.summary()["pairs"])
+
+
+def _peekers(outside: Path) -> tuple[Path, Path]:
+    """Two correct proofs, live at the same time, each trying to read the other's workspace
+    (and the first one started tries again once the second is surely live)."""
+    work = outside / "work"
+    subs = []
+    for me, other in (("alpha", "beta"), ("beta", "alpha")):
+        target = f"{work}/lean-eval-run-*/{other}/{PROBLEM}/workspace/Submission.lean"
+        peek = f"sleep 1; cat {target}; sleep 1; cat {target}; sleep 1"
+        subs.append(make_submission(outside / "subs", me, {PROBLEM: {
+            "Submission.lean": with_lines(PROBLEM, f"-- SECRET-{me.upper()}-MARK",
+                                          sh_payload(peek))}}))
+    return subs[0], subs[1]
+
+
+def _leaks(run_eval: RunEval, outside: Path) -> list[str]:
+    alpha, beta = _peekers(outside)
+    run = run_eval(alpha, beta, extra=("--jobs", "2", "--work-dir", str(outside / "work")))
+    assert run.code == 0, run.result.output
+    assert {p["verdict"] for p in run.summary()["pairs"]} == {"accepted"}
+    assert "Traceback" not in run.result.output
+    assert survivors(str(outside)) == []
+    leaks = []
+    for me, other in (("alpha", "BETA"), ("beta", "ALPHA")):
+        if f"SECRET-{other}-MARK" in run.log(me, PROBLEM):
+            leaks.append(f"{me} read {other.lower()}'s workspace")
+    return leaks
+
+
+def test_two_live_pairs_cannot_read_each_others_workspace(
+        run_eval: RunEval, outside: Path) -> None:
+    assert _leaks(run_eval, outside) == []
+
+
+def test_negative_control_without_the_run_masks_a_live_pair_reads_the_other(
+        run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_masks(**_: object) -> sandbox.RunMasks:
+        return sandbox.RunMasks((), (), (), ())
+
+    monkeypatch.setattr(sandbox, "run_masks", no_masks)
+    assert _leaks(run_eval, outside) != []
