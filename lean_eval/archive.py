@@ -1,36 +1,36 @@
 """Archive intake (SPEC §4.3, §5.2): decode a tar submission in memory into intake's tree.
 
-Security invariants (SPEC §6.1, §6.2), each exercised by tests/test_intake_archives.py:
+Security invariants (SPEC §6.1, §6.2), each exercised by tests/test_intake_archives.py and
+tests/test_intake_bounds.py:
 
-- Nothing is extracted or written, and no link is followed or materialised: the archive is
-  decoded in memory as one bounded stream (``tarfile`` mode ``r|``), member by member, and only
-  regular members are ever read (``extractfile`` is never called on a link, whose target is
-  never looked up). A symlink, hard link, device, FIFO or other special member becomes a leaf
-  of that kind without data, which intake's classification treats like the same entry in a
-  directory: inside a problem's read set it rejects that problem, elsewhere it is reported.
+- Nothing is extracted or written, and no link is followed or materialised: tar headers are
+  parsed here (ustar, GNU and pax, 512-byte blocks) rather than by ``tarfile``, whose pax
+  parser is quadratic on some patch levels (CVE-2024-6232), and only regular members' data is
+  kept. A symlink, hard link, device, FIFO or other special member becomes a leaf of that kind
+  without data, which intake's classification treats like the same entry in a directory.
 - Absolute or ``..`` member names, a member that duplicates another path (whatever their
   kinds) or lies under a non-directory, a corrupt stream and exceeded limits reject the whole
   submission.
-- Members, depth and bytes are counted before they are used: every member counts as an entry,
-  the declared size of every member with data counts toward ``max_total_bytes`` before any of
-  it is decoded, and every byte the decoder yields (tar headers and pax records included) counts
-  toward a cap derived from the limits, so a decompression bomb is not decompressed past it.
-- The archive file itself is hashed in full for the digest but kept in memory only when it is
-  small enough to decode within the limits.
+- Every kind of work is bounded before it is done: the archive file's size
+  (``max_archive_bytes``, checked before it is read), every decoded byte (a cap derived from
+  the limits, so a decompression bomb is not decompressed past it), every extension header
+  record (pax, pax global, GNU long name and link: ``max_header_bytes``, checked before its data
+  is decoded), the pax keys of a header and the global ones (``max_pax_keys``), extension
+  headers per member, members and depth (counted before their metadata is kept), the declared
+  data of every member (toward ``max_total_bytes``, before any of it is decoded) and the intake
+  deadline. Every step of parsing is linear in the bytes it looks at.
 """
 
 from __future__ import annotations
 
-import gzip
-import io
 import os
-import tarfile
+import re
+import struct
 import zlib
-from typing import IO, TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from lean_eval.limits import (
     CHUNK,
-    MIB,
     SKIPPED_NAMES,
     Budget,
     IntakeLimits,
@@ -43,55 +43,300 @@ from lean_eval.limits import (
 if TYPE_CHECKING:
     from hashlib import _Hash
 
+BLOCK = 512
+_ZERO = bytes(BLOCK)
 _MEMBER_OVERHEAD = 3072  # tar header, padding and a pax record per member
-_MEMBER_KINDS = {tarfile.SYMTYPE: "symlink", tarfile.LNKTYPE: "hard link",
-                 tarfile.CHRTYPE: "device", tarfile.BLKTYPE: "device", tarfile.FIFOTYPE: "FIFO"}
+_EXTENSIONS_PER_MEMBER = 4  # at most one each of pax, GNU long name, GNU long link, and one more
+_MAX_GLOBAL_HEADERS = 64
+_MEMBER_KINDS = {b"0": "file", b"\0": "file", b"7": "file", b"5": "dir", b"2": "symlink",
+                 b"1": "hard link", b"3": "device", b"4": "device", b"6": "FIFO"}
+_NO_DATA = frozenset({b"1", b"2", b"3", b"4", b"5", b"6"})
+_PAX_TYPES = frozenset({b"x", b"X", b"g"})
+_PAX_LENGTH = re.compile(rb"([0-9]{1,20}) ")
+_NULS = re.compile(rb"\0*")
+_SIGNED = struct.Struct("148b8x356b")
 
 
-def read_archive(fd: int, limits: IntakeLimits, digest: _Hash) -> Node:
+def read_archive(fd: int, budget: Budget, digest: _Hash) -> Node:
     """Hash the archive open at `fd` into `digest` and decode it into a tree; RejectError."""
-    return _parse_archive(_read_raw(fd, _stream_cap(limits), digest), limits)
+    raw = _read_raw(fd, budget, digest)
+    stream = _Stream(raw, stream_cap(budget.limits), budget)
+    try:
+        return _Parser(stream, budget).parse()
+    except (zlib.error, ValueError) as exc:  # nothing expected; never let one escape
+        raise RejectError(f"archive: corrupt {stream.where}: {show(str(exc))}") from None
 
 
-def _stream_cap(limits: IntakeLimits) -> int:
+def stream_cap(limits: IntakeLimits) -> int:
     """Most decompressed bytes a tar stream within the limits can need (data plus headers)."""
-    headers = _MEMBER_OVERHEAD * (limits.max_files + 4) + 2 * tarfile.RECORDSIZE
+    headers = _MEMBER_OVERHEAD * (limits.max_files + 4) + 2 * 10240
     return limits.max_total_bytes + headers
 
 
-def _read_raw(fd: int, stream_cap: int, digest: _Hash) -> bytes:
-    """Hash the whole archive file; keep it only if small enough to decode within the limits."""
-    raw_cap = stream_cap + stream_cap // 64 + 65536  # compression overhead on incompressible data
+def _read_raw(fd: int, budget: Budget, digest: _Hash) -> bytes:
+    """The archive file, hashed into `digest`; LimitError past ``max_archive_bytes``.
+
+    An archive over the limit is not read past it: its digest covers the bytes read and its
+    size, which is enough to tell two such submissions apart in a verdict.
+    """
+    limit = budget.limits.max_archive_bytes
+    size = os.fstat(fd).st_size
     kept: list[bytes] = []
-    size = 0
-    while chunk := os.read(fd, 1 * MIB):
-        digest.update(chunk)
-        size += len(chunk)
-        if size <= raw_cap:
+    total = 0
+    if size <= limit:
+        while chunk := os.read(fd, min(1 << 20, limit + 1 - total)):
+            budget.tick("archive")
+            digest.update(chunk)
+            total += len(chunk)
             kept.append(chunk)
-    if size > raw_cap:
-        raise LimitError(f"archive: {size} bytes, more than the limits allow ({raw_cap})")
+            if total > limit:
+                break
+    if size > limit or total > limit:
+        digest.update(b"\0oversized archive\0" + str(max(size, total)).encode())
+        raise LimitError(f"archive: more than {limit} bytes (--max-archive-bytes)")
     return b"".join(kept)
 
 
-class _Bounded:
-    """What tarfile's stream reader reads from: counts decoded bytes and stops at the cap."""
+def _corrupt(where: str, why: str) -> RejectError:
+    return RejectError(f"archive: corrupt {where}: {why}")
 
-    def __init__(self, inner: io.BufferedIOBase, cap: int) -> None:
-        self.inner, self.cap, self.used, self.where = inner, cap, 0, "at its start"
 
-    def read(self, size: int = -1) -> bytes:
-        room = self.cap + 1 - self.used
-        data = self.inner.read(room if size < 0 else min(size, room))
-        self.used += len(data)
-        if self.used > self.cap:
-            raise LimitError(f"archive expands beyond {self.cap} bytes {self.where}")
+class _Stream:
+    """The decoded archive (gzip members inflated by zlib), read in bounded steps up to a cap."""
+
+    def __init__(self, raw: bytes, cap: int, budget: Budget) -> None:
+        self.raw, self.pos, self.cap, self.used, self.budget = raw, 0, cap, 0, budget
+        self.gzip = raw.startswith(b"\x1f\x8b")
+        self.inflater = zlib.decompressobj(31)
+        self.buffer = bytearray()
+        self.where = "at its start"
+
+    def _more(self) -> bytes:
+        """The next decoded bytes (at most CHUNK); b"" at the end of the archive file."""
+        if not self.gzip:
+            chunk = self.raw[self.pos:self.pos + CHUNK]
+            self.pos += len(chunk)
+            return chunk
+        while True:
+            inflater = self.inflater
+            if inflater.eof:  # one gzip member done: padding, another member, or garbage
+                self.pos -= len(inflater.unused_data)
+                self.pos = _skip_nuls(self.raw, self.pos)
+                if self.pos >= len(self.raw):
+                    return b""
+                if self.raw[self.pos:self.pos + 2] != b"\x1f\x8b":
+                    raise _corrupt(self.where, "data after the gzip stream")
+                self.inflater = inflater = zlib.decompressobj(31)
+            data = inflater.unconsumed_tail
+            if not data:
+                data = self.raw[self.pos:self.pos + CHUNK]
+                self.pos += len(data)
+                if not data:
+                    raise _corrupt(self.where, "the gzip stream is truncated")
+            try:
+                out = inflater.decompress(data, CHUNK)
+            except zlib.error as exc:
+                raise _corrupt(self.where, f"gzip: {exc}") from None
+            if out:
+                return out
+
+    def read(self, size: int) -> bytes:
+        """`size` decoded bytes, or fewer at the end; LimitError past the cap or the deadline."""
+        while len(self.buffer) < size:
+            more = self._more()
+            if not more:
+                break
+            self.used += len(more)
+            if self.used > self.cap:
+                raise LimitError(f"archive expands beyond {self.cap} bytes {self.where}")
+            self.budget.tick(f"archive {self.where}")
+            self.buffer += more
+        out = bytes(self.buffer[:size])
+        del self.buffer[:size]
+        return out
+
+    def exact(self, size: int, what: str) -> bytes:
+        data = self.read(size)
+        if len(data) != size:
+            raise _corrupt(self.where, f"{what} is truncated")
         return data
 
+    def skip(self, size: int, what: str) -> None:
+        while size > 0:
+            size -= len(self.exact(min(size, CHUNK), what))
 
-def _decoder(raw: bytes) -> io.BufferedIOBase:
-    source = io.BytesIO(raw)
-    return gzip.GzipFile(fileobj=source, mode="rb") if raw.startswith(b"\x1f\x8b") else source
+
+def _number(field: bytes, where: str) -> int:
+    if field[:1] == b"\x80":  # GNU base-256 (sizes of 8 GiB and more)
+        return int.from_bytes(field[1:], "big")
+    text = field.split(b"\0", 1)[0].strip(b" ")
+    if not text:
+        return 0
+    if not text.isdigit() or b"8" in text or b"9" in text:
+        raise _corrupt(where, f"bad number {show(text.decode('latin-1'))!r} in a tar header")
+    return int(text, 8)
+
+
+def _skip_nuls(data: bytes, pos: int) -> int:
+    match = _NULS.match(data, pos)
+    return match.end() if match else pos
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _nts(data: bytes) -> bytes:
+    return data.split(b"\0", 1)[0]
+
+
+class _Parser:
+    """Reads headers and members in order, keeping only what intake's tree needs."""
+
+    def __init__(self, stream: _Stream, budget: Budget) -> None:
+        self.stream, self.budget, self.limits = stream, budget, budget.limits
+        self.root = Node("dir")
+        self.globals: dict[str, str] = {}
+        self.global_headers = 0
+
+    def parse(self) -> Node:
+        stream, seen = self.stream, False
+        pax: dict[str, str] | None = None
+        long_name: bytes | None = None
+        extensions = 0
+        while True:
+            block = stream.read(BLOCK)
+            if not block and not (seen or extensions):
+                raise _corrupt(stream.where, "empty archive")
+            if not block and extensions:
+                raise _corrupt(stream.where, "ends after an extension header")
+            if not block or block == _ZERO:
+                break
+            if len(block) != BLOCK:
+                raise _corrupt(stream.where, "a tar header is truncated")
+            self._checksum(block)
+            kind, size = block[156:157], _number(block[124:136], stream.where)
+            if kind in _PAX_TYPES or kind in (b"L", b"K"):
+                extensions += 1
+                if extensions > _EXTENSIONS_PER_MEMBER:
+                    raise LimitError(f"archive: more than {_EXTENSIONS_PER_MEMBER} extension "
+                                     f"headers for one member {stream.where}")
+                data = self._extension(kind, size)
+                if kind == b"g":
+                    self._global(data)
+                elif kind in _PAX_TYPES:
+                    pax = self._pax(data)
+                elif kind == b"L":
+                    long_name = _nts(data)
+                continue
+            self._member(block, kind, size, pax or {}, long_name)
+            pax, long_name, extensions, seen = None, None, 0, True
+        while stream.read(CHUNK):  # to the end, so a gzip CRC or length error is seen
+            pass
+        return self.root
+
+    def _checksum(self, block: bytes) -> None:
+        stored = _number(block[148:156], self.stream.where)
+        unsigned = 256 + sum(block[:148]) + sum(block[156:])
+        if stored not in (unsigned, 256 + sum(_SIGNED.unpack_from(block))):
+            raise _corrupt(self.stream.where, "bad tar header checksum")
+
+    def _extension(self, kind: bytes, size: int) -> bytes:
+        limit, where = self.limits.max_header_bytes, self.stream.where
+        if size > limit:
+            raise LimitError(f"archive: a {kind.decode('latin-1')!r} header record of {size} "
+                             f"bytes {where}, over the limit of {limit}")
+        data = self.stream.exact(size, "an extension header")
+        self.stream.skip(-size % BLOCK, "padding")
+        return data
+
+    def _pax(self, data: bytes) -> dict[str, str]:
+        """Parse "LEN key=value\\n" records in one linear pass, at most max_pax_keys of them."""
+        out: dict[str, str] = {}
+        pos, end, records, where = 0, len(data), 0, self.stream.where
+        while pos < end:
+            if data[pos] == 0:  # NUL padding after the last record
+                if _skip_nuls(data, pos) != end:
+                    raise _corrupt(where, "a pax header holds data after NUL padding")
+                break
+            match = _PAX_LENGTH.match(data, pos)
+            length = int(match.group(1)) if match else 0
+            stop = pos + length
+            if not match or stop > end or stop < match.end() + 2 or data[stop - 1] != 0x0A:
+                raise _corrupt(where, "a pax record is malformed")
+            key, eq, value = data[match.end():stop - 1].partition(b"=")
+            if not eq or not key:
+                raise _corrupt(where, "a pax record has no key")
+            records += 1
+            if records > self.limits.max_pax_keys:
+                raise LimitError(f"archive: a pax header with more than "
+                                 f"{self.limits.max_pax_keys} keys {where}")
+            out[_text(key)] = _text(value)
+            pos = stop
+        return out
+
+    def _global(self, data: bytes) -> None:
+        self.global_headers += 1
+        if self.global_headers > _MAX_GLOBAL_HEADERS:
+            raise LimitError(f"archive: more than {_MAX_GLOBAL_HEADERS} pax global headers "
+                             f"{self.stream.where}")
+        for key, value in self._pax(data).items():
+            if value:
+                self.globals[key] = value
+            else:
+                self.globals.pop(key, None)
+        if len(self.globals) > self.limits.max_pax_keys:
+            raise LimitError(f"archive: more than {self.limits.max_pax_keys} pax global keys "
+                             f"{self.stream.where}")
+
+    def _member(self, block: bytes, kind: bytes, size: int, pax: dict[str, str],
+                long_name: bytes | None) -> None:
+        stream, where = self.stream, self.stream.where
+        merged = dict(self.globals)
+        for key, value in pax.items():
+            if value:
+                merged[key] = value
+            else:
+                merged.pop(key, None)
+        raw_name = _nts(block[0:100])
+        prefix = _nts(block[345:500]) if block[257:263] == b"ustar\0" else b""
+        name = _text(long_name if long_name is not None else
+                     prefix + b"/" + raw_name if prefix else raw_name)
+        name = merged.get("path", name)
+        if "size" in merged:
+            if not merged["size"].isdigit() or len(merged["size"]) > 20:
+                raise _corrupt(where, "a pax size is not a number")
+            size = int(merged["size"])
+        node_kind = _MEMBER_KINDS.get(kind, f"special file (tar type {kind!r})")
+        if kind == b"\0" and name.endswith("/"):
+            node_kind = "dir"
+        if any(key.startswith("GNU.sparse.") for key in merged) or kind == b"S":
+            node_kind = "special file (sparse)"
+        if kind == b"S":
+            self._sparse_extensions(block)
+        if kind in _NO_DATA and size:
+            raise _corrupt(where, f"{show(name)}: a link, device or directory member with data")
+        shown = show(name.rstrip("/") if node_kind == "dir" else name)
+        parts = _member_parts(name)
+        self.budget.entry(shown, len(parts))
+        node = Node(node_kind)
+        self.budget.data(shown, size)  # before any of it is decoded
+        if node_kind == "file" and not SKIPPED_NAMES.intersection(parts):
+            node.data = stream.exact(size, f"{shown}: member data")
+        else:
+            stream.skip(size, f"{shown}: member data")
+        stream.skip(-size % BLOCK, "padding")
+        if parts:
+            _insert(self.root, parts, node, shown)
+        elif node_kind != "dir":
+            raise RejectError(f"{shown}: names the archive root but is not a directory")
+        stream.where = f"after member {shown}"
+
+    def _sparse_extensions(self, block: bytes) -> None:
+        """Skip old-GNU sparse map blocks; each counts toward the decoded-byte cap."""
+        extended = block[482]
+        while extended:
+            extended = self.stream.exact(BLOCK, "a sparse map")[504]
 
 
 def _member_parts(name: str) -> list[str]:
@@ -101,47 +346,6 @@ def _member_parts(name: str) -> list[str]:
     if ".." in parts:
         raise RejectError(f"{show(name)}: member name has a '..' component")
     return parts
-
-
-def _member_kind(member: tarfile.TarInfo) -> str:
-    """The node kind: dir, file (regular, not sparse), or what else the member is."""
-    if member.isdir():
-        return "dir"
-    if member.isreg() and not member.issparse():
-        return "file"
-    return _MEMBER_KINDS.get(member.type, f"special file (tar type {member.type!r})")
-
-
-def _parse_archive(raw: bytes, limits: IntakeLimits) -> Node:
-    root = Node("dir")
-    budget = Budget(limits)
-    stream = _Bounded(_decoder(raw), _stream_cap(limits))
-    try:
-        with tarfile.open(fileobj=cast("IO[bytes]", stream), mode="r|",
-                          encoding="utf-8", errors="surrogateescape") as archive:
-            for member in archive:
-                shown = show(member.name)
-                parts = _member_parts(member.name)
-                budget.entry(shown, len(parts))
-                node = Node(_member_kind(member))
-                if member.isreg() or member.type not in tarfile.SUPPORTED_TYPES:
-                    budget.data(shown, member.size)  # tarfile decodes this member's data
-                if node.kind == "file":  # only regular members are read; links never are
-                    handle = archive.extractfile(member)  # size is within the budget
-                    if handle and not SKIPPED_NAMES.intersection(parts):
-                        node.data = handle.read(member.size)
-                        if len(node.data) != member.size:
-                            raise RejectError(f"{shown}: member data is truncated")
-                if parts:
-                    _insert(root, parts, node, shown)
-                elif node.kind != "dir":
-                    raise RejectError(f"{shown}: names the archive root but is not a directory")
-                stream.where = f"after member {shown}"
-            while stream.read(CHUNK):  # to the end, so a gzip CRC or length error is seen
-                pass
-    except (tarfile.TarError, EOFError, OSError, zlib.error, ValueError) as exc:
-        raise RejectError(f"archive: corrupt {stream.where}: {show(str(exc))}") from None
-    return root
 
 
 def _insert(root: Node, parts: list[str], node: Node, shown: str) -> None:
@@ -158,7 +362,7 @@ def _insert(root: Node, parts: list[str], node: Node, shown: str) -> None:
                 current.children[name] = Node("skipped")
             elif existing.kind != "skipped":
                 raise RejectError(f"{shown}: duplicate member" if last else
-                                   f"{shown}: member lies under a member that is not a directory")
+                                  f"{shown}: member lies under a member that is not a directory")
             return
         if last:
             if existing is None:
@@ -171,3 +375,4 @@ def _insert(root: Node, parts: list[str], node: Node, shown: str) -> None:
         elif existing.kind != "dir":
             raise RejectError(f"{shown}: member lies under a member that is not a directory")
         current = existing
+

@@ -245,6 +245,10 @@ def _preflight(tools: batch.Tools, env: dict[str, str], work_dir: Path | None,
               show_default=True)
 @click.option("--max-files", type=click.IntRange(min=1), default=10_000, show_default=True)
 @click.option("--max-depth", type=click.IntRange(min=1), default=32, show_default=True)
+@click.option("--max-archive-bytes", type=ByteSize(), default="64MiB", show_default=True,
+              help="Largest submission archive file (K/M/G suffixes).")
+@click.option("--intake-timeout", type=click.FloatRange(min=0.1), default=60.0,
+              show_default=True, help="Seconds to read one submission before rejecting it.")
 @click.option("--max-written-file-bytes", type=ByteSize(minimum=1 << 20),
               default="8GiB", show_default=True,
               help="No file a build writes may grow past this (RLIMIT_FSIZE).")
@@ -252,7 +256,8 @@ def _preflight(tools: batch.Tools, env: dict[str, str], work_dir: Path | None,
 def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, ...],
              timeout: float, work_dir: Path | None, keep_work: bool, skip_probes: bool,
              benchmark_rev: str, max_file_bytes: int, max_total_bytes: int, max_files: int,
-             max_depth: int, max_written_file_bytes: int, benchmark: Path | None,
+             max_depth: int, max_archive_bytes: int, intake_timeout: float,
+             max_written_file_bytes: int, benchmark: Path | None,
              toolchain: Path | None,
              bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
              quiet: bool) -> None:
@@ -269,7 +274,8 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
         tools = _tools(cat, toolchain, bwrap_path, allow_bwrap, env, writable)
         limits = intake.IntakeLimits(max_file_bytes=max_file_bytes,
                                      max_total_bytes=max_total_bytes, max_files=max_files,
-                                     max_depth=max_depth)
+                                     max_depth=max_depth, max_archive_bytes=max_archive_bytes,
+                                     intake_seconds=intake_timeout)
         preflight = _preflight(tools, env, work_dir, skip_probes, quiet, verbose)
         options = batch.RunOptions(out_dir=out_dir, timeout=timeout, work_dir=work_dir,
                                    limits=limits, keep_work=keep_work, preflight=preflight,

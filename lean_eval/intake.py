@@ -152,11 +152,12 @@ def read_submission(
     try:
         if (os.fstat(fd).st_ino, os.fstat(fd).st_mode) != (st.st_ino, st.st_mode):
             raise UsageError(f"submission {show(source)}: changed while it was opened")
+        budget = Budget(limits)
         if is_dir:
             root = Node("dir")
-            _walk_dir(fd, "", root, Budget(limits), digest)
+            _walk_dir(fd, "", root, budget, digest)
         else:
-            root = read_archive(fd, limits, digest)
+            root = read_archive(fd, budget, digest)
         problems, ignored = _analyse(root, problem_ids, limits)
     except RejectError as exc:
         rejection, code = str(exc), exc.code

@@ -85,12 +85,22 @@ class Identity(_Model):
     bwrap_minimum_version: str  # below 0.12.0 only when --allow-bwrap-version said so
 
 
+class ProbeCheckOutcome(_Model):
+    """One check of a preflight probe and the evidence it judged."""
+
+    name: str
+    ok: bool
+    evidence: str
+
+
 class ProbeOutcome(_Model):
-    """One preflight probe as the run saw it."""
+    """One preflight probe as the run saw it, with every check (the terminal shows fewer)."""
 
     name: str
     status: Literal["pass", "fail", "error"]
     message: str
+    seconds: float = 0.0
+    checks: tuple[ProbeCheckOutcome, ...] = ()
 
 
 class Preflight(_Model):
@@ -252,10 +262,13 @@ def write_model(path: Path, model: BaseModel) -> None:
 
 
 def schemas() -> dict[str, dict[str, Any]]:
-    """The JSON Schema of each committed model, by file name."""
+    """The JSON Schema of each committed model, by file name (printed documents included)."""
+    from lean_eval import documents
+
     return {
         "verdict.schema.json": Verdict.model_json_schema(),
         "summary.schema.json": Summary.model_json_schema(),
+        **documents.schemas(),
     }
 
 
