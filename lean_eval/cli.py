@@ -26,12 +26,14 @@ from lean_eval import (
     intake,
     probe,
     process,
+    progress,
     report,
     selfcheck,
     starter,
     validation,
 )
 from lean_eval.errors import LeanEvalError, SetupError, UsageError
+from lean_eval.shard import parse_shard
 from lean_eval.toolchain import resolve_toolchain
 from lean_eval.verdict import Preflight, ProbeCheckOutcome, ProbeOutcome
 
@@ -252,20 +254,37 @@ def _preflight(tools: batch.Tools, env: dict[str, str], work_dir: Path | None,
 @click.option("--max-written-file-bytes", type=ByteSize(minimum=1 << 20),
               default="8GiB", show_default=True,
               help="No file a build writes may grow past this (RLIMIT_FSIZE).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Pairs scored at once (default: the CPUs, fewer if JOBS x --memory-limit "
+                   "does not fit in available memory).")
+@click.option("--memory-limit", type=ByteSize(minimum=64 << 20), default="8G",
+              show_default=True, help="Memory of one pair's process tree (K/M/G suffixes).")
+@click.option("--max-processes", type=click.IntRange(min=1), default=512, show_default=True,
+              help="Processes of one pair's tree at once.")
+@click.option("--rescore", is_flag=True,
+              help="Score every pair again, ignoring verdicts already in --out.")
+@click.option("--shard", "shard_text", metavar="K/N",
+              help="Score only shard K of N (1-based) of the batch's pairs.")
 @common_options
 def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, ...],
              timeout: float, work_dir: Path | None, keep_work: bool, skip_probes: bool,
              benchmark_rev: str, max_file_bytes: int, max_total_bytes: int, max_files: int,
              max_depth: int, max_archive_bytes: int, intake_timeout: float,
-             max_written_file_bytes: int, benchmark: Path | None,
-             toolchain: Path | None,
+             max_written_file_bytes: int, jobs: int | None, memory_limit: int,
+             max_processes: int, rescore: bool, shard_text: str | None,
+             benchmark: Path | None, toolchain: Path | None,
              bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
              quiet: bool) -> None:
-    """Score SUBMISSION... (directories or .tar/.tar.gz/.tgz archives) against the benchmark."""
+    """Score SUBMISSION... (directories or .tar/.tar.gz/.tgz archives) against the benchmark.
+
+    Re-running on the same --out resumes: verdicts whose inputs, identity and options are
+    unchanged are kept; `error` pairs and the rest are scored (--rescore: all of them).
+    """
     err = Console(stderr=True)
     env = dict(os.environ)
     selected = frozenset(p for item in problems for p in item.split(",") if p) or None
     try:
+        shard = parse_shard(shard_text) if shard_text is not None else None
         inputs.check_run(submissions, out_dir, work_dir, selected,
                          benchmark or _default_benchmark())
         batch.check_inputs(submissions)
@@ -279,13 +298,13 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
         preflight = _preflight(tools, env, work_dir, skip_probes, quiet, verbose)
         options = batch.RunOptions(out_dir=out_dir, timeout=timeout, work_dir=work_dir,
                                    limits=limits, keep_work=keep_work, preflight=preflight,
-                                   max_written_file_bytes=max_written_file_bytes)
-
-        def progress(verdict: Any) -> None:
-            if not quiet:
-                err.print(report.verdict_line(verdict), highlight=False)
-
-        summary = batch.run_batch(list(submissions), cat, tools, options, env, progress)
+                                   max_written_file_bytes=max_written_file_bytes, jobs=jobs,
+                                   rescore=rescore, shard=shard, memory_limit=memory_limit,
+                                   max_processes=max_processes)
+        with progress.Display(err, quiet) as display:
+            summary = batch.run_batch(list(submissions), cat, tools, options, env,
+                                      on_progress=display.update)
+        progress.report_empty(summary, err, quiet)
     except SetupError as exc:
         _fail(str(exc))
         return
@@ -297,7 +316,7 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
         return
     if as_json:
         click.echo(summary.model_dump_json(indent=2))
-    else:
+    elif not quiet:
         report.print_summary(summary, Console())
     sys.exit(summary.exit_code)
 
