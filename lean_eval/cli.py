@@ -554,6 +554,38 @@ def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool,
     sys.exit(summary.exit_code)
 
 
+@main.command("report")
+@click.argument("out_dir", metavar="OUT",
+                type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "junit", "json"]),
+              default="table", show_default=True,
+              help="table: for people; markdown: fits $GITHUB_STEP_SUMMARY; junit: JUnit XML "
+                   "for CI test views; json: one document with every pair.")
+@click.option("--output", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write to FILE (atomically) instead of stdout.")
+def report_command(out_dir: Path, fmt: str, output: Path | None) -> None:
+    """Render the output directory OUT of `run-eval` or `merge` for people and CI systems."""
+    from typing import cast
+
+    try:
+        run = report.load_run(out_dir)
+        if fmt == "table" and output is None:
+            report.print_summary(run.summary, Console())
+        else:
+            text = report.render(run, cast("report.Format", fmt))
+            if output is None:
+                click.echo(text, nl=False)
+            else:
+                report.write_text_atomic(output, text)
+    except SetupError as exc:
+        _fail(str(exc))
+        return
+    except OSError as exc:
+        _fail(f"cannot write {output}: {exc.strerror or exc}")
+        return
+    sys.exit(0)
+
+
 # --- validate-catalog (maintainers) -----------------------------------------------------------
 
 

@@ -1,0 +1,273 @@
+"""report: table, markdown, JUnit XML and JSON of an output directory; console escaping.
+
+Outputs are built from the models (every verdict kind, hostile names and control characters);
+one CLI-level run-eval shows that hostile names reach the console as text, not markup.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import BWRAP_FLOOR, correct, make_submission
+from rich.console import Console
+from rich.text import Text
+
+from lean_eval import report
+from lean_eval.cli import main
+from lean_eval.selfcheck import Expectation, Finding, SelfCheck
+from lean_eval.verdict import (
+    Identity,
+    LogRef,
+    PairSummary,
+    Preflight,
+    ProblemRef,
+    Reason,
+    SubmissionRef,
+    SubmissionSummary,
+    Summary,
+    Timings,
+    Verdict,
+    write_model,
+)
+
+HOSTILE = ("[bold red]x", "a[/x]", "[link=https://evil]click[/link]", "pipe|star*_[b]")
+# (submission, problem, verdict, execution, reason, message)
+PAIRS = [
+    ("good", "two_plus_two", "accepted", "completed", "accepted", "all kernels accepted"),
+    ("good", "double_def", "rejected", "completed", "statement_mismatch", "x differs"),
+    ("bad", "two_plus_two", "invalid_submission", "not_run", "path_rejected", "a[/x] bad"),
+    ("bad", "double_def", "unchanged", "not_run", "unchanged", "starter"),
+    ("bad", "multi_hole", "error", "timed_out", "timeout", "deadline \x1b[31m\x00 reached"),
+    (HOSTILE[0], "two_plus_two", "rejected", "completed", "kernel_rejected", HOSTILE[1]),
+    (HOSTILE[3], "two_plus_two", "accepted", "completed", "accepted", "ok"),
+]
+IDENT = Identity(harness_version="0.1.0", benchmark_path="/b", benchmark_commit=None,
+                 toolchain_name="t", toolchain_path="/t", bwrap_path="/usr/bin/bwrap",
+                 bwrap_version="0.12.0", bwrap_owner="root", bwrap_setuid=False,
+                 bwrap_sha256="a" * 64, bwrap_minimum_version="0.12.0")
+
+
+def make_verdict(sid: str, pid: str, outcome: str, execution: str, code: str,
+                 message: str) -> Verdict:
+    return Verdict.model_validate({
+        "submission": SubmissionRef(id=sid, digest="d" * 64, source="/in"),
+        "problem": ProblemRef(id=pid, statement_revision=1), "verdict": outcome,
+        "execution": execution, "reason": Reason(code=code, message=message),
+        "timings": Timings(wall_seconds=0.7), "identity": IDENT,
+        "log": LogRef(path=None, tail=("tail [red]line[/red]", "\x07bell"))})
+
+
+def build(out: Path, pairs: list[tuple[str, str, str, str, str, str]] = PAIRS,
+          rejected_whole: str | None = "[dim]gone") -> Path:
+    lines = []
+    for row in pairs:
+        write_model(out / row[0] / f"{row[1]}.json", make_verdict(*row))
+        lines.append(PairSummary(submission=row[0], problem=row[1], verdict=row[2],
+                                 execution=row[3], reason=row[4], path=f"{row[0]}/{row[1]}.json"))
+    ids = list(dict.fromkeys(r[0] for r in pairs))
+    subs = [SubmissionSummary(id=s, source="/in", digest="d" * 64,
+                              problems=tuple(r[1] for r in pairs if r[0] == s)) for s in ids]
+    if rejected_whole:
+        subs.append(SubmissionSummary(id=rejected_whole, source="/in", digest="d" * 64,
+                                      problems=(), rejection="corrupt [blink]archive"))
+    counts = dict.fromkeys(("accepted", "rejected", "invalid_submission", "unchanged", "error"),
+                           0)
+    for row in pairs:
+        counts[row[2]] += 1
+    write_model(out / "summary.json", Summary(
+        started_at="2026-01-01T00:00:00+00:00", finished_at="2026-01-01T00:00:09+00:00",
+        identity=IDENT, preflight=Preflight(skipped=True, toolchain_path="/t",
+                                            bwrap_path="/b", bwrap_version="0.12.0",
+                                            bwrap_sha256="a" * 64),
+        problems=("double_def", "multi_hole", "two_plus_two"), submissions=tuple(subs),
+        counts=counts, pairs=tuple(lines), exit_code=1))
+    return out
+
+
+def test_junit_parses_with_one_testcase_per_pair_and_one_failure_per_rejection(
+        tmp_path: Path) -> None:
+    out = build(tmp_path / "out")
+    result = CliRunner().invoke(main, ["report", str(out), "--format", "junit"])
+    assert result.exit_code == 0, result.output
+    root = ET.fromstring(result.output.encode())  # noqa: S314 - our own output
+    cases = root.findall("./testsuite/testcase")
+    pair_cases = [c for c in cases if c.get("name") != "(submission)"]
+    assert sorted((c.get("classname"), c.get("name")) for c in pair_cases) == \
+        sorted((r[0], r[1]) for r in PAIRS)
+    rejections = [r for r in PAIRS if r[2] in ("rejected", "invalid_submission")]
+    assert len(root.findall("./testsuite/testcase/failure")) == len(rejections) + 1
+    assert len(root.findall("./testsuite/testcase/error")) == 1
+    assert len(root.findall("./testsuite/testcase/skipped")) == 1
+    assert root.get("tests") == str(len(PAIRS) + 1)
+    assert root.get("failures") == str(len(rejections) + 1)
+    suites = {s.get("name"): s for s in root.findall("testsuite")}
+    assert set(suites) == {"good", "bad", *HOSTILE[0::3], "[dim]gone"}
+    assert suites["good"].get("failures") == "1" and suites["bad"].get("errors") == "1"
+    error = root.find("./testsuite[@name='bad']/testcase[@name='multi_hole']/error")
+    assert error is not None and "reached" in (error.text or "")  # control chars replaced
+
+
+def test_markdown_has_tallies_and_pairs_and_escapes_names(tmp_path: Path) -> None:
+    out = build(tmp_path / "out")
+    text = report.render_markdown(report.load_run(out))
+    assert "| good | 1 | 1 | 0 | 0 | 0 | 2 |" in text
+    assert "| bad | 0 | 0 | 1 | 1 | 1 | 3 |" in text
+    assert r"pipe\|star\*\_\[b\]" in text  # a name cannot add a column or markup
+    assert "| good | two\\_plus\\_two | accepted |  | 0.7 s |" in text
+    assert "statement\\_mismatch: x differs" in text
+    assert "\x1b" not in text and "\x00" not in text
+    for line in text.splitlines():
+        if line.startswith("| ") and "two" in line:
+            assert line.count(" | ") == 4, line
+
+
+def test_markdown_stays_within_the_step_summary_budget(tmp_path: Path) -> None:
+    rows = [(f"s{i}", "two_plus_two", "rejected", "completed", "kernel_rejected", "m" * 200)
+            for i in range(300)]
+    out = build(tmp_path / "out", rows, rejected_whole=None)
+    text = report.render_markdown(report.load_run(out), budget=20_000)
+    assert len(text.encode()) <= 20_000
+    assert "more pair(s) not shown" in text
+
+
+def test_json_document(tmp_path: Path) -> None:
+    out = build(tmp_path / "out")
+    result = CliRunner().invoke(main, ["report", str(out), "--format", "json"])
+    assert result.exit_code == 0
+    doc = report.RunReport.model_validate_json(result.output)
+    assert doc.schema_version == 1
+    assert [(p.submission, p.problem) for p in doc.pairs] == [(r[0], r[1]) for r in PAIRS]
+    assert {s.id: s.solved for s in doc.submissions}["good"] == 1
+    assert json.loads(result.output)["pairs"][0]["wall_seconds"] == 0.7
+
+
+def test_output_file_is_written_whole(tmp_path: Path) -> None:
+    out = build(tmp_path / "out")
+    target = tmp_path / "reports" / "junit.xml"
+    result = CliRunner().invoke(main, ["report", str(out), "--format", "junit", "--output",
+                                       str(target)])
+    assert result.exit_code == 0 and result.output == ""
+    ET.parse(target)  # noqa: S314 - our own output
+    assert [p.name for p in target.parent.iterdir()] == ["junit.xml"]
+    table = tmp_path / "table.txt"
+    assert CliRunner().invoke(main, ["report", str(out), "--output", str(table)]).exit_code == 0
+    assert "[bold red]x" in table.read_text()
+
+
+def test_report_on_a_directory_without_summary_exits_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["report", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "no readable summary.json" in result.output
+
+
+def test_table_prints_hostile_names_literally(tmp_path: Path) -> None:
+    out = build(tmp_path / "out")
+    result = CliRunner().invoke(main, ["report", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0
+    flat = result.output.replace("\n", "").replace("│", "").replace(" ", "")
+    for name in (HOSTILE[0], HOSTILE[3], "[dim]gone", "corrupt[blink]archive"):
+        assert name.replace(" ", "") in flat
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_console_never_reads_names_as_markup(name: str) -> None:
+    verdict = make_verdict(name, "two_plus_two", "rejected", "completed", "kernel_rejected",
+                           name)
+    summary = Summary.model_validate_json(build_summary_json(name))
+    console = Console(record=True, force_terminal=True, color_system="truecolor", width=200,
+                      file=io.StringIO())
+    report.print_summary(summary, console)
+    console.print(report.verdict_text(verdict))
+    console.print(Text(report.verdict_line(verdict)))
+    plain = console.export_text(styles=False)
+    # markup would have been consumed (or raised MarkupError): the name shows as typed
+    assert plain.count(name) >= 4, plain
+
+
+def build_summary_json(name: str) -> str:
+    return json.dumps({
+        "started_at": "t", "finished_at": "t", "identity": IDENT.model_dump(),
+        "preflight": {"skipped": True, "toolchain_path": "/t", "bwrap_path": "/b",
+                      "bwrap_version": "0", "bwrap_sha256": "a"},
+        "problems": ["two_plus_two"],
+        "submissions": [{"id": name, "source": name, "digest": "d", "problems": [],
+                         "rejection": name}],
+        "counts": {"rejected": 1},
+        "pairs": [{"submission": name, "problem": "two_plus_two", "verdict": "rejected",
+                   "execution": "completed", "reason": "kernel_rejected", "path": "p"}],
+        "exit_code": 0})
+
+
+def test_verdict_line_reads_like_a_sentence() -> None:
+    ok = make_verdict("good", "two_plus_two", "accepted", "completed", "accepted", "")
+    assert report.verdict_line(ok) == "good/two_plus_two  accepted  0.7 s"
+    bad = make_verdict("good", "double_def", "rejected", "completed", "statement_mismatch", "")
+    assert report.verdict_line(bad) == "good/double_def  rejected  statement_mismatch  0.7 s"
+    same = make_verdict("s", "p", "unchanged", "not_run", "unchanged", "")
+    assert report.verdict_line(same) == "s/p  unchanged"
+    slow = make_verdict("s", "p", "error", "timed_out", "timeout", "")
+    assert report.verdict_line(slow) == "s/p  error  timeout, timed_out  0.7 s"
+
+
+def test_piped_selfcheck_never_cuts_expected_or_got() -> None:
+    long = "statement_mismatch|kernel_rejected|illegal_axiom|definition_mismatch"
+    finding = Finding(submission="wrong_statement[/x]",
+                      expected=Expectation(frozenset({"rejected"}), frozenset(long.split("|"))),
+                      verdict="rejected", reason="some_very_long_reason_code_" * 3,
+                      message="[bold]message")
+    result = SelfCheck(findings=(finding,), counts={"rejected": 1},
+                       expected_counts={"rejected": 2}, where=Path("/w"))
+    expected = "|".join(sorted(long.split("|")))
+    for terminal in (False, True):
+        buffer = io.StringIO()
+        report.print_selfcheck("check-eval-workflow", result,
+                               Console(file=buffer, width=60, force_terminal=terminal,
+                                       color_system=None))
+        text = buffer.getvalue()
+        assert "…" not in text  # a terminal table folds long cells instead of cutting them
+        assert "FAILED" in text and "counts differ" in text
+        if terminal:
+            continue
+        flat = "".join(text.split())
+        assert expected in flat and "some_very_long_reason_code_" * 3 in flat
+        assert "wrong_statement[/x]" in flat and "[bold]message" in flat
+
+
+def test_run_eval_prints_hostile_names_without_markup_errors(run_eval, outside: Path) -> None:
+    good = make_submission(outside / "in", "good", {"two_plus_two": {
+        "Submission.lean": correct("two_plus_two")}})
+    # two problem directories for one problem: the rejection names both locations
+    dup = make_submission(outside / "in", "dup", {
+        "two_plus_two": {"Submission.lean": correct("two_plus_two")},
+        "a[/x]/two_plus_two": {"Submission.lean": correct("two_plus_two")}})
+    stray = make_submission(outside / "in", "stray", {"[bold red]oops": {
+        "Submission.lean": "-- [blink]x\n"}})
+    out = outside / "out"
+    # not through run_eval(): that passes -q, and this test is about what gets printed
+    args = ["run-eval", str(good), str(dup), str(stray), "--out", str(out), "--benchmark",
+            str(run_eval.benchmark), "--toolchain", str(run_eval.toolchain), "--skip-probes",
+            "--allow-bwrap-version", BWRAP_FLOOR, "--timeout", "600"]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    output = result.output
+    print(output)
+    assert "Traceback" not in output and "MarkupError" not in output, output
+    assert (out / "summary.json").is_file(), output
+    assert json.loads((out / "good" / "two_plus_two.json").read_text())["verdict"] == "accepted"
+    flat = "".join(output.replace("│", "").split())
+    assert "a[/x]" in flat, output
+
+
+def test_console_shows_control_characters_escaped() -> None:
+    summary = Summary.model_validate_json(build_summary_json("s"))
+    summary = summary.model_copy(update={"submissions": (summary.submissions[0].model_copy(
+        update={"rejection": "bad\x1b[2J\x1b]0;title\x07 name\nfake line"}),)})
+    buffer = io.StringIO()
+    report.print_summary(summary, Console(file=buffer, width=200, force_terminal=True))
+    text = buffer.getvalue()
+    assert "\x1b[2J" not in text and "\x07" not in text
+    assert "bad\\x1b[2J\\x1b]0;title\\x07 name\\x0afake line" in text
