@@ -1,8 +1,9 @@
 """The one bubblewrap executable a run uses: where it is, what it is, and whether to trust it.
 
 Invariants (SPEC §3, §6.6):
-- bwrap is ``--bwrap`` (the CLI fills it from ``LEAN_EVAL_BWRAP``), else ``bwrap`` on the
-  *filtered* PATH, made absolute once per run; nothing later looks it up again.
+- bwrap is ``--bwrap`` (the CLI fills it from ``LEAN_EVAL_BWRAP``), else the one ``lean-eval
+  prepare`` installed under ``prepared_prefix()``, else ``bwrap`` on the *filtered* PATH, made
+  absolute once per run; nothing later looks it up again.
 - A setuid bwrap is refused; a version older than ``MIN_VERSION`` (CVE-2026-87766) is refused
   unless the caller lowers the floor explicitly, and that choice is recorded.
 - The identity recorded in every verdict (path, version, owner, setuid bit, SHA-256) is read
@@ -48,19 +49,29 @@ def parse_version(text: str) -> Version:
     return Version(text)
 
 
+def prepared_prefix(env: Mapping[str, str]) -> Path:
+    """Where ``lean-eval prepare`` installs bubblewrap: ``$XDG_DATA_HOME/lean-eval/bwrap``,
+    else ``~/.local/share/lean-eval/bwrap``."""
+    data = env.get("XDG_DATA_HOME") or str(Path(env.get("HOME", "~")) / ".local" / "share")
+    return Path(data).expanduser() / "lean-eval" / "bwrap"
+
+
 def _find(explicit: str | None, env: Mapping[str, str],
           writable_roots: Sequence[Path]) -> Path:
     chosen = explicit
     if chosen:
         path = Path(chosen).expanduser()
         return path if path.is_absolute() else Path.cwd() / path
-    for entry in sandbox.filter_search_path(env.get("PATH", ""), writable_roots):
+    # prepare installs there only when the system bwrap is too old, so it comes first
+    prepared = str(prepared_prefix(env) / "bin")
+    for entry in sandbox.filter_search_path(f"{prepared}:{env.get('PATH', '')}",
+                                            writable_roots):
         candidate = Path(entry) / "bwrap"
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate
     raise SandboxUnavailableError(
-        "bubblewrap (bwrap) was not found on PATH; install it (apt-get install bubblewrap, or "
-        "scripts/install_bwrap.sh) or pass --bwrap PATH. lean-eval has no unsandboxed mode."
+        "bubblewrap (bwrap) was not found on PATH; install it (`lean-eval prepare`, or "
+        "apt-get install bubblewrap) or pass --bwrap PATH. lean-eval has no unsandboxed mode."
     )
 
 
@@ -101,7 +112,7 @@ def resolve_bwrap(explicit: str | None, env: Mapping[str, str],
     if parse_version(version) < parse_version(minimum):
         raise SandboxUnavailableError(
             f"bubblewrap {path} is version {version}; lean-eval requires {MIN_VERSION} or newer "
-            "(CVE-2026-87766). Install it with scripts/install_bwrap.sh, or accept an older "
+            "(CVE-2026-87766). Install it with `lean-eval prepare`, or accept an older "
             "one explicitly with --allow-bwrap-version MIN (LEAN_EVAL_ALLOW_BWRAP_VERSION)")
     return BwrapInfo(path=path, version=version, owner=_owner(info.st_uid), setuid=False,
                      sha256=digest, minimum=minimum)

@@ -24,6 +24,7 @@ from lean_eval import (
     driver,
     inputs,
     intake,
+    prepare,
     probe,
     process,
     progress,
@@ -614,3 +615,38 @@ def validate_catalog_command(benchmark: Path | None, toolchain: Path | None,
                           else f"{len(result.findings)} fault(s)"),
                        err=not result.ok)
     sys.exit(0 if result.ok else EXIT_FAULT)
+
+
+# --- prepare (maintainers: make a machine ready) ----------------------------------------------
+
+
+@main.command("prepare")
+@click.option("--offline", type=click.Path(path_type=Path, file_okay=False, exists=True),
+              help=f"Take the elan archive ({prepare.ELAN.name}) and the bubblewrap tarball "
+                   f"({prepare.BWRAP_TARBALL}) from DIR instead of downloading them.")
+@click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@common_options
+def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
+                    toolchain: Path | None, bwrap_path: str | None, allow_bwrap: str | None,
+                    as_json: bool, verbose: int, quiet: bool) -> None:
+    """Make this machine ready to score: elan (pinned, checksum-verified), the Lean release of
+    lean-toolchain, bubblewrap >= 0.12.0 when the system one is older, and the benchmark's
+    shared dependencies (built once, then read-only). Steps already done are reported
+    `present`; a second run changes nothing."""
+    del toolchain, bwrap_path, allow_bwrap, verbose
+    settings = prepare.Settings(benchmark=(benchmark or _default_benchmark()).resolve(),
+                                env=dict(os.environ), offline=offline, dry_run=dry_run)
+    try:
+        steps = prepare.prepare(settings)
+    except SetupError as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        click.echo(json.dumps({"schema_version": 1, "dry_run": dry_run,
+                               "steps": [s._asdict() for s in steps]}, indent=2))
+    elif not quiet:
+        for step in steps:
+            click.echo(f"{step.name:<13} {step.status:<8} {step.detail}")
+        if dry_run:
+            click.echo("dry run: nothing was changed")
+    sys.exit(0)

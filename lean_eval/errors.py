@@ -39,6 +39,10 @@ class MergeRefusedError(SetupError):
     """Shard outputs that cannot be merged (another batch, identity or options; a pair twice)."""
 
 
+class PrepareError(SetupError):
+    """`lean-eval prepare` cannot make the machine ready (a refused download, a failed step)."""
+
+
 class ProcessStartError(LeanEvalError):
     """A child process could not be started at all."""
 

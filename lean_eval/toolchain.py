@@ -47,7 +47,8 @@ def resolve_toolchain(explicit: Path | None, env: Mapping[str, str], name: str) 
         if not root.is_dir():
             raise ToolchainError(
                 f"the pinned Lean release {name} is not installed (looked for {root}). "
-                f"Install it with `elan toolchain install {name}`, or pass --toolchain DIR "
+                f"Install it with `lean-eval prepare` (or `elan toolchain install {name}`), "
+                "or pass --toolchain DIR "
                 "(or set LEAN_EVAL_TOOLCHAIN) to use a toolchain directory holding bin/lake."
             )
     root = root.resolve()

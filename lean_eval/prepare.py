@@ -1,0 +1,297 @@
+"""Make a machine ready to score (``lean-eval prepare``): elan, Lean, bubblewrap, shared deps.
+
+Invariants:
+- Every archive prepare fetches (or takes from ``--offline DIR``) is checked against a SHA-256
+  pinned here before anything reads its contents; a mismatch is refused before unpacking. The
+  bubblewrap tarball is checked the same way by ``scripts/install_bwrap.sh``, whose pin it is.
+- Each step first looks for its result; found, it is reported ``present`` and changes nothing,
+  so a second run is a no-op. ``dry_run`` starts no command and writes nothing.
+- Archive members are unpacked only when they are regular files with plain relative names.
+- Commands go through ``lean_eval.process`` with argv tuples and explicit env and cwd.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import stat
+import tarfile
+import tempfile
+import urllib.request
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import Literal, NamedTuple
+
+from lean_eval import bubblewrap, catalog, process
+from lean_eval.errors import PrepareError, SetupError
+from lean_eval.toolchain import elan_dir_name
+
+_MAX_DOWNLOAD = 256 * 1024 * 1024
+_STAMP = "lean-eval-prepared.json"
+_BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+class Archive(NamedTuple):
+    """A pinned download: its file name (also its name in ``--offline DIR``), URL and digest."""
+
+    name: str
+    url: str
+    sha256: str
+
+
+# elan 4.2.4 for x86_64 Linux; it holds `elan-init`, which installs elan into ELAN_HOME.
+ELAN = Archive(
+    name="elan-x86_64-unknown-linux-gnu.tar.gz",
+    url="https://github.com/leanprover/elan/releases/download/v4.2.4/"
+        "elan-x86_64-unknown-linux-gnu.tar.gz",
+    sha256="42b94d4244e8353142c456ec0e4ca6528fd898a6c604d4059f494e706e431f63",
+)
+BWRAP_TARBALL = "bubblewrap-0.12.0.tar.xz"  # its SHA-256 is pinned in scripts/install_bwrap.sh
+
+
+class Step(NamedTuple):
+    """One step's outcome: ``done`` (it changed the machine), ``present`` (nothing to do),
+    ``planned`` (dry run)."""
+
+    name: str
+    status: Literal["done", "present", "planned"]
+    detail: str
+
+
+class Settings(NamedTuple):
+    """What to prepare, and where."""
+
+    benchmark: Path
+    env: Mapping[str, str]
+    offline: Path | None = None
+    dry_run: bool = False
+    elan_archive: Archive = ELAN
+    bwrap_installer: Path | None = None  # default: <benchmark>/scripts/install_bwrap.sh
+    scratch: Path | None = None  # where archives are fetched and unpacked (default: temp dir)
+    timeout: float = 4 * 3600.0
+
+
+class _Scratch:
+    """A private directory made on first use, so a run with nothing to do writes nothing."""
+
+    def __init__(self, parent: Path | None) -> None:
+        self.parent = parent
+        self.made: Path | None = None
+
+    def __call__(self) -> Path:
+        if self.made is None:
+            if self.parent is not None:
+                self.parent.mkdir(parents=True, exist_ok=True)
+            self.made = Path(tempfile.mkdtemp(prefix="lean-eval-prepare-", dir=self.parent))
+        return self.made
+
+    def remove(self) -> None:
+        if self.made is not None:
+            shutil.rmtree(self.made, ignore_errors=True)
+
+
+def _elan_home(env: Mapping[str, str]) -> Path:
+    return Path(env.get("ELAN_HOME") or Path(env.get("HOME", "~")) / ".elan").expanduser()
+
+
+def _command_env(settings: Settings, *bins: Path) -> dict[str, str]:
+    env = {"PATH": ":".join([*map(str, bins), _BASE_PATH]),
+           "HOME": settings.env.get("HOME", str(Path.home())),
+           "ELAN_HOME": str(_elan_home(settings.env)), "LANG": "C.UTF-8"}
+    for name in ("XDG_DATA_HOME", "XDG_CACHE_HOME", "http_proxy", "https_proxy", "no_proxy"):
+        if settings.env.get(name):
+            env[name] = settings.env[name]
+    return env
+
+
+def _run(settings: Settings, argv: tuple[str, ...], cwd: Path, env: dict[str, str],
+         what: str) -> process.Outcome:
+    outcome = process.run(argv, env=env, cwd=cwd, timeout=settings.timeout,
+                          output_cap=64 * 1024)
+    if outcome.returncode != 0:
+        tail = (outcome.stderr or outcome.stdout).decode(errors="replace").strip()
+        last = tail.splitlines()[-1] if tail else ""
+        raise PrepareError(f"{what}: `{' '.join(argv)}` exited "
+                           f"{outcome.returncode if not outcome.timed_out else 'on timeout'}"
+                           + (f": {last}" if last else ""))
+    return outcome
+
+
+def fetch_verified(archive: Archive, settings: Settings, into: Path) -> Path:
+    """The archive, from ``--offline DIR`` or downloaded, with its digest checked; raises
+    ``PrepareError`` on any difference, before anything reads the contents."""
+    target = into / archive.name
+    if settings.offline is not None:
+        source = settings.offline / archive.name
+        if not source.is_file():
+            raise PrepareError(f"--offline: {source} does not exist (expected {archive.url})")
+        shutil.copyfile(source, target)
+    else:
+        if not archive.url.startswith(("https://", "file:///")):
+            raise PrepareError(f"{archive.url}: only https:// (or file:///) URLs are fetched")
+        try:
+            with urllib.request.urlopen(archive.url, timeout=60) as response, \
+                    target.open("wb") as out:  # noqa: S310 (scheme checked above)
+                while chunk := response.read(1 << 20):
+                    if out.tell() + len(chunk) > _MAX_DOWNLOAD:
+                        raise PrepareError(f"{archive.url} is larger than {_MAX_DOWNLOAD} bytes")
+                    out.write(chunk)
+        except OSError as exc:
+            raise PrepareError(f"cannot download {archive.url}: {exc}; fetch it elsewhere and "
+                               "pass --offline DIR") from exc
+    digest = hashlib.sha256(target.read_bytes()).hexdigest()
+    if digest != archive.sha256:
+        target.unlink()
+        raise PrepareError(f"{archive.name}: SHA-256 {digest} differs from the pinned "
+                           f"{archive.sha256}; refused before unpacking")
+    return target
+
+
+def _unpack_member(tar_path: Path, member_name: str, into: Path) -> Path:
+    with tarfile.open(tar_path, mode="r:*") as tar:
+        for member in tar:
+            parts = PurePosixPath(member.name).parts
+            if member.isfile() and parts and parts[-1] == member_name \
+                    and ".." not in parts and not PurePosixPath(member.name).is_absolute():
+                handle = tar.extractfile(member)
+                if handle is None:
+                    break
+                out = into / member_name
+                out.write_bytes(handle.read())
+                out.chmod(stat.S_IRWXU)
+                return out
+    raise PrepareError(f"{tar_path.name} holds no regular file {member_name}")
+
+
+def _step_elan(settings: Settings, scratch: _Scratch) -> Step:
+    elan = _elan_home(settings.env) / "bin" / "elan"
+    if elan.is_file() and os.access(elan, os.X_OK):
+        return Step("elan", "present", f"{elan}")
+    if settings.offline is None and platform.machine() != "x86_64":
+        raise PrepareError(f"no pinned elan release for {platform.machine()}; install elan "
+                           f"into {elan.parent.parent} yourself and rerun")
+    source = (settings.offline / settings.elan_archive.name if settings.offline
+              else settings.elan_archive.url)
+    if settings.dry_run:
+        return Step("elan", "planned", f"install elan into {elan.parent.parent} from {source} "
+                                       f"(SHA-256 {settings.elan_archive.sha256[:12]}...)")
+    archive = fetch_verified(settings.elan_archive, settings, scratch())
+    init = _unpack_member(archive, "elan-init", scratch())
+    _run(settings, (str(init), "-y", "--no-modify-path", "--default-toolchain", "none"),
+         scratch(), _command_env(settings), "elan-init")
+    if not elan.is_file():
+        raise PrepareError(f"elan-init ran but {elan} does not exist")
+    return Step("elan", "done", f"installed {elan} from {source}")
+
+
+def _step_lean(settings: Settings, name: str) -> Step:
+    home = _elan_home(settings.env)
+    toolchain = home / "toolchains" / elan_dir_name(name)
+    if toolchain.is_dir():
+        return Step("lean", "present", f"{name} in {toolchain}")
+    argv = (str(home / "bin" / "elan"), "toolchain", "install", name)
+    if settings.dry_run:
+        return Step("lean", "planned", " ".join(argv))
+    _run(settings, argv, home, _command_env(settings, home / "bin"), "installing Lean")
+    if not toolchain.is_dir():
+        raise PrepareError(f"`{' '.join(argv)}` succeeded but {toolchain} does not exist")
+    return Step("lean", "done", f"{' '.join(argv)} -> {toolchain}")
+
+
+def _usable_bwrap(path: Path | None, env: Mapping[str, str]) -> str | None:
+    """The bwrap run-eval would pick by default (or ``path``), if it is new enough."""
+    try:
+        found = bubblewrap.resolve_bwrap(str(path) if path else None, env)
+    except SetupError:
+        return None
+    return f"{found.path} {found.version}"
+
+
+def _step_bwrap(settings: Settings, scratch: _Scratch) -> Step:
+    prefix = bubblewrap.prepared_prefix(settings.env)
+    prepared = prefix / "bin" / "bwrap"
+    usable = _usable_bwrap(None, settings.env)
+    if usable is not None:
+        return Step("bwrap", "present", f"bubblewrap {usable} (>= {bubblewrap.MIN_VERSION})")
+    installer = settings.bwrap_installer or settings.benchmark / "scripts" / "install_bwrap.sh"
+    argv = ("bash", str(installer), "--prefix", str(prefix))
+    env = _command_env(settings)
+    if settings.offline is not None:
+        env["BWRAP_TARBALL"] = str(settings.offline / BWRAP_TARBALL)
+        if not Path(env["BWRAP_TARBALL"]).is_file():
+            raise PrepareError(f"--offline: {env['BWRAP_TARBALL']} does not exist")
+    if settings.dry_run:
+        origin = env.get("BWRAP_TARBALL", "its release URL")
+        return Step("bwrap", "planned", f"{' '.join(argv)} (tarball from {origin}, SHA-256 "
+                                        "checked by the script before unpacking)")
+    if not installer.is_file():
+        raise PrepareError(f"{installer} does not exist; run prepare from a benchmark checkout "
+                           "(--benchmark DIR)")
+    outcome = _run(settings, argv, scratch(), env, "installing bubblewrap")
+    usable = _usable_bwrap(prepared, settings.env)
+    if usable is None:
+        raise PrepareError(f"{installer} finished but {prepared} is not a usable bubblewrap "
+                           f">= {bubblewrap.MIN_VERSION}")
+    line = outcome.stdout.decode(errors="replace").strip()
+    return Step("bwrap", "done", f"installed {usable}" + (f" ({line})" if line else ""))
+
+
+def _set_writable(root: Path, writable: bool) -> None:
+    for path in (root, *root.rglob("*")):
+        if path.is_symlink():
+            continue
+        mode = path.stat().st_mode
+        path.chmod(mode | stat.S_IWUSR if writable else mode & ~0o222)
+
+
+def _step_dependencies(settings: Settings, name: str) -> Step:
+    root = settings.benchmark
+    requires = catalog.toml_table((root / "lakefile.toml").read_bytes(),
+                                  "lakefile.toml").get("require", [])
+    if not requires:
+        return Step("dependencies", "present", "the benchmark has no shared dependencies "
+                                               "(no [[require]] in lakefile.toml)")
+    stamp = root / ".lake" / _STAMP
+    wanted = {"toolchain": name, "manifest_sha256": catalog.sha256(
+        (root / "lake-manifest.json").read_bytes())}
+    packages = root / ".lake" / "packages"
+    if stamp.is_file() and packages.is_dir() and json.loads(stamp.read_text()) == wanted:
+        return Step("dependencies", "present", f"{packages} built for {name}, read-only")
+    toolchain = _elan_home(settings.env) / "toolchains" / elan_dir_name(name)
+    lake = str(toolchain / "bin" / "lake")
+    commands: list[tuple[str, ...]] = [(lake, "exe", "cache", "get")] if any(
+        isinstance(r, dict) and r.get("name") == "mathlib" for r in requires) else []
+    commands.append((lake, "build"))
+    if settings.dry_run:
+        return Step("dependencies", "planned",
+                    "; ".join(" ".join(c) for c in commands)
+                    + f" in {root}; then make {packages} read-only")
+    if packages.is_dir():
+        _set_writable(packages, writable=True)  # pins changed: Lake must update them
+    env = _command_env(settings, toolchain / "bin", _elan_home(settings.env) / "bin")
+    for argv in commands:
+        _run(settings, argv, root, env, "building the shared dependencies")
+    if packages.is_dir():
+        _set_writable(packages, writable=False)
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(json.dumps(wanted, indent=2) + "\n", encoding="utf-8")
+    return Step("dependencies", "done", "; ".join(" ".join(c) for c in commands)
+                + f"; {packages} is read-only")
+
+
+def prepare(settings: Settings) -> tuple[Step, ...]:
+    """Run (or with ``dry_run``, plan) every step in order; stop at the first failure."""
+    root = settings.benchmark
+    if not (root / "lean-toolchain").is_file() or not (root / "lakefile.toml").is_file():
+        raise PrepareError(f"{root} is not a benchmark checkout (no lean-toolchain or "
+                           "lakefile.toml); pass --benchmark DIR")
+    name = (root / "lean-toolchain").read_text(encoding="utf-8").strip()
+    scratch = _Scratch(settings.scratch)  # never made in a dry run: nothing is fetched or run
+    try:
+        return (_step_elan(settings, scratch), _step_lean(settings, name),
+                _step_bwrap(settings, scratch), _step_dependencies(settings, name))
+    finally:
+        scratch.remove()
