@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -47,12 +48,83 @@ def bwrap() -> str:
     return found
 
 
-def _outside_base() -> Path:
-    base = Path(os.environ.get("LEAN_EVAL_TEST_OUTSIDE", "/srv/lean-eval-tests"))
+# --- where tests may write: a private temp base, and a place outside Lake's masks ----------
+#
+# The whole session writes its temporary files (pytest's tmp_path and everything the harness
+# puts in the system temp dir) under one private directory in /tmp, removed at the end; a
+# harness that left `lean-eval-*` entries there fails the session. Leak tests need a place
+# *outside* Lake's masks: LEAN_EVAL_TEST_OUTSIDE (default /srv/lean-eval-tests), under which the
+# session uses its own subdirectory, also removed at the end.
+
+OUTSIDE_DEFAULT = "/srv/lean-eval-tests"
+_SESSION: dict[str, Path] = {}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Point the system temp dir (TMPDIR and :mod:`tempfile`) at a private session base."""
+    del config
+    base = Path(tempfile.mkdtemp(prefix="lean-eval-pytest-", dir="/tmp"))
+    base.chmod(0o1777)  # like /tmp: probes also run as an unprivileged user
+    _SESSION["tmp"] = base
+    os.environ["TMPDIR"] = str(base)
+    tempfile.tempdir = str(base)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove the session's temp base and its outside directory."""
+    del config
+    for key in ("tmp", "outside"):
+        if key in _SESSION:
+            shutil.rmtree(_SESSION.pop(key), ignore_errors=True)
+    created = _SESSION.pop("outside-created", None)
+    if created is not None:
+        with contextlib.suppress(OSError):
+            created.rmdir()  # only when no other session still uses it
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_litter() -> Iterator[None]:
+    """Fail the session when the harness left lean-eval entries in the system temp dir."""
+    yield
+    base = _SESSION.get("tmp")
+    if base is None:
+        return
+    left = sorted(p.name for p in base.glob("lean-eval-*"))
+    if left:
+        pytest.fail(f"the run left {len(left)} lean-eval entr(y/ies) in the system temp dir "
+                    f"{base}: {', '.join(left[:10])}")
+
+
+def outside_problem(base: Path) -> str | None:
+    """Why ``base`` cannot hold leak tests, or None when it can."""
     if any(str(base) == m or str(base).startswith(m + "/") for m in LAKE_MASKED):
-        raise RuntimeError(f"LEAN_EVAL_TEST_OUTSIDE={base} lies under a path Lake masks")
-    base.mkdir(parents=True, exist_ok=True)
-    return base
+        return (f"LEAN_EVAL_TEST_OUTSIDE={base} lies under {', '.join(LAKE_MASKED)}, which Lake "
+                "masks itself; a leak test there would prove nothing")
+    try:
+        if not base.exists():
+            base.mkdir(parents=True)
+            _SESSION["outside-created"] = base
+        Path(tempfile.mkdtemp(prefix="probe-", dir=base)).rmdir()
+    except OSError as exc:
+        return (f"cannot create or write {base} ({exc.strerror}); set LEAN_EVAL_TEST_OUTSIDE "
+                "to a writable directory outside /tmp, /home, /root, /run and /var")
+    return None
+
+
+def _outside_base() -> Path:
+    """This session's directory outside Lake's masks; skip (fail under CI) when there is none."""
+    if "outside" in _SESSION:
+        return _SESSION["outside"]
+    base = Path(os.environ.get("LEAN_EVAL_TEST_OUTSIDE", OUTSIDE_DEFAULT)).absolute()
+    problem = outside_problem(base)
+    if problem is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"LEAK TESTS CANNOT RUN: {problem}")
+        pytest.skip(f"LEAK TESTS SKIPPED: {problem}")
+    session = Path(tempfile.mkdtemp(prefix="session-", dir=base))
+    session.chmod(0o755)
+    _SESSION["outside"] = session
+    return session
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner, Result
-from conftest import BWRAP_FLOOR, REPO, STANDIN, correct, make_submission
+from conftest import BWRAP_FLOOR, REPO, STANDIN, correct, make_submission, outside_problem
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -297,3 +297,26 @@ def test_selfcheck_verbose_quiet_and_json(bench_copy: Path, outside: Path, bwrap
 def test_run_eval_quiet_prints_nothing(bench_copy: Path, outside: Path, bwrap: str) -> None:
     result = _run_with_probes(bench_copy, outside, "-q", "--skip-probes")
     assert (result.exit_code, result.output) == (0, "")
+
+
+# --- item 7: the suite runs on other machines -----------------------------------------------
+
+
+def test_leak_test_location_must_lie_outside_lakes_masks(outside: Path) -> None:
+    assert "Lake masks itself" in (outside_problem(Path("/tmp/leaks")) or "")
+    assert "Lake masks itself" in (outside_problem(Path("/home")) or "")
+    assert outside_problem(outside / "new" / "deeper") is None
+    assert (outside / "new" / "deeper").is_dir()
+    blocker = outside / "file"
+    blocker.write_text("")
+    assert "cannot create or write" in (outside_problem(blocker / "sub") or "")
+
+
+def test_temp_files_go_to_a_private_session_base() -> None:
+    base = Path(tempfile.gettempdir())
+    assert base.parent == Path("/tmp") and base.name.startswith("lean-eval-pytest-")
+
+
+def test_bwrap_floor_is_read_from_the_installed_bwrap() -> None:
+    assert "DISTRO_BWRAP" not in (REPO / "tests" / "conftest.py").read_text()
+    assert BWRAP_FLOOR.count(".") >= 1
