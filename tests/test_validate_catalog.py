@@ -83,6 +83,26 @@ def test_names_a_drifted_workspace_pin(outside: Path) -> None:
     assert "workspaces/double_def" not in result.output
 
 
+def test_names_a_package_pinned_at_another_rev(outside: Path) -> None:
+    """Same package, same URL, another commit in one workspace: still a drifted pin."""
+    package = {"name": "batteries", "type": "git", "rev": "1" * 40,
+               "url": "https://github.com/leanprover-community/batteries"}
+
+    def change(root: Path) -> None:
+        for path in [root / "lake-manifest.json",
+                     *sorted((root / "workspaces").glob("*/lake-manifest.json"))]:
+            manifest = json.loads(path.read_text())
+            rev = "2" * 40 if path.parent.name == "multi_hole" else package["rev"]
+            manifest["packages"] = [{**package, "rev": rev}]
+            path.write_text(json.dumps(manifest))
+
+    result = validate(bench(outside, change))
+    assert result.exit_code == 1
+    assert "workspaces/multi_hole/lake-manifest.json: package pins" in result.output
+    assert "2222222222" in result.output
+    assert result.output.count("lake-manifest.json") == 1
+
+
 def test_names_a_drifted_require_and_toolchain(outside: Path) -> None:
     def change(root: Path) -> None:
         with (root / "workspaces" / "double_def" / "lakefile.toml").open("a") as handle:
