@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Audit GitHub Actions workflows for mutable selectors (SPEC §2; the CI pin audit).
+"""Audit GitHub Actions workflows for mutable selectors (docs/design.md, "Continuous integration").
 
 A CI run is only reproducible, and only as trustworthy as what it executes, when every thing it
-fetches is named immutably. This script reads workflow YAML line by line (standard library only,
-no YAML package) and reports every selector that can move under us.
+fetches is named immutably. This script parses workflow YAML with PyYAML's node API (each value
+keeps its line) and applies the policy below to every value, reporting each selector that can
+move under us.
 
 Usage:
     python scripts/action_pin_audit.py [--root DIR] [PATH ...]
@@ -60,6 +61,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import yaml
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # Every kind of finding this audit reports (the module docstring says what each means).
@@ -82,11 +85,6 @@ LEAN_TOOLCHAIN = re.compile(r"leanprover/lean4:v\d+\.\d+\.\d+(?:-rc\d+)?")
 DIGEST = re.compile(r"@sha256:[0-9a-f]{64}")
 RUNNER_LATEST = re.compile(r"(?<![\w.-])(?:ubuntu|windows|macos)-latest(?:-[a-z0-9-]+)?(?![\w.])",
                            re.IGNORECASE)
-KEY_LINE = re.compile(
-    r"""(?P<key>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[A-Za-z0-9_$][A-Za-z0-9_.$/-]*)"""
-    r"""[ \t]*:(?:[ \t]+(?P<value>.*))?$"""
-)
-BLOCK_HEADER = re.compile(r"[|>](?:[1-9]?[+-]?|[+-]?[1-9]?)")
 REUSABLE = re.compile(r"/\.github/workflows/[^/]+\.ya?ml$")
 EXPRESSION = "${{"
 
@@ -141,14 +139,6 @@ class Finding:
 
 
 @dataclass
-class Node:
-    """A key (or list-item scalar owner) on the indentation stack."""
-
-    indent: int
-    key: str
-
-
-@dataclass
 class Audit:
     """The findings of one workflow file."""
 
@@ -161,255 +151,61 @@ class Audit:
         self.findings.append(Finding(self.display, line, kind, text))
 
 
-# --------------------------------------------------------------------------- YAML, line-wise
+# --------------------------------------------------------------------------- YAML, as nodes
+#
+# PyYAML's composer gives every scalar its own position, so the policy below sees each value
+# with the keys above it and the line it was written on; comments are gone, anchors and aliases
+# resolved. An alias yields the anchored node again: it is checked once, where it is defined.
 
 
-def strip_comment(line: str) -> str:
-    """``line`` without a trailing YAML/shell comment (``#`` at a word start, outside quotes)."""
-    quote = ""
-    for index, char in enumerate(line):
-        if quote:
-            if char == quote:
-                quote = ""
-        elif char in "\"'" and (index == 0 or line[index - 1] in " \t:[{,=(-"):
-            quote = char
-        elif char == "#" and (index == 0 or line[index - 1] in " \t"):
-            return line[:index].rstrip()
-    return line.rstrip()
+def block_lines(node: yaml.ScalarNode, source: list[str]) -> list[tuple[int, str]]:
+    """The lines of a ``|``/``>`` block scalar as written, dedented, with their line numbers."""
+    first, last = node.start_mark.line + 1, node.end_mark.line
+    if node.end_mark.column > 0:
+        last += 1  # the scalar ends inside this line (end of file without a newline)
+    raw = source[first:last]
+    indent = min((len(r) - len(r.lstrip(" ")) for r in raw if r.strip()), default=0)
+    return [(first + i + 1, r[indent:].rstrip()) for i, r in enumerate(raw)]
 
 
-def unquote(value: str) -> str:
-    """A YAML scalar's text without its quotes, anchor or tag."""
-    value = value.strip()
-    while value[:1] in ("&", "!") and " " in value:
-        value = value.split(None, 1)[1]
-    if len(value) >= 2 and value[0] == value[-1] == '"':
-        return value[1:-1].replace('\\"', '"').replace("\\\\", "\\")
-    if len(value) >= 2 and value[0] == value[-1] == "'":
-        return value[1:-1].replace("''", "'")
-    return value
+class Walker:
+    """Hands every scalar of one workflow to the checks with its key, parents and line."""
 
-
-def indent_of(line: str) -> int:
-    return len(line) - len(line.lstrip(" "))
-
-
-def _unquoted(text: str) -> Iterator[tuple[int, str, int]]:
-    """(index, character, bracket depth before it) for each character outside quotes."""
-    depth, quote = 0, ""
-    for index, char in enumerate(text):
-        if quote:
-            if char == quote:
-                quote = ""
-        elif char in "\"'":
-            quote = char
-        else:
-            yield index, char, depth
-            depth += (char in "[{") - (char in "]}")
-
-
-def split_top(text: str, sep: str = ",") -> list[tuple[int, str]]:
-    """Split a flow collection's inside at top-level ``sep``: (offset, piece) pairs."""
-    pieces: list[tuple[int, str]] = []
-    start = 0
-    for index, char, depth in _unquoted(text):
-        if char == sep and depth == 0:
-            pieces.append((start, text[start:index]))
-            start = index + 1
-    pieces.append((start, text[start:]))
-    return [(offset + len(piece) - len(piece.lstrip()), piece.strip())
-            for offset, piece in pieces if piece.strip()]
-
-
-def balanced(text: str) -> bool:
-    depth = 0
-    for _, char, _ in _unquoted(text):
-        depth += (char in "[{") - (char in "]}")
-    return depth <= 0
-
-
-@dataclass(frozen=True)
-class FlowItem:
-    """A scalar inside a flow collection: its line, the keys above it from the collection's own
-    key down, and its key (a sequence entry's key is the key owning the sequence)."""
-
-    line: int
-    parents: tuple[str, ...]
-    key: str
-    value: str
-
-
-def chars_items(chars: list[tuple[int, str]], owner: str) -> list[FlowItem]:
-    """The scalars of the flow collection spelled by ``chars`` ((line, character) pairs), the
-    value of the key ``owner``."""
-    items: list[FlowItem] = []
-    text = "".join(c for _, c in chars)
-    lines = [n for n, _ in chars]
-
-    def walk(start: int, stop: int, parents: tuple[str, ...]) -> None:
-        """The collection text[start:stop] (brackets included), owned by ``parents``."""
-        mapping = text[start] == "{"
-        for offset, piece in split_top(text[start + 1:stop - 1]):
-            at = start + 1 + offset
-            if mapping:
-                key, colon, value = piece.partition(":")
-                if not colon:
-                    continue
-                value_at = at + len(key) + 1 + (len(value) - len(value.lstrip()))
-                value = value.strip()
-                name = unquote(key)
-                if value[:1] in ("[", "{"):
-                    walk(value_at, value_at + len(value), (*parents, name))
-                else:
-                    items.append(FlowItem(lines[min(at, len(lines) - 1)], parents, name, value))
-            elif piece[:1] in ("[", "{"):
-                walk(at, at + len(piece), parents)
-            elif parents:
-                items.append(FlowItem(lines[min(at, len(lines) - 1)], parents[:-1], parents[-1],
-                                      piece))
-
-    body = text.strip()
-    lead = len(text) - len(text.lstrip())
-    if len(body) >= 2 and body[0] in "[{" and body[-1] in "]}":
-        walk(lead, lead + len(body), (owner,))
-    return items
-
-
-class Parser:
-    """Walks one workflow file and hands every scalar to the checks with its key and line."""
-
-    def __init__(self, audit: Audit, lines: Sequence[str]) -> None:
+    def __init__(self, audit: Audit, source: list[str]) -> None:
         self.audit = audit
-        self.lines = lines
-        self.stack: list[Node] = []
+        self.source = source
+        self.seen: set[int] = set()
 
-    def parents(self) -> list[str]:
-        return [node.key for node in self.stack]
+    def walk(self, node: yaml.Node, path: list[str]) -> None:
+        if id(node) in self.seen:
+            return  # an alias: its anchor was checked where it is defined
+        self.seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                name = key.value if isinstance(key, yaml.ScalarNode) else ""
+                self.walk(value, [*path, name])
+        elif isinstance(node, yaml.SequenceNode):
+            for item in node.value:
+                self.walk(item, path)
+        elif isinstance(node, yaml.ScalarNode):
+            self.scalar(node, path[-1] if path else "", path[:-1])
 
-    def run(self) -> None:
-        index = 0
-        while index < len(self.lines):
-            index = self.line(index)
-
-    def line(self, index: int) -> int:
-        """Handle the structural line at ``index``; return the next line to read."""
-        text = strip_comment(self.lines[index])
-        if not text.strip() or text.lstrip().startswith("%"):
-            return index + 1
-        if text.strip() in ("---", "..."):
-            self.stack.clear()
-            return index + 1
-        col = indent_of(text)
-        body = text.strip()
-        is_item = False
-        dash_col = col
-        while body == "-" or body.startswith("- "):
-            is_item = True
-            dash_col = col
-            stripped = body[1:].lstrip(" ")
-            col += len(body) - len(stripped)
-            body = stripped
-        if not body:
-            return index + 1
-        match = KEY_LINE.match(body)
-        if match is None:
-            if is_item:
-                # A sequence's items sit deeper than its key, or at the key's own column.
-                self.stack = [n for n in self.stack if n.indent <= dash_col]
-                return self.scalar_item(index, body)
-            return index + 1
-        key = unquote(match.group("key"))
-        value = (match.group("value") or "").strip()
-        self.stack = [n for n in self.stack if n.indent < col]
-        parents = self.parents()
-        self.stack.append(Node(col, key))
-        return self.keyed(index, key, value, col, indent_of(text), parents)
-
-    def keyed(self, index: int, key: str, value: str, col: int, line_indent: int,
-              parents: list[str]) -> int:
-        lineno = index + 1
-        bare = unquote(value) if value else ""
-        if value and BLOCK_HEADER.fullmatch(value.split("#", maxsplit=1)[0].strip()):
-            content, end = self.block(index, line_indent)
-            self.block_scalar(key, content, parents)
-            return end
-        if value[:1] in ("[", "{"):
-            items, end = self.flow(index, value, key)
-            self.flow_value(items, parents)
-            return end
-        if not value:
-            return index + 1
-        end = index + 1
-        pieces = [(lineno, bare)]
-        while end < len(self.lines):
-            nxt = self.lines[end]
-            if nxt.strip() and indent_of(nxt) <= col:
-                break
-            if nxt.strip():
-                pieces.append((end + 1, strip_comment(nxt).strip()))
-            end += 1
-        if key in ("run", "script"):
-            if key == "run":
-                check_shell(self.audit, pieces)
-            return end
-        check_scalar(self.audit, key, bare, lineno, parents)
-        return end
-
-    def scalar_item(self, index: int, body: str) -> int:
-        owner = self.stack[-1].key if self.stack else ""
-        parents = self.parents()[:-1]
-        if body[:1] in ("[", "{"):
-            items, end = self.flow(index, body, owner)
-            self.flow_value(items, parents)
-            return end
-        check_scalar(self.audit, owner, unquote(body), index + 1, parents)
-        return index + 1
-
-    def block(self, index: int, line_indent: int) -> tuple[list[tuple[int, str]], int]:
-        """The lines of a ``|``/``>`` block scalar starting after ``index``; and where it ends."""
-        content: list[tuple[int, str]] = []
-        end = index + 1
-        content_indent = -1
-        while end < len(self.lines):
-            raw = self.lines[end]
-            if raw.strip():
-                here = indent_of(raw)
-                if content_indent < 0:
-                    if here <= line_indent:
-                        break
-                    content_indent = here
-                elif here < content_indent:
-                    break
-                content.append((end + 1, raw[content_indent:]))
-            else:
-                content.append((end + 1, ""))
-            end += 1
-        return content, end
-
-    def flow(self, index: int, value: str, owner: str) -> tuple[list[FlowItem], int]:
-        """A flow collection from ``value`` on, across lines, flattened to its scalars."""
-        chars: list[tuple[int, str]] = [(index + 1, c) for c in value]
-        end = index + 1
-        while not balanced("".join(c for _, c in chars)) and end < len(self.lines):
-            chars += [(end + 1, c) for c in " " + strip_comment(self.lines[end]).strip()]
-            end += 1
-        return chars_items(chars, owner), end
-
-    def flow_value(self, items: list[FlowItem], parents: list[str]) -> None:
-        for item in items:
-            if item.key == "run":
-                check_shell(self.audit, [(item.line, unquote(item.value))])
-            else:
-                check_scalar(self.audit, item.key, unquote(item.value), item.line,
-                             [*parents, *item.parents])
-
-    def block_scalar(self, key: str, content: list[tuple[int, str]], parents: list[str]) -> None:
+    def scalar(self, node: yaml.ScalarNode, key: str, parents: list[str]) -> None:
+        line = node.start_mark.line + 1
+        block = node.style in ("|", ">")
         if key == "run":
-            check_shell(self.audit, content)
-        elif key not in PROSE_KEYS:
-            for lineno, text in content:
-                if text.strip():
-                    check_scalar(self.audit, key, text.strip(), lineno, parents)
+            pieces = (block_lines(node, self.source) if block
+                      else [(line + i, text) for i, text in enumerate(node.value.split("\n"))])
+            check_shell(self.audit, pieces)
+        elif key == "script":
+            return
+        elif block:
+            if key not in PROSE_KEYS:
+                for lineno, text in block_lines(node, self.source):
+                    if text.strip():
+                        check_scalar(self.audit, key, text.strip(), lineno, parents)
+        else:
+            check_scalar(self.audit, key, node.value.strip(), line, parents)
 
 
 # --------------------------------------------------------------------------- YAML value checks
@@ -417,8 +213,8 @@ class Parser:
 
 def check_scalar(audit: Audit, key: str, value: str, lineno: int, parents: list[str]) -> None:
     """Every check that applies to the scalar ``value`` of ``key``."""
-    if not value or re.fullmatch(r"\*[A-Za-z0-9_.-]+", value):
-        return  # empty, or an alias: the anchored value is checked where it is defined
+    if not value:
+        return
     if key == "uses":
         audit.uses_count += 1
         check_uses(audit, value, lineno)
@@ -515,6 +311,20 @@ def check_version_file(audit: Audit, key: str, value: str, lineno: int) -> None:
 
 
 # --------------------------------------------------------------------------- run: blocks
+
+
+def strip_comment(line: str) -> str:
+    """``line`` without a trailing shell comment (``#`` at a word start, outside quotes)."""
+    quote = ""
+    for index, char in enumerate(line):
+        if quote:
+            if char == quote:
+                quote = ""
+        elif char in "\"'" and (index == 0 or line[index - 1] in " \t:[{,=(-"):
+            quote = char
+        elif char == "#" and (index == 0 or line[index - 1] in " \t"):
+            return line[:index].rstrip()
+    return line.rstrip()
 
 
 def shell_lines(pieces: list[tuple[int, str]]) -> Iterator[tuple[str, list[tuple[int, int]]]]:
@@ -815,7 +625,17 @@ def audit_file(path: Path, display: str, root: Path) -> Audit:
     except OSError as exc:
         raise UsageError(f"{display}: cannot read: {exc.strerror or exc}") from exc
     audit = Audit(display=display, root=root)
-    Parser(audit, text.replace("\t", "    ").splitlines()).run()
+    try:
+        documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise UsageError(f"{display}{where}: not valid YAML "
+                         f"({getattr(exc, 'problem', None) or exc})") from exc
+    walker = Walker(audit, text.splitlines())
+    for document in documents:
+        if document is not None:
+            walker.walk(document, [])
     return audit
 
 

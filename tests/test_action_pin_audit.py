@@ -365,3 +365,16 @@ def test_unreadable_encoding_is_a_usage_error(tmp_path: Path) -> None:
 def test_unknown_option_and_bad_root_are_usage_errors(tmp_path: Path) -> None:
     assert audit("--no-such-option").returncode == 2
     assert audit(GOOD, "--root", tmp_path / "absent").returncode == 2
+
+
+def test_invalid_yaml_is_a_usage_error_naming_the_line(tmp_path: Path) -> None:
+    path = write(tmp_path / "broken.yml", "on: push\njobs:\n  build: [unclosed\n")
+    result = audit(path)
+    assert result.returncode == 2
+    assert f"{path}:" in result.stderr and "not valid YAML" in result.stderr
+
+
+def test_the_script_parses_yaml_with_a_yaml_library() -> None:
+    text = SCRIPT.read_text(encoding="utf-8")
+    assert "import yaml" in text and "compose_all" in text
+    assert "class Parser" not in text and "KEY_LINE" not in text
