@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -497,11 +496,11 @@ def start_problem_command(problem_id: str, dest: Path, benchmark_rev: str,
          f"{problem_id}/Submission"),
     ]
     if as_json:
-        click.echo(json.dumps({"schema_version": 1, "problem": problem_id,
-                               "directory": str(started.directory),
-                               "editable": [str(p) for p in started.editable],
-                               "reference": [str(p) for p in started.reference],
-                               "next": steps}, indent=2))
+        click.echo(documents.StartProblemReport(
+            problem=problem_id, directory=str(started.directory),
+            editable=tuple(str(p) for p in started.editable),
+            reference=tuple(str(p) for p in started.reference),
+            next=tuple(steps)).model_dump_json(indent=2))
     elif not quiet:
         editable = ", ".join(str(p.relative_to(started.directory)) for p in started.editable)
         click.echo(f"wrote {shown}/: edit {editable}; "
@@ -605,7 +604,7 @@ def validate_catalog_command(benchmark: Path | None, toolchain: Path | None,
         _fail(str(exc))
         return
     if as_json:
-        click.echo(validation.report_json(result))
+        click.echo(result.model_dump_json(indent=2))
     else:
         for finding in result.findings:
             click.echo(f"{finding.path}: {finding.message}", err=True)
@@ -642,8 +641,9 @@ def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
         _fail(str(exc))
         return
     if as_json:
-        click.echo(json.dumps({"schema_version": 1, "dry_run": dry_run,
-                               "steps": [s._asdict() for s in steps]}, indent=2))
+        click.echo(documents.PrepareReport(
+            dry_run=dry_run, steps=tuple(documents.PrepareStep(**s._asdict()) for s in steps)
+        ).model_dump_json(indent=2))
     elif not quiet:
         for step in steps:
             click.echo(f"{step.name:<13} {step.status:<8} {step.detail}")

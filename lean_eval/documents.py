@@ -133,10 +133,58 @@ def selfcheck_report(check: str, result: SelfCheck) -> SelfCheckReport:
             expected_reasons=tuple(sorted(f.expected.reasons))) for f in result.findings))
 
 
+class StartProblemReport(_Document):
+    """``lean-eval start-problem --json``: what was written, and the commands that come next."""
+
+    schema_version: int = DOCUMENT_SCHEMA_VERSION
+    problem: str
+    directory: str
+    editable: tuple[str, ...]
+    reference: tuple[str, ...]
+    next: tuple[str, ...]
+
+
+class CatalogFinding(_Document):
+    """One fault of the catalog and the file that holds it."""
+
+    path: str
+    message: str
+
+
+class CatalogReport(_Document):
+    """``lean-eval validate-catalog --json``."""
+
+    schema_version: int = DOCUMENT_SCHEMA_VERSION
+    ok: bool
+    benchmark: str
+    problems: tuple[str, ...]
+    solution_only_modules: tuple[str, ...]
+    findings: tuple[CatalogFinding, ...]
+
+
+class PrepareStep(_Document):
+    """One step of ``lean-eval prepare``: ``done``, ``present`` (nothing to do) or ``planned``."""
+
+    name: str
+    status: Literal["done", "present", "planned"]
+    detail: str
+
+
+class PrepareReport(_Document):
+    """``lean-eval prepare --json``."""
+
+    schema_version: int = DOCUMENT_SCHEMA_VERSION
+    dry_run: bool
+    steps: tuple[PrepareStep, ...]
+
+
 def schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schema of each printed document, by file name."""
     return {
         "probe-report.schema.json": ProbeReport.model_json_schema(),
         "test-report.schema.json": WorkspaceTestReport.model_json_schema(),
         "selfcheck-report.schema.json": SelfCheckReport.model_json_schema(),
+        "start-problem-report.schema.json": StartProblemReport.model_json_schema(),
+        "catalog-report.schema.json": CatalogReport.model_json_schema(),
+        "prepare-report.schema.json": PrepareReport.model_json_schema(),
     }

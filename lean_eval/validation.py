@@ -8,43 +8,20 @@ digests, pins, solution-only imports, and the agreement of manifests, configs an
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from lean_eval import catalog
 from lean_eval.declarations import Declaration, declarations
+from lean_eval.documents import CatalogFinding as Finding
+from lean_eval.documents import CatalogReport
 from lean_eval.errors import CatalogError
 
 _KEYWORDS = {"theorem": ("theorem", "lemma"), "def": ("def", "abbrev"), "instance": ("instance",)}
-
-
-class Finding(BaseModel):
-    """One fault, and the file that holds it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    path: str
-    message: str
-
-
-class CatalogReport(BaseModel):
-    """What ``validate-catalog`` found."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    schema_version: int = 1
-    benchmark: str
-    problems: tuple[str, ...]
-    solution_only_modules: tuple[str, ...]
-    findings: tuple[Finding, ...]
-
-    @property
-    def ok(self) -> bool:
-        """Whether the catalog is consistent."""
-        return not self.findings
 
 
 def _text(files: Mapping[str, bytes], path: str) -> str:
@@ -154,8 +131,8 @@ def validate_catalog(root: Path) -> CatalogReport:
     found: list[Finding] = [Finding(path=name, message="missing")
                             for name in catalog.ROOT_PIN_FILES if name not in files]
     if found:
-        return CatalogReport(benchmark=str(root), problems=(), solution_only_modules=(),
-                             findings=tuple(found))
+        return CatalogReport(ok=False, benchmark=str(root), problems=(),
+                             solution_only_modules=(), findings=tuple(found))
     try:
         reserved = catalog.solution_only_modules(files)
     except CatalogError as exc:
@@ -188,12 +165,5 @@ def validate_catalog(root: Path) -> CatalogReport:
             found.append(Finding(path=f"problems/{pid}.toml", message="invalid problem id"))
             continue
         found.extend(_problem_findings(pid, files, problems_index, reserved))
-    return CatalogReport(benchmark=str(root), problems=tuple(ids),
+    return CatalogReport(ok=not found, benchmark=str(root), problems=tuple(ids),
                          solution_only_modules=reserved, findings=tuple(found))
-
-
-def report_json(report: CatalogReport) -> str:
-    """The ``--json`` document."""
-    data = report.model_dump(mode="json")
-    data["ok"] = report.ok
-    return json.dumps(data, indent=2)
