@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from lean_eval import catalog, starter
 from lean_eval.cli import main
 from tests.conftest import CORRECT, PROBLEMS, REPO, RunEval
 
@@ -66,6 +67,24 @@ def test_refuses_to_overwrite_and_changes_nothing(bench_copy: Path, outside: Pat
     # an empty directory of that name is refused too (rename(2) would silently replace it)
     (outside / "empty" / "two_plus_two").mkdir(parents=True)
     assert start(bench_copy, "two_plus_two", str(outside / "empty"))[0] == 2
+
+
+def test_a_failure_while_writing_leaves_nothing_behind(bench_copy: Path, outside: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    written: list[Path] = []
+    real_write = starter._write
+
+    def failing(path: Path, data: bytes, mode: int) -> None:
+        if len(written) == 3:
+            raise OSError(28, "No space left on device")
+        written.append(path)
+        real_write(path, data, mode)
+
+    monkeypatch.setattr(starter, "_write", failing)
+    with pytest.raises(OSError, match="No space left"):
+        starter.start_problem(catalog.load_catalog(bench_copy), "multi_hole", outside / "d")
+    assert len(written) == 3
+    assert list((outside / "d").iterdir()) == []
 
 
 def test_unknown_problem_and_file_destination(bench_copy: Path, outside: Path) -> None:
