@@ -242,3 +242,45 @@ def test_output_inside_a_shard_is_refused(tmp_path: Path) -> None:
     parts = shards_of(tmp_path)
     with pytest.raises(MergeRefusedError, match="overlap"):
         merge.merge(parts, parts[0] / "merged")
+
+
+def test_run_eval_shards_are_disjoint_cover_and_merge_to_the_single_run(
+        run_eval: Any, outside: Path) -> None:
+    from conftest import correct, make_submission
+
+    inputs = outside / "in"
+    subs = [make_submission(inputs, "good", {
+                "two_plus_two": {"Submission.lean": correct("two_plus_two")},
+                "double_def": {"Submission.lean": correct("double_def")}}),
+            make_submission(inputs, "bad", {
+                "two_plus_two": {"Submission.lean": "theorem x : 1 = 1 := rfl\n"}}),
+            make_submission(inputs, "other", {
+                "add_comm_explicit": {"Submission.lean": correct("add_comm_explicit")}})]
+    single = run_eval(*subs, out=outside / "single")
+    assert single.code in (0, 1), single.result.output
+    parts = [run_eval(*subs, out=outside / f"s{k}", extra=("--shard", f"{k}/2"))
+             for k in (1, 2)]
+    scored = [{(p["submission"], p["problem"]) for p in part.summary()["pairs"]}
+              for part in parts]
+    whole = [(p["submission"], p["problem"], p["verdict"]) for p in single.summary()["pairs"]]
+    assert not scored[0] & scored[1]
+    assert scored[0] | scored[1] == {(s, p) for s, p, _ in whole}
+    assert all(part.summary()["shard"]["batch_digest"] == shard.batch_digest(
+        (s, p) for s, p, _ in whole) for part in parts)
+    result = CliRunner().invoke(main, ["merge", str(parts[0].out), str(parts[1].out), "--out",
+                                       str(outside / "merged")])
+    assert result.exit_code == single.code, result.output
+    merged = json.loads((outside / "merged" / "summary.json").read_text())
+    assert [(p["submission"], p["problem"], p["verdict"]) for p in merged["pairs"]] == whole
+    assert merged["counts"] == single.summary()["counts"]
+    assert ("good", "two_plus_two", "accepted") in whole
+    for sid, pid, _ in whole:
+        assert (outside / "merged" / sid / f"{pid}.json").is_file()
+    # the same shards, one of them recorded by another harness version: refused, nothing written
+    data = parts[1].summary()
+    data["identity"]["harness_version"] = "9.9.9"
+    (parts[1].out / "summary.json").write_text(json.dumps(data))
+    refused = CliRunner().invoke(main, ["merge", str(parts[0].out), str(parts[1].out), "--out",
+                                        str(outside / "merged2")])
+    assert refused.exit_code == 2 and "harness_version" in refused.output
+    assert not (outside / "merged2").exists()
