@@ -10,6 +10,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from click.testing import CliRunner
 from lean_eval import bubblewrap, prepare
 from lean_eval.cli import main
 from lean_eval.errors import PrepareError
-from tests.conftest import REPO
+from tests.conftest import REPO, RunEval, correct, make_submission
 
 FIXTURES = REPO / "tests" / "fixtures" / "prepare"
 TOOLCHAIN = (REPO / "lean-toolchain").read_text().strip()
@@ -209,3 +210,41 @@ def test_json_reports_every_step(tmp_path: Path) -> None:
     data = json.loads(result.stdout)
     assert data["dry_run"] is True
     assert [s["name"] for s in data["steps"]] == ["elan", "lean", "bwrap", "dependencies"]
+
+
+def test_cli_prepare_twice_offline(tmp_path: Path) -> None:
+    """The command as a user runs it: elan already there, the rest installed, then nothing."""
+    machine = Machine(tmp_path, requires=REQUIRE_MATHLIB)
+    (machine.elan_home / "bin").mkdir(parents=True)
+    (machine.elan_home / "bin" / "elan").write_bytes((FIXTURES / "fake-elan").read_bytes())
+    (machine.elan_home / "bin" / "elan").chmod(0o755)
+    (machine.bench / "scripts").mkdir()
+    (machine.bench / "scripts" / "install_bwrap.sh").write_bytes(
+        (FIXTURES / "fake_install_bwrap.sh").read_bytes())
+    args = ["prepare", "--offline", str(machine.offline), "--benchmark", str(machine.bench)]
+    first = CliRunner().invoke(main, args, env=machine.env, catch_exceptions=False)
+    assert first.exit_code == 0, first.output
+    assert [line.split()[:2] for line in first.stdout.splitlines()] == [
+        ["elan", "present"], ["lean", "done"], ["bwrap", "done"], ["dependencies", "done"]]
+    before = machine.snapshot()
+    second = CliRunner().invoke(main, args, env=machine.env, catch_exceptions=False)
+    assert second.exit_code == 0, second.output
+    assert [line.split()[1] for line in second.stdout.splitlines()] == ["present"] * 4
+    assert machine.snapshot() == before
+
+
+@pytest.mark.sandbox
+def test_run_eval_uses_and_records_the_prepared_bwrap(run_eval: RunEval, outside: Path,
+                                                     bwrap: str) -> None:
+    """A bwrap in the prepare prefix is found without --bwrap, and named in the verdict."""
+    prefix = outside / "data" / "lean-eval" / "bwrap" / "bin"
+    prefix.mkdir(parents=True)
+    shutil.copy2(bwrap, prefix / "bwrap")
+    submission = make_submission(outside, "alice",
+                                 {"two_plus_two": {"Submission.lean": correct("two_plus_two")}})
+    run = run_eval(submission, env={"XDG_DATA_HOME": str(outside / "data")})
+    assert run.code == 0, run.result.output
+    verdict = run.verdict("alice", "two_plus_two")
+    assert verdict["verdict"] == "accepted"
+    assert verdict["identity"]["bwrap_path"] == str(prefix / "bwrap")
+    assert (run.out / "summary.json").is_file()
