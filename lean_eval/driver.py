@@ -22,11 +22,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from lean_eval import process, sandbox
+from lean_eval import process, resources, sandbox
 from lean_eval.catalog import ComparatorConfig
 from lean_eval.errors import ToolchainError
 from lean_eval.toolchain import Toolchain
-from lean_eval.verdict import Checker, Execution, Outcome, Reason
+from lean_eval.verdict import Checker, Execution, Outcome, Reason, ResourceLimits
 
 REQUIRED_KERNELS = ("nanoda", "Lean default")
 DEFAULT_MAX_FILE_BYTES = 8 << 30
@@ -71,6 +71,9 @@ class DriverSettings(NamedTuple):
     reexposed: tuple[str, ...] = ()  # needed paths inside a mask (sandbox.run_masks)
     output_cap: int = 256 * 1024
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # RLIMIT_FSIZE: no single file written larger
+    memory_limit: int | None = resources.DEFAULT_MEMORY_LIMIT  # bytes, for the pair's whole tree
+    max_processes: int | None = resources.DEFAULT_MAX_PROCESSES  # tasks of the pair's tree
+    limits_mechanism: str = "auto"  # "auto" (cgroup v2 where possible), "cgroup_v2", "watchdog"
 
 
 def pair_rlimits(max_file_bytes: int) -> dict[int, tuple[int, int]]:
@@ -97,6 +100,7 @@ class DriverResult(NamedTuple):
     outcome: process.Outcome
     log_tail: tuple[str, ...]
     phase_seconds: dict[str, float]
+    limits: ResourceLimits
 
 
 def _inside(path: Path, roots: tuple[Path, ...]) -> bool:
@@ -354,9 +358,18 @@ def run_workspace(workspace: Path, state: Path, config: ComparatorConfig,
     env = sandbox.lake_environment(settings.caller_env, search_path=search, tmpdir=tmpdir,
                                    wrapper=wrapper)
     argv = comparator_argv(settings.toolchain, config_path)
+    limits = resources.PairLimits(settings.memory_limit, settings.max_processes,
+                                  settings.limits_mechanism)
     outcome = process.run(argv, env=env, cwd=workspace, timeout=settings.timeout,
                           output_cap=settings.output_cap,
-                          rlimits=pair_rlimits(settings.max_file_bytes))
+                          rlimits=pair_rlimits(settings.max_file_bytes), limits=limits)
     tail = write_log(log_path, argv, outcome)
     return DriverResult(classify(outcome, config, settings.timeout), outcome, tail,
-                        phase_seconds(outcome, config))
+                        phase_seconds(outcome, config), resource_limits(limits, outcome))
+
+
+def resource_limits(limits: resources.PairLimits, outcome: process.Outcome) -> ResourceLimits:
+    """What the verdict records about the pair's limits (pure)."""
+    return ResourceLimits.model_validate({
+        "memory_bytes": limits.memory, "max_processes": limits.processes,
+        "mechanism": outcome.limits_mechanism or "none", "exceeded": outcome.limit_exceeded})

@@ -157,7 +157,8 @@ def _score(job: PairJob, ctx: RunContext, dirs: workspace.PairDirs, started: flo
                     exit_code=result.outcome.returncode, signal=result.outcome.signal,
                     timings=Timings(wall_seconds=round(time.monotonic() - started, 3),
                                     phases=result.phase_seconds),
-                    log=LogRef(path=str(log), tail=result.log_tail), mounts=ctx.mounts)
+                    log=LogRef(path=str(log), tail=result.log_tail), mounts=ctx.mounts,
+                    limits=result.limits)
 
 
 def _failed(job: PairJob, ctx: RunContext, exc: BaseException, stage: str,

@@ -39,10 +39,11 @@ import signal
 import subprocess  # noqa: TID251 - the one module allowed to start processes
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from lean_eval import resources
 from lean_eval.capture import Capture
 from lean_eval.errors import LeanEvalError, ProcessStartError
 
@@ -84,6 +85,7 @@ class Outcome(NamedTuple):
     # last capture.LINE_MARKS of them, so callers can time phases announced on stdout
     line_marks: tuple[tuple[float, bytes], ...] = ()
     limit_exceeded: str | None = None  # "memory" or "processes": the pair's limit that ended it
+    limits_mechanism: str | None = None  # "cgroup_v2" or "watchdog" when limits were asked for
 
 
 def run(
@@ -95,6 +97,7 @@ def run(
     output_cap: int = 256 * 1024,
     grace: float = 5.0,
     rlimits: Mapping[int, tuple[int, int]] | None = None,
+    limits: resources.PairLimits | None = None,
 ) -> Outcome:
     """Run argv to completion or to its deadline; its whole process tree is gone on return."""
     if not argv:
@@ -103,6 +106,41 @@ def run(
         raise ValueError("output_cap and grace must not be negative")
     if not sys.executable:
         raise ProcessStartError(f"cannot start {argv[0]!r}: no Python interpreter for the reaper")
+    group, mechanism = _limit_group(argv[0], limits)
+    try:
+        return _run(argv, env=env, cwd=cwd, timeout=timeout, output_cap=output_cap, grace=grace,
+                    rlimits=rlimits, limits=limits, group=group, mechanism=mechanism)
+    finally:
+        if group is not None:
+            group.remove()
+
+
+def _limit_group(name: str, limits: resources.PairLimits | None,
+                 ) -> tuple[resources.PairGroup | None, str | None]:
+    """The pair's cgroup (or None for the watchdog) and the mechanism's name."""
+    if limits is None or not limits.any():
+        return None, None
+    if limits.mechanism not in resources.MECHANISMS:
+        raise ValueError(f"unknown limits mechanism {limits.mechanism!r}")
+    if limits.mechanism == "watchdog":
+        return None, "watchdog"
+    parent = resources.cgroup_parent()
+    if parent is not None:
+        try:
+            return resources.make_pair_group(parent, limits), "cgroup_v2"
+        except OSError as exc:
+            if limits.mechanism == "cgroup_v2":
+                raise ProcessStartError(f"cannot limit {name!r}: {exc}") from exc
+    elif limits.mechanism == "cgroup_v2":
+        raise ProcessStartError(
+            f"cannot limit {name!r} with cgroup v2: {resources.unavailable_reason()}")
+    return None, "watchdog"
+
+
+def _run(argv: tuple[str, ...], *, env: Mapping[str, str], cwd: Path, timeout: float | None,
+         output_cap: int, grace: float, rlimits: Mapping[int, tuple[int, int]] | None,
+         limits: resources.PairLimits | None, group: resources.PairGroup | None,
+         mechanism: str | None) -> Outcome:
     status_r, status_w = os.pipe()
     spec = {
         "argv": list(argv),
@@ -112,6 +150,9 @@ def run(
         "rlimits": [[int(k), int(v[0]), int(v[1])] for k, v in (rlimits or {}).items()],
         "status_fd": status_w,
         "parent_pid": os.getpid(),
+        "cgroup": None if group is None else os.fspath(group.path),
+        "limits": None if mechanism is None or limits is None
+        else [limits.memory, limits.processes],
     }
     start = time.monotonic()
     try:
@@ -130,7 +171,9 @@ def run(
         supervisor.pump()
     finally:
         supervisor.finish()
-    return supervisor.outcome(argv[0])
+    done = supervisor.outcome(argv[0])
+    exceeded = done.limit_exceeded or (None if group is None else group.exceeded())
+    return done._replace(limit_exceeded=exceeded, limits_mechanism=mechanism)
 
 
 def run_capture(
@@ -271,7 +314,7 @@ class _Supervisor:
         def ended(code: int | None, sig: int | None, timed_out: bool, orphans: int) -> Outcome:
             marks = (*self.out.first_marks, *self.out.last_marks)
             return Outcome(code, sig, timed_out, self.end - self.start, out, err, out_cut,
-                           err_cut, orphans, marks)
+                           err_cut, orphans, marks, events.get("limit", {}).get("which"))
 
         if "exited" in events:
             exited = events["exited"]
@@ -309,22 +352,28 @@ def _reaper_main() -> int:
         emit(event="error", message=f"the reaper cannot become a subreaper: {exc}")
         return 1
     rlimits = tuple((int(r), int(s), int(h)) for r, s, h in spec["rlimits"])
+    group = None if spec["cgroup"] is None else resources.PairGroup(Path(spec["cgroup"]))
     try:
         child = subprocess.Popen(
             tuple(spec["argv"]),
             env=dict(spec["env"]),
             cwd=spec["cwd"], stdin=subprocess.DEVNULL, close_fds=True, restore_signals=True,
-            preexec_fn=functools.partial(_child_setup, rlimits),  # noqa: PLW1509 - single thread
+            preexec_fn=functools.partial(  # noqa: PLW1509 - the reaper is single-threaded
+                _child_setup, rlimits, None if group is None else os.fspath(group.procs)),
         )
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         message = str(exc)
         if isinstance(exc, subprocess.SubprocessError):
-            message += " (setting its process group, signal mask or rlimits failed)"
+            message += " (setting its process group, cgroup, signal mask or rlimits failed)"
         emit(event="error", message=message)
         return 0
     try:
         emit(event="started", pid=child.pid)
-        status, terminated = _wait_for_child(child.pid, float(spec["grace"]), orphaned)
+        watch = None
+        if spec["limits"] is not None:
+            limits = resources.PairLimits(*spec["limits"])
+            watch = functools.partial(resources.watch, limits, group, emit)
+        status, terminated = _wait_for_child(child.pid, float(spec["grace"]), orphaned, watch)
         child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
         emit(event="exited", terminated=terminated,
              returncode=os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
@@ -337,18 +386,24 @@ def _reaper_main() -> int:
     return 0
 
 
-def _child_setup(rlimits: tuple[tuple[int, int, int], ...]) -> None:
-    """Between fork and exec: own process group, rlimits, and no signal blocked."""
+def _child_setup(rlimits: tuple[tuple[int, int, int], ...], cgroup_procs: str | None) -> None:
+    """Between fork and exec: own process group, the pair's cgroup, rlimits, no signal blocked."""
     os.setpgid(0, 0)
+    if cgroup_procs is not None:  # before exec: everything the child starts is born inside
+        with open(cgroup_procs, "w", encoding="ascii") as f:
+            f.write("0")
     for res, soft, hard in rlimits:
         resource.setrlimit(res, (soft, hard))
     signal.pthread_sigmask(signal.SIG_SETMASK, ())
 
 
-def _wait_for_child(pid: int, grace: float, terminate: bool) -> tuple[int, bool]:
-    """The child's wait status, and whether it was terminated on request (TERM, then KILL)."""
+def _wait_for_child(pid: int, grace: float, terminate: bool,
+                    watch: Callable[[], bool] | None = None) -> tuple[int, bool]:
+    """The child's wait status, and whether it was terminated on request (TERM, then KILL).
+    ``watch`` (the limits) is looked at every WATCHDOG_INTERVAL until it reports a kill."""
     terminated = False
     kill_at: float | None = None
+    watch_at = time.monotonic() if watch is not None else None
     while True:
         if terminate and not terminated:
             terminated = True
@@ -361,11 +416,15 @@ def _wait_for_child(pid: int, grace: float, terminate: bool) -> tuple[int, bool]
             _signal_group(pid, signal.SIGKILL)
             kill_at = None
             continue
+        if watch is not None and watch_at is not None and time.monotonic() >= watch_at:
+            watch_at = None if watch() else time.monotonic() + resources.WATCHDOG_INTERVAL
+            continue
         info: signal.struct_siginfo | None
-        if kill_at is None:
+        wake = min((t for t in (kill_at, watch_at) if t is not None), default=None)
+        if wake is None:
             info = signal.sigwaitinfo(_WAITED)
         else:
-            info = signal.sigtimedwait(_WAITED, max(0.0, kill_at - time.monotonic()))
+            info = signal.sigtimedwait(_WAITED, max(0.0, wake - time.monotonic()))
         terminate = terminate or (info is not None and info.si_signo != signal.SIGCHLD)
 
 

@@ -121,6 +121,15 @@ class LogRef(_Model):
     tail: tuple[str, ...] = ()
 
 
+class ResourceLimits(_Model):
+    """The per-pair memory and process limits, how they were enforced, and which was exceeded."""
+
+    memory_bytes: int | None  # None: no memory limit
+    max_processes: int | None  # tasks (processes and threads); None: no limit
+    mechanism: Literal["cgroup_v2", "watchdog", "none"]
+    exceeded: Literal["memory", "processes"] | None = None
+
+
 class Mounts(_Model):
     """What the wrapper hid and re-exposed in this pair's sandbox (fixed for the run)."""
 
@@ -156,6 +165,7 @@ class Verdict(_Model):
     # SHA-256 of everything this verdict depends on (inputs, identity, options): a re-run on the
     # same --out reuses the file when its key matches (SPEC §5.5 "Resume")
     resume_key: str | None = None
+    limits: ResourceLimits | None = None  # None: the pair never ran (refused, unchanged)
 
 
 class PairSummary(_Model):

@@ -1,0 +1,219 @@
+"""Per-pair memory and process limits (SPEC §5.5 Limits): cgroup v2 where possible, else the
+watchdog; a pair over a limit ends resource_exhausted and nothing of it survives."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import RunEval, correct, make_submission, sh_payload, standin_only, with_lines
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lean_eval import process, resources
+from lean_eval.errors import ProcessStartError
+from lean_eval.resources import PairLimits
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
+
+PY = sys.executable
+ENV = {"PATH": "/usr/bin:/bin"}
+CGROUP = resources.cgroup_parent() is not None
+needs_cgroup = pytest.mark.skipif(not CGROUP, reason=f"no cgroup v2 group for the harness here: "
+                                  f"{resources.unavailable_reason()}")
+P = "two_plus_two"
+MECHANISMS = ["watchdog", pytest.param("cgroup_v2", marks=needs_cgroup)]
+
+
+def _marker() -> str:
+    return f"9{secrets.randbelow(10**9):09d}.{secrets.randbelow(10**6):06d}"
+
+
+def _alive_with(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            stat = (entry / "stat").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline and stat[stat.rfind(b")") + 2 :][:1] != b"Z":
+            found.append(int(entry.name))
+    return found
+
+
+def hog(marker: str, size: int = 1 << 30, hold: float = 30) -> str:
+    """Python that touches ``size`` bytes and holds them (its argv carries the marker)."""
+    return f"{PY} -c 'b = bytearray({size}); import time; time.sleep({hold})' {marker}"
+
+
+def storm(marker: str, count: int = 400) -> str:
+    """A fork storm bounded at ``count`` sleepers, so a broken limit cannot harm the machine."""
+    return (f"i=0; while [ $i -lt {count} ]; do sleep {marker} & i=$((i+1)); done; wait")
+
+
+def _run(script: str, limits: PairLimits | None, timeout: float = 60) -> process.Outcome:
+    return process.run(("/bin/sh", "-c", script), env=ENV, cwd=Path("/"), timeout=timeout,
+                       limits=limits)
+
+
+# --- pure parts -------------------------------------------------------------------------------
+
+
+@given(memory=st.integers(0, 1 << 40), tasks=st.integers(0, 10**5),
+       limit_m=st.one_of(st.none(), st.integers(1, 1 << 40)),
+       limit_p=st.one_of(st.none(), st.integers(1, 10**5)))
+def test_exceeded_by_names_the_limit_passed(memory: int, tasks: int, limit_m: int | None,
+                                            limit_p: int | None) -> None:
+    which = resources.exceeded_by(PairLimits(limit_m, limit_p), memory, tasks)
+    over_m = limit_m is not None and memory > limit_m
+    over_p = limit_p is not None and tasks > limit_p
+    assert which == ("memory" if over_m else "processes" if over_p else None)
+
+
+def test_descendants_follow_parent_links_only() -> None:
+    table = {2: (1, 1), 3: (2, 1), 4: (3, 5), 5: (1, 1), 6: (99, 1)}
+    assert sorted(resources.descendants(2, table)) == [3, 4]
+    assert sorted(resources.descendants(1, table)) == [2, 3, 4, 5]
+
+
+def test_defaults() -> None:
+    assert PairLimits() == PairLimits(8 << 30, 512, "auto")
+    assert not PairLimits(None, None).any()
+
+
+# --- cgroup v2 files, against a stand-in directory laid out like a group ----------------------
+
+
+def _fake_group(base: Path, controllers: str = "memory pids cpu") -> Path:
+    base.mkdir(parents=True, exist_ok=True)
+    (base / "cgroup.controllers").write_text(controllers + "\n")
+    (base / "cgroup.subtree_control").write_text("")
+    return base
+
+
+def test_parent_group_enables_memory_and_pids(tmp_path: Path) -> None:
+    own = _fake_group(tmp_path / "own")
+    (own / f"lean-eval-{os.getpid()}").mkdir()
+    _fake_group(own / f"lean-eval-{os.getpid()}", "memory pids")
+    parent = resources.make_parent(own)
+    assert parent == own / f"lean-eval-{os.getpid()}"
+    assert (own / "cgroup.subtree_control").read_text() == "+memory +pids"
+    assert (parent / "cgroup.subtree_control").read_text() == "+memory +pids"
+
+
+def test_a_group_without_the_controllers_is_refused(tmp_path: Path) -> None:
+    own = _fake_group(tmp_path / "own", "hugetlb")
+    with pytest.raises(OSError, match="does not offer memory and pids"):
+        resources.make_parent(own)
+
+
+def test_pair_group_limits_and_events(tmp_path: Path) -> None:
+    parent = tmp_path / "parent"
+    parent.mkdir()
+    group = resources.make_pair_group(parent, PairLimits(1 << 28, 64))
+    assert (group.path / "memory.max").read_text() == str(1 << 28)
+    assert (group.path / "pids.max").read_text() == "64"
+    assert group.exceeded() is None
+    (group.path / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
+    assert group.exceeded() == "memory"
+    (group.path / "memory.events").write_text("max 3\noom_kill 0\n")
+    (group.path / "pids.events").write_text("max 2\n")
+    assert group.exceeded() == "processes"
+
+
+# --- real processes: both mechanisms ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_a_memory_hog_is_killed_as_over_its_memory_limit(mechanism: str) -> None:
+    marker = _marker()
+    out = _run(hog(marker), PairLimits(256 << 20, 64, mechanism))
+    assert out.limit_exceeded == "memory"
+    assert out.limits_mechanism == mechanism
+    assert not out.timed_out and out.duration < 30
+    assert _alive_with(marker) == []
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_a_fork_storm_is_stopped_at_its_process_limit(mechanism: str) -> None:
+    marker = _marker()
+    out = _run(storm(marker), PairLimits(1 << 30, 50, mechanism))
+    assert out.limit_exceeded == "processes"
+    assert out.limits_mechanism == mechanism
+    assert not out.timed_out
+    assert _alive_with(marker) == []
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_a_tree_within_its_limits_is_left_alone(mechanism: str) -> None:
+    marker = _marker()
+    out = _run(f"{hog(marker, 32 << 20, 0.5)} & {storm('0.3', 5)}",
+               PairLimits(512 << 20, 64, mechanism))
+    assert (out.returncode, out.limit_exceeded, out.limits_mechanism) == (0, None, mechanism)
+
+
+def test_without_limits_the_same_hog_and_storm_run_to_the_end() -> None:
+    """Negative control: the tests above see a limit, not something else, end the tree."""
+    marker = _marker()
+    start = time.monotonic()
+    out = _run(f"{hog(marker, 1 << 30, 1)} & {storm(marker, 60).replace(marker, '1')}", None)
+    assert (out.returncode, out.limit_exceeded, out.limits_mechanism) == (0, None, None)
+    assert time.monotonic() - start >= 1
+
+
+@pytest.mark.skipif(CGROUP, reason="cgroup v2 is usable here")
+def test_forcing_cgroup_v2_where_there_is_none_says_why() -> None:
+    with pytest.raises(ProcessStartError, match="cgroup v2"):
+        _run("true", PairLimits(1 << 30, 64, "cgroup_v2"))
+
+
+def test_an_unknown_mechanism_is_a_programming_error() -> None:
+    with pytest.raises(ValueError, match="mechanism"):
+        _run("true", PairLimits(1 << 30, 64, "ulimit"))
+
+
+# --- end to end: real bubblewrap, the stand-in, one batch -------------------------------------
+
+
+@pytest.mark.parametrize("mechanism", ["auto", "watchdog"])
+def test_a_hog_and_a_storm_end_resource_exhausted_beside_an_accepted_pair(
+        run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch, mechanism: str) -> None:
+    """Issue 7 item 5 (SPEC §5.5 Limits): run-eval --memory-limit/--max-processes, the payloads
+    running inside the sandbox during the Solution build."""
+    standin_only(run_eval, "the payloads are -- standin-io: lines")
+    if mechanism == "watchdog":  # as on a machine without a usable cgroup v2 group
+        monkeypatch.setattr(resources, "cgroup_parent", lambda: None)
+    expected = "cgroup_v2" if mechanism == "auto" and CGROUP else "watchdog"
+    marker = _marker()
+    subs = outside / "subs"
+    make_submission(subs, "good", {P: {"Submission.lean": correct(P)}})
+    make_submission(subs, "hog", {P: {"Submission.lean": with_lines(P, sh_payload(
+        f"python3 -c 'b = bytearray(1 << 30); import time; time.sleep(30)' {marker}"))}})
+    make_submission(subs, "storm", {P: {"Submission.lean": with_lines(P, sh_payload(
+        storm(marker)))}})
+    run = run_eval(subs / "good", subs / "hog", subs / "storm",
+                   extra=("--memory-limit", "384M", "--max-processes", "64"))
+    output = run.result.output
+    assert "Traceback" not in output, output
+    assert (run.out / "summary.json").is_file(), output
+    good = run.verdict("good", P)
+    assert good["verdict"] == "accepted", run.log("good", P)
+    assert good["limits"] == {"memory_bytes": 384 << 20, "max_processes": 64,
+                              "mechanism": expected, "exceeded": None}
+    for name, which in (("hog", "memory"), ("storm", "processes")):
+        v = run.verdict(name, P)
+        assert (v["verdict"], v["execution"]) == ("error", "resource_exhausted"), (
+            name, v["reason"], run.log(name, P))
+        assert v["limits"]["exceeded"] == which and v["limits"]["mechanism"] == expected
+    assert run.code == 1  # an infrastructure failure, never a rejection
+    deadline = time.monotonic() + 5
+    while _alive_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _alive_with(marker) == []
