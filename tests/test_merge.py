@@ -127,6 +127,18 @@ def test_cli_merge_then_report(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "m" / "summary.json").read_text())["counts"]["accepted"] == 6
 
 
+def test_cli_merge_quiet_and_json(tmp_path: Path) -> None:
+    parts = shards_of(tmp_path)
+    quiet = CliRunner().invoke(main, ["merge", *map(str, parts), "--out", str(tmp_path / "q"),
+                                      "-q"])
+    assert (quiet.exit_code, quiet.output) == (0, "")
+    as_json = CliRunner().invoke(main, ["merge", *map(str, parts), "--out",
+                                        str(tmp_path / "j"), "--json"])
+    assert as_json.exit_code == 0
+    assert Summary.model_validate_json(as_json.output).pairs == \
+        Summary.model_validate_json((tmp_path / "q" / "summary.json").read_bytes()).pairs
+
+
 def test_another_harness_version_is_refused(tmp_path: Path) -> None:
     one = write_output(tmp_path / "a", shard.select(BATCH, 1, 2), k=1)
     two = write_output(tmp_path / "b", shard.select(BATCH, 2, 2), k=2,
