@@ -11,6 +11,17 @@ Invariants (the rest of lean-eval relies on them):
   it until waitpid reports ECHILD, so descendants that left the group or the session (setsid,
   double fork, bwrap --new-session) die too. Parallel callers never share a reaper, so none can
   steal or miss another's orphans. If the caller's thread dies, PR_SET_PDEATHSIG tells the reaper.
+- Threads: run() may be called from several threads at once (a batch's worker pool); each call
+  owns its reaper, pipes and capture. PR_SET_PDEATHSIG fires when the *thread* that started the
+  reaper exits, not the process: run() holds its thread until the reaper is reaped, so a pool
+  must never run it in a thread that could end sooner (no daemon-thread tricks, no cancelling a
+  thread mid-call). When the harness dies (even by SIGKILL) every reaper TERMs its child's
+  group, KILLs it after `grace` and sweeps the rest; bwrap's --die-with-parent then takes the
+  sandbox's PID namespace down with it (tests/test_process.py, the SIGKILLed-harness test).
+- Limits (`limits=`, lean_eval.resources): the child joins the pair's cgroup v2 group before
+  exec, or the reaper samples its tree as a watchdog; past a limit the reaper kills the whole
+  tree and Outcome.limit_exceeded says which ("memory" or "processes"). The group is removed
+  when run() returns.
 - When run() returns or raises, the reaper has exited and been reaped; unless run() had to
   SIGKILL a wedged reaper (last resort), the reaper reaped every descendant first.
 - Deadlines come from time.monotonic(); a timeout is Outcome.timed_out, never an exception. At

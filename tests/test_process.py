@@ -431,6 +431,76 @@ def test_reaper_cleans_up_when_its_caller_is_killed(tmp_path: Path) -> None:
     assert flag.read_text() == "term\n"
 
 
+HARNESS_THREADS = r"""
+import os, signal, sys, time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from lean_eval.process import run
+mode, sleep, bwrap, mark = sys.argv[2:6]
+trees = [
+    # ignores TERM (so only the KILL after grace ends it) and leaves a session-detached sleeper
+    ("/bin/sh", "-c", f"trap '' TERM; setsid {sleep} {mark} & {sleep} {mark} & wait"),
+    (bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all",
+     "--die-with-parent", "--new-session", "--", "/bin/sh", "-c",
+     f"{sleep} {mark} & {sleep} {mark} & wait"),
+]
+if mode == "reaper":  # the batch's way: run() from worker threads of a pool
+    pool = ThreadPoolExecutor(max_workers=len(trees))
+    for argv in trees:
+        pool.submit(run, argv, env={}, cwd=Path("/"), timeout=None, grace=1.0)
+else:  # negative control: the same trees started without a reaper
+    for argv in trees:
+        os.posix_spawn(argv[0], argv, {})
+def alive():
+    n = 0
+    for pid in os.listdir("/proc"):
+        try:
+            if mark.encode() in open(f"/proc/{pid}/cmdline", "rb").read():
+                n += open(f"/proc/{pid}/stat", "rb").read().rsplit(b")", 1)[1].split()[0] != b"Z"
+        except (OSError, ValueError):
+            pass
+    return n
+deadline = time.monotonic() + 20
+while alive() < 5 and time.monotonic() < deadline:  # 3 sleepers + 2 sandboxed ones
+    time.sleep(0.05)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+COUNT_ALIVE = r"""
+import os
+mark, n = os.environ["MARK"].encode(), 0
+for pid in os.listdir("/proc"):
+    try:
+        if pid.isdigit() and int(pid) != os.getpid() and (
+                mark in open(f"/proc/{pid}/cmdline", "rb").read()):
+            n += open(f"/proc/{pid}/stat", "rb").read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        pass
+print(n)
+"""
+
+
+def _harness_killed(mode: str, marker: str) -> int:
+    """Processes of the harness's trees alive 4 s after it was SIGKILLed (counted before the
+    outer run() sweeps them: the inner harness is a child of this subreaper's child)."""
+    out = run(("/bin/sh", "-c", f'{PY} -I -c "$HARNESS" {REPO} {mode} {_tool("sleep")} '
+               f'{_tool("bwrap")} "$MARK"; sleep 4; {PY} -I -c "$COUNT"'),
+              env={"HARNESS": HARNESS_THREADS, "COUNT": COUNT_ALIVE, "MARK": marker},
+              cwd=Path("/"), timeout=60.0, grace=1.0)
+    assert out.returncode == 0, out.stderr
+    return int(out.stdout)
+
+
+def test_a_sigkilled_harness_takes_every_pairs_tree_with_it() -> None:
+    """Issue 7 item 1: run() called from pool threads; the harness is SIGKILLed. Each reaper
+    (PR_SET_PDEATHSIG) kills its tree, a TERM-ignoring and session-detached one included, and
+    bwrap's --die-with-parent takes the sandbox with it: nothing survives."""
+    assert _harness_killed("reaper", _marker()) == 0
+    marker = _marker()  # negative control: started without reapers, the detached ones survive
+    assert _harness_killed("naive", marker) >= 2
+    assert _processes_with(marker) == []  # the outer run() swept them
+
+
 def test_quick_successive_runs_leave_nothing_behind() -> None:
     marker = _marker()
     start = time.monotonic()
