@@ -25,13 +25,14 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from lean_eval import shard as shards
-from lean_eval.errors import MergeRefusedError
+from lean_eval.errors import MergeRefusedError, OutputError
 from lean_eval.verdict import (
     INFRASTRUCTURE_FAILURES,
     PairSummary,
     SubmissionSummary,
     Summary,
     Verdict,
+    file_umask,
     write_model,
 )
 
@@ -200,8 +201,8 @@ def _summary(outputs: Sequence[ShardOutput], submissions: list[SubmissionSummary
         tally[_TALLY[p.verdict]] = tally.get(_TALLY[p.verdict], 0) + 1
     first = outputs[0].summary
     failed = any(p.verdict == "error" or p.execution in INFRASTRUCTURE_FAILURES for p in pairs)
-    started = min((o.summary.started_at for o in outputs), key=datetime.fromisoformat)
-    finished = max((o.summary.finished_at for o in outputs), key=datetime.fromisoformat)
+    started = min((o.summary.started_at for o in outputs), key=_instant)
+    finished = max((o.summary.finished_at for o in outputs), key=_instant)
     data = first.model_dump()
     data.update({
         "started_at": started, "finished_at": finished,
@@ -218,6 +219,13 @@ def _summary(outputs: Sequence[ShardOutput], submissions: list[SubmissionSummary
              "reused": sum(getattr(o.summary, "reused", 0) for o in outputs)}
     data.update({k: v for k, v in extra.items() if k in data})
     return Summary.model_validate(data)
+
+
+def _instant(stamp: str) -> tuple[float, str]:
+    try:
+        return datetime.fromisoformat(stamp).timestamp(), stamp
+    except ValueError:  # not ours to judge: order unreadable stamps last, by text
+        return float("inf"), stamp
 
 
 def _submissions(outputs: Sequence[ShardOutput]) -> list[SubmissionSummary]:
@@ -249,8 +257,12 @@ def merge(shard_dirs: Sequence[Path], out_dir: Path) -> MergeResult:
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise MergeRefusedError(f"--out {out_dir} exists and is not an empty directory; "
                                 "merge writes a new output directory")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.merge-", dir=target.parent))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.merge-", dir=target.parent))
+    except OSError as exc:
+        raise OutputError(f"cannot create the merged output {target}: "
+                          f"{exc.strerror or exc}") from exc
     try:
         pairs, _ = _assemble(outputs, staging, target)
         submissions = _submissions(outputs)
@@ -265,10 +277,13 @@ def merge(shard_dirs: Sequence[Path], out_dir: Path) -> MergeResult:
         summary = _summary(outputs, submissions, pairs, len(missing),
                            incomplete=bool(absent) or not complete)
         write_model(staging / "summary.json", summary)
-        staging.chmod(0o755)
+        staging.chmod(0o777 & ~file_umask())  # what mkdir would give, not mkdtemp's 0700
         os.replace(staging, target)  # rename(2) replaces an empty directory atomically
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise OutputError(f"cannot write the merged output next to {target}: "
+                              f"{exc.strerror or exc}; nothing was written") from exc
         raise
     return MergeResult(summary, target, missing, absent, complete, n)
 

@@ -30,6 +30,7 @@ from lean_eval.verdict import (
     Summary,
     Timings,
     Verdict,
+    file_umask,
     write_model,
 )
 
@@ -296,3 +297,20 @@ def test_run_eval_shards_are_disjoint_cover_and_merge_to_the_single_run(
                                         str(outside / "merged2")])
     assert refused.exit_code == 2 and "harness_version" in refused.output
     assert not (outside / "merged2").exists()
+
+
+def test_an_unwritable_output_leaves_nothing_and_no_traceback(tmp_path: Path) -> None:
+    parts = shards_of(tmp_path)
+    (tmp_path / "file").write_text("x")
+    result = CliRunner().invoke(main, ["merge", *map(str, parts), "--out",
+                                       str(tmp_path / "file" / "m")])
+    assert result.exit_code == 1, result.output
+    assert "cannot create the merged output" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_merged_files_get_the_usual_modes(tmp_path: Path) -> None:
+    parts = shards_of(tmp_path)
+    out = merge.merge(parts, tmp_path / "m").out_dir
+    assert out.stat().st_mode & 0o777 == 0o777 & ~file_umask()
+    assert (out / "summary.json").stat().st_mode & 0o777 == 0o666 & ~file_umask()
