@@ -624,8 +624,8 @@ def validate_catalog_command(benchmark: Path | None, toolchain: Path | None,
 
 @main.command("prepare")
 @click.option("--offline", type=click.Path(path_type=Path, file_okay=False, exists=True),
-              help=f"Take the elan archive ({prepare.ELAN.name}) and the bubblewrap tarball "
-                   f"({prepare.BWRAP_TARBALL}) from DIR instead of downloading them.")
+              help="Take the elan archive and the bubblewrap release tarball from DIR instead "
+                   "of downloading them (the release file names, as published).")
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @common_options
 def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
@@ -635,9 +635,10 @@ def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
     lean-toolchain, bubblewrap >= 0.12.0 when the system one is older, and the benchmark's
     shared dependencies (built once, then read-only). Steps already done are reported
     `present`; a second run changes nothing."""
-    del toolchain, bwrap_path, allow_bwrap, verbose
+    del bwrap_path, allow_bwrap, verbose
     settings = prepare.Settings(benchmark=(benchmark or _default_benchmark()).resolve(),
-                                env=dict(os.environ), offline=offline, dry_run=dry_run)
+                                env=dict(os.environ), offline=offline, dry_run=dry_run,
+                                toolchain=toolchain.resolve() if toolchain else None)
     try:
         steps = prepare.prepare(settings)
     except SetupError as exc:

@@ -71,6 +71,7 @@ class Settings(NamedTuple):
     elan_archive: Archive = ELAN
     bwrap_installer: Path | None = None  # default: <benchmark>/scripts/install_bwrap.sh
     scratch: Path | None = None  # where archives are fetched and unpacked (default: temp dir)
+    toolchain: Path | None = None  # --toolchain: use this Lean, so elan and its install are moot
     timeout: float = 4 * 3600.0
 
 
@@ -167,6 +168,8 @@ def _unpack_member(tar_path: Path, member_name: str, into: Path) -> Path:
 
 
 def _step_elan(settings: Settings, scratch: _Scratch) -> Step:
+    if settings.toolchain is not None:
+        return Step("elan", "present", f"not needed: --toolchain {settings.toolchain}")
     elan = _elan_home(settings.env) / "bin" / "elan"
     if elan.is_file() and os.access(elan, os.X_OK):
         return Step("elan", "present", f"{elan}")
@@ -187,7 +190,17 @@ def _step_elan(settings: Settings, scratch: _Scratch) -> Step:
     return Step("elan", "done", f"installed {elan} from {source}")
 
 
+def _toolchain_dir(settings: Settings, name: str) -> Path:
+    if settings.toolchain is not None:
+        return settings.toolchain
+    return _elan_home(settings.env) / "toolchains" / elan_dir_name(name)
+
+
 def _step_lean(settings: Settings, name: str) -> Step:
+    if settings.toolchain is not None:
+        if not (settings.toolchain / "bin" / "lake").is_file():
+            raise PrepareError(f"--toolchain {settings.toolchain} has no bin/lake")
+        return Step("lean", "present", f"--toolchain {settings.toolchain}")
     home = _elan_home(settings.env)
     toolchain = home / "toolchains" / elan_dir_name(name)
     if toolchain.is_dir():
@@ -260,7 +273,7 @@ def _step_dependencies(settings: Settings, name: str) -> Step:
     packages = root / ".lake" / "packages"
     if stamp.is_file() and packages.is_dir() and json.loads(stamp.read_text()) == wanted:
         return Step("dependencies", "present", f"{packages} built for {name}, read-only")
-    toolchain = _elan_home(settings.env) / "toolchains" / elan_dir_name(name)
+    toolchain = _toolchain_dir(settings, name)
     lake = str(toolchain / "bin" / "lake")
     commands: list[tuple[str, ...]] = [(lake, "exe", "cache", "get")] if any(
         isinstance(r, dict) and r.get("name") == "mathlib" for r in requires) else []

@@ -248,3 +248,18 @@ def test_run_eval_uses_and_records_the_prepared_bwrap(run_eval: RunEval, outside
     assert verdict["verdict"] == "accepted"
     assert verdict["identity"]["bwrap_path"] == str(prefix / "bwrap")
     assert (run.out / "summary.json").is_file()
+
+
+def test_an_explicit_toolchain_makes_elan_moot_and_builds_with_its_lake(tmp_path: Path) -> None:
+    machine = Machine(tmp_path, requires=REQUIRE_MATHLIB)
+    toolchain = tmp_path / "my-lean"
+    (toolchain / "bin").mkdir(parents=True)
+    lake = toolchain / "bin" / "lake"
+    lake.write_text('#!/bin/sh\necho "lake $*" >> "$HOME/calls.log"\n')
+    lake.chmod(0o755)
+    steps = prepare.prepare(machine.settings(toolchain=toolchain))
+    assert [(s.name, s.status) for s in steps] == [
+        ("elan", "present"), ("lean", "present"), ("bwrap", "done"), ("dependencies", "done")]
+    assert f"{lake} build" in steps[3].detail
+    assert not machine.elan_home.exists()
+    assert machine.calls()[1:] == ["lake exe cache get", "lake build"]
