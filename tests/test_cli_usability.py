@@ -320,3 +320,24 @@ def test_temp_files_go_to_a_private_session_base() -> None:
 def test_bwrap_floor_is_read_from_the_installed_bwrap() -> None:
     assert "DISTRO_BWRAP" not in (REPO / "tests" / "conftest.py").read_text()
     assert BWRAP_FLOOR.count(".") >= 1
+
+
+# --- startup: --help imports neither pydantic, rich nor the pipeline ------------------------
+
+
+def test_help_imports_no_heavy_module() -> None:
+    import sys
+
+    from lean_eval import cli, process
+
+    code = ("import sys, runpy; sys.argv = ['lean-eval', '--help']\n"
+            "try:\n    runpy.run_module('lean_eval', run_name='__main__')\n"
+            "except SystemExit:\n    pass\n"
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'rich')"
+            " or m in ('lean_eval.batch', 'lean_eval.catalog', 'lean_eval.verdict'))\n"
+            "print('HEAVY', heavy)\n")
+    done = process.run_capture((sys.executable, "-c", code), env={"PYTHONPATH": str(REPO)},
+                               cwd=REPO, timeout=60)
+    assert done.returncode == 0, done.stdout
+    assert b"HEAVY []" in done.stdout, done.stdout[-500:]
+    assert cli.PROBE_NAMES == probe.PROBE_NAMES
