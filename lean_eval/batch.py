@@ -24,6 +24,7 @@ import queue
 import signal
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -35,7 +36,6 @@ from lean_eval import driver, intake, lock, pair, resume, sandbox, workspace
 from lean_eval.catalog import Catalog
 from lean_eval.errors import OutputError, UsageError
 from lean_eval.resume import Planned, RunOptions, Tools, identity, not_probed
-from lean_eval.sandbox import outside_lake_masks
 from lean_eval.shard import batch_digest, in_shard, options_digest
 from lean_eval.verdict import (
     INFRASTRUCTURE_FAILURES,
@@ -208,7 +208,8 @@ class _Run:
         keep = [tools.toolchain.root, tools.bwrap.path, catalog.root, *([shared] if shared else [])]
         masks = sandbox.run_masks(scoring_root=root, out_dir=self.out_dir, inputs=inputs,
                                   private=private, keep=keep)
-        ro_binds = outside_lake_masks([shared]) if shared else ()
+        # Never filtered through outside_lake_masks: visible under /home, /tmp, ... too (§6.12).
+        ro_binds = (os.path.realpath(shared),) if shared else ()
         extra: dict[str, Any] = {}
         fields = driver.DriverSettings._fields
         if "memory_limit" in fields:
@@ -401,8 +402,12 @@ class _Scheduler:
                     self.record(item, reused)
                     continue
             self.admit(item)
+        last_kill = time.monotonic()
         while self.running > 0:
             self.drain(True)
+            if run.stop.signum is not None and time.monotonic() - last_kill > 1:
+                _terminate_children()  # a pair admitted just before the signal started since
+                last_kill = time.monotonic()
         return self.results
 
 
@@ -453,7 +458,10 @@ def _summary(started_at: str, ident: Identity, preflight: Preflight, catalog: Ca
         counts=counts, pairs=pairs, exit_code=exit_code, shard=shard,
         interrupted=signum is not None, not_scored=len(items) - len(pairs),
         reused=run.reused, jobs=run.jobs)
-    write_model(out_dir / "summary.json", summary)
+    try:
+        write_model(out_dir / "summary.json", summary)
+    except OSError as exc:
+        raise OutputError(f"cannot write {out_dir / 'summary.json'}: {exc}") from exc
     if run.stop.fault is not None:
         raise OutputError(run.stop.fault)
     return summary

@@ -1,0 +1,84 @@
+"""The batch as a whole: thousands of inputs in one run, reserved ids, and a summary a
+leaderboard can read (tallies, every count, relative paths, one file mode)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from pathlib import Path
+
+from conftest import REPO, RunEval, correct, make_submission, standin_only
+from test_parallel import PROBLEM, survivors
+
+from lean_eval import lock
+
+STARTER = (REPO / "workspaces" / PROBLEM / "Submission.lean").read_text(encoding="utf-8")
+MANY = 5000
+
+
+def test_five_thousand_submissions_in_one_run_under_two_minutes(
+        run_eval: RunEval, outside: Path) -> None:
+    standin_only(run_eval, "a real-Lean twin would only repeat the harness's own work")
+    subs = outside / "subs"
+    inputs = [make_submission(subs, f"u{i:04d}", {PROBLEM: {"Submission.lean": STARTER}})
+              for i in range(MANY - 1)]
+    inputs.insert(MANY // 2, make_submission(subs, "solver",
+                                             {PROBLEM: {"Submission.lean": correct(PROBLEM)}}))
+    work = outside / "work"
+    started = time.monotonic()
+    run = run_eval(*inputs, extra=("--work-dir", str(work)))
+    elapsed = time.monotonic() - started
+    assert run.code == 0, run.result.output[-3000:]
+    assert "Traceback" not in run.result.output
+    summary = run.summary()
+    assert summary["counts"]["unchanged"] == MANY - 1 and summary["counts"]["accepted"] == 1
+    assert run.verdict("solver", PROBLEM)["verdict"] == "accepted"
+    assert [p["submission"] for p in summary["pairs"]] == [p.name for p in inputs]
+    assert [p for p in work.iterdir() if p.name.startswith(lock.RUN_PREFIX)] == []
+    assert survivors(str(outside)) == []
+    assert elapsed < 120, f"{MANY} submissions took {elapsed:.0f} s"
+
+
+def test_a_submission_named_like_a_file_the_run_writes_is_refused_up_front(
+        run_eval: RunEval, outside: Path) -> None:
+    good = make_submission(outside / "subs", "good",
+                           {PROBLEM: {"Submission.lean": correct(PROBLEM)}})
+    clash = make_submission(outside / "subs", "summary.json",
+                            {PROBLEM: {"Submission.lean": correct(PROBLEM)}})
+    run = run_eval(good, clash)
+    assert run.code == 2
+    assert str(clash) in run.result.output and "Traceback" not in run.result.output
+    assert not run.out.exists() or not any(run.out.iterdir())
+    run = run_eval(good)
+    assert run.code == 0 and run.verdict("good", PROBLEM)["verdict"] == "accepted"
+
+
+def test_summary_has_tallies_every_count_relative_paths_and_one_file_mode(
+        run_eval: RunEval, outside: Path) -> None:
+    subs = outside / "subs"
+    starter = (REPO / "workspaces" / "double_def" / "Submission.lean").read_text()
+    good = make_submission(subs, "good", {PROBLEM: {"Submission.lean": correct(PROBLEM)},
+                                          "double_def": {"Submission.lean": starter}})
+    empty = subs / "empty"
+    (empty / "notes").mkdir(parents=True)
+    (empty / "notes" / "README.txt").write_text("no proofs here\n")
+    old = os.umask(0o022)
+    try:
+        run = run_eval(good, empty)
+    finally:
+        os.umask(old)
+    assert run.code == 0, run.result.output
+    summary = run.summary()
+    assert summary["counts"] == {"accepted": 1, "rejected": 0, "invalid_submission": 0,
+                                 "unchanged": 1, "error": 0}
+    tallies = {s["id"]: s["tally"] for s in summary["submissions"]}
+    assert tallies["good"] == {"solved": 1, "rejected": 0, "invalid": 0, "unchanged": 1,
+                               "error": 0}
+    assert tallies["empty"] == {"solved": 0, "rejected": 0, "invalid": 0, "unchanged": 0,
+                                "error": 0}
+    assert not Path(summary["pairs"][0]["path"]).is_absolute()
+    assert (run.out / summary["pairs"][0]["path"]).is_file()
+    modes = {stat.S_IMODE(p.stat().st_mode) for p in
+             [run.out / "summary.json", *run.out.glob("*/*.json"), *run.out.glob("*/*.log")]}
+    assert modes == {0o644}
