@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import Run, RunEval, correct, make_submission
+from conftest import PROBLEMS, Run, RunEval, correct, make_submission
+from test_intake_layout import fork_archive
 
 GOOD = "two_plus_two"
 BAD = "add_comm_explicit"
@@ -269,3 +270,18 @@ def test_path_too_long_under_the_scoring_root_rejects_only_its_pair(
     assert run.verdict("other", GOOD)["verdict"] == "accepted"
     assert (run.out / "summary.json").is_file()
     assert run.code == 0, run.result.output
+
+
+def test_git_archive_fork_with_one_workspace_solved(run_eval: RunEval, outside: Path) -> None:
+    fork = fork_archive(outside / "fork.tar", GOOD, correct(GOOD).encode())
+    other = make_submission(outside / "subs", "other", {BAD: {"Submission.lean": correct(BAD)}})
+    run = run_eval(fork, other)
+    output = run.result.output
+    assert "Traceback" not in output, output
+    solved = run.verdict("fork", GOOD)
+    assert solved["verdict"] == "accepted", (solved["reason"], output)
+    pairs = {p["problem"]: p["verdict"] for p in run.summary()["pairs"]
+             if p["submission"] == "fork"}
+    assert pairs == {pid: "accepted" if pid == GOOD else "unchanged" for pid in PROBLEMS}
+    assert run.verdict("other", BAD)["verdict"] == "accepted"
+    assert run.code == 0, output

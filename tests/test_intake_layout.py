@@ -11,6 +11,9 @@ import pytest
 
 from lean_eval.intake import Intake, IntakeLimits, ProblemEntry, read_submission, same_content
 from lean_eval.limits import PATH_MAX, max_path_bytes_under
+from lean_eval.process import run_capture
+
+REPO = Path(__file__).resolve().parent.parent
 
 IDS = frozenset({"P1", "P2", "two_plus_two"})
 PROOF = b"theorem t : True := trivial\n"
@@ -174,3 +177,47 @@ def test_without_data_keeps_digests_and_detects_a_change(tmp_path: Path) -> None
     assert same_content(light, read_submission(tmp_path, IDS))
     write(tmp_path / "P1" / "Submission" / "Helpers.lean", b"def h := 2\n")
     assert not same_content(light, read_submission(tmp_path, IDS))
+
+
+# ---------------------------------------------------------------- a fork as `git archive` makes it
+
+
+def fork_archive(dest: Path, solved: str, proof: bytes) -> Path:
+    """`git archive HEAD` of this repository with `solved`'s Submission.lean replaced."""
+    got = run_capture(("git", "-C", str(REPO), "archive", "--format=tar", "HEAD"),
+                      env={"PATH": "/usr/bin:/bin"}, cwd=REPO)
+    if got.returncode != 0 or got.stdout_truncated:
+        pytest.skip(f"git archive of the repository failed: {got.stderr[-300:]!r}")
+    target = f"workspaces/{solved}/Submission.lean"
+    out = io.BytesIO()
+    with tarfile.open(fileobj=io.BytesIO(got.stdout), mode="r:") as source, \
+            tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as fork:
+        fork.pax_headers = dict(source.pax_headers)
+        for member in source.getmembers():
+            handle = source.extractfile(member) if member.isreg() else None
+            data = handle.read() if handle is not None else None
+            if member.name == target:
+                data, member.size = proof, len(proof)
+            fork.addfile(member, io.BytesIO(data) if data is not None else None)
+    dest.write_bytes(out.getvalue())
+    return dest
+
+
+def test_git_archive_fork_reads_the_solved_workspace_and_the_starters(tmp_path: Path) -> None:
+    ids = frozenset(p.name for p in (REPO / "workspaces").iterdir() if p.is_dir())
+    proof = b"namespace Submission\ntheorem two_plus_two : 2 + 2 = 4 := rfl\nend Submission\n"
+    intake = read_submission(fork_archive(tmp_path / "fork.tar", "two_plus_two", proof), ids)
+    assert intake.rejection is None, intake.rejection
+    assert intake.named == tuple(sorted(ids))
+    for entry in intake.problems:
+        assert entry.location == f"workspaces/{entry.problem_id}"
+        assert entry.rejection is None, entry.rejection
+        files = {f.relpath: f.data for f in entry.files}
+        starter = REPO / "workspaces" / entry.problem_id
+        if entry.problem_id == "two_plus_two":
+            assert files["Submission.lean"] == proof
+        else:
+            assert files["Submission.lean"] == (starter / "Submission.lean").read_bytes()
+        assert files["Submission/Helpers.lean"] == (starter / "Submission/Helpers.lean"
+                                                    ).read_bytes()
+    assert "examples/: outside workspaces/ of a fork of the benchmark, not read" in intake.ignored
