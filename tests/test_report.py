@@ -137,6 +137,7 @@ def test_markdown_stays_within_the_step_summary_budget(tmp_path: Path) -> None:
 
 def test_json_document(tmp_path: Path) -> None:
     out = build(tmp_path / "out")
+    (out / "good" / "two_plus_two.log").write_text("log\n")
     result = CliRunner().invoke(main, ["report", str(out), "--format", "json"])
     assert result.exit_code == 0
     doc = report.RunReport.model_validate_json(result.output)
@@ -144,6 +145,7 @@ def test_json_document(tmp_path: Path) -> None:
     assert [(p.submission, p.problem) for p in doc.pairs] == [(r[0], r[1]) for r in PAIRS]
     assert {s.id: s.solved for s in doc.submissions}["good"] == 1
     assert json.loads(result.output)["pairs"][0]["wall_seconds"] == 0.7
+    assert [p.log_path for p in doc.pairs[:2]] == ["good/two_plus_two.log", None]
 
 
 def test_output_file_is_written_whole(tmp_path: Path) -> None:
