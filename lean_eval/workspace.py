@@ -153,17 +153,33 @@ class _Level(NamedTuple):
 
 
 def _reopen(levels: list[_Level], index: int, top_fd: int) -> int:
-    level = levels[index]
-    if level.fd is not None:
-        return level.fd
-    parent = top_fd if index == 0 else _reopen(levels, index - 1, top_fd)
-    fd = _open_dir(level.name, parent)
-    st = os.fstat(fd)
-    if (st.st_dev, st.st_ino) != level.ident:
-        os.close(fd)
-        raise OSError(f"directory {level.name!r} was replaced while being removed")
-    levels[index] = level._replace(fd=fd)
+    """The descriptor of ``levels[index]``, re-opening closed levels from the nearest open
+    ancestor down (iteratively), each checked to be the directory first seen there."""
+    start = index
+    while start >= 0 and levels[start].fd is None:
+        start -= 1
+    found = top_fd if start < 0 else levels[start].fd
+    fd = top_fd if found is None else found
+    for i in range(start + 1, index + 1):
+        level = levels[i]
+        child = _open_dir(level.name, fd)
+        st = os.fstat(child)
+        if (st.st_dev, st.st_ino) != level.ident:
+            os.close(child)
+            raise OSError(f"directory {level.name!r} was replaced while being removed")
+        levels[i] = level._replace(fd=child)
+        fd = child
     return fd
+
+
+def _climb(child_fd: int, levels: list[_Level]) -> None:
+    """Re-open the closed parent level through ``..`` of its child, if it is still the same."""
+    up = os.open("..", _DIR_OPEN, dir_fd=child_fd)
+    st = os.fstat(up)
+    if (st.st_dev, st.st_ino) != levels[-1].ident:
+        os.close(up)  # moved meanwhile: _reopen walks down from the top instead
+        return
+    levels[-1] = levels[-1]._replace(fd=up)
 
 
 def remove_tree(path: Path) -> tuple[str, ...]:
@@ -210,43 +226,54 @@ def _remove_dir(top_fd: int, path: Path, left: list[str]) -> None:
             here = _reopen(levels, len(levels) - 1, top_fd)
             child = _next_subdir(here, levels, path, given_up, failed_files, left)
             if child is not None:
-                name, ident = child
-                if len(levels) >= _KEEP_OPEN:
-                    index = len(levels) - _KEEP_OPEN
-                    if levels[index].fd is not None and index > 0:
-                        os.close(levels[index].fd)  # type: ignore[arg-type]
-                        levels[index] = levels[index]._replace(fd=None)
-                try:
-                    child_fd = _open_dir(name, here)
-                except FileNotFoundError:
-                    continue
-                except OSError as exc:
-                    given_up.add(ident)
-                    left.append(f"{_shown(path, levels, name)}: {type(exc).__name__}: {exc}")
-                    continue
-                levels.append(_Level(child_fd, name, ident))
-                continue
-            done = levels.pop()
-            if done.fd is not None:
-                os.close(done.fd)
-            parent = top_fd if not levels else _reopen(levels, len(levels) - 1, top_fd)
-            if done.ident in given_up:
-                if levels:
-                    given_up.add(levels[-1].ident)
-                continue
-            try:
-                _unlink(done.name, parent, is_dir=True)
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                left.append(f"{_shown(path, levels, done.name)}: {type(exc).__name__}: {exc}")
-                given_up.add(done.ident)
-                if levels:
-                    given_up.add(levels[-1].ident)
+                _descend(here, child, levels, path, given_up, left)
+            else:
+                _ascend(top_fd, levels, path, given_up, left)
     finally:
         for level in levels:
             if level.fd is not None:
                 os.close(level.fd)
+
+
+def _descend(here: int, child: tuple[str, tuple[int, int]], levels: list[_Level], path: Path,
+             given_up: set[tuple[int, int]], left: list[str]) -> None:
+    name, ident = child
+    index = len(levels) - _KEEP_OPEN
+    if index > 0:
+        closing = levels[index].fd
+        if closing is not None:  # bound open descriptors; _climb re-opens on the way up
+            os.close(closing)
+            levels[index] = levels[index]._replace(fd=None)
+    try:
+        child_fd = _open_dir(name, here)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        given_up.add(ident)
+        left.append(f"{_shown(path, levels, name)}: {type(exc).__name__}: {exc}")
+        return
+    levels.append(_Level(child_fd, name, ident))
+
+
+def _ascend(top_fd: int, levels: list[_Level], path: Path, given_up: set[tuple[int, int]],
+            left: list[str]) -> None:
+    """The deepest level is empty (or gave up): close it and remove it from its parent."""
+    done = levels.pop()
+    if levels and levels[-1].fd is None and done.fd is not None:
+        _climb(done.fd, levels)  # O(1) instead of re-opening from the top
+    if done.fd is not None:
+        os.close(done.fd)
+    parent = top_fd if not levels else _reopen(levels, len(levels) - 1, top_fd)
+    if done.ident not in given_up:
+        try:
+            _unlink(done.name, parent, is_dir=True)
+            return
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            left.append(f"{_shown(path, levels, done.name)}: {type(exc).__name__}: {exc}")
+    if levels:
+        given_up.add(levels[-1].ident)
 
 
 def _shown(path: Path, levels: list[_Level], name: str) -> str:

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -417,11 +418,37 @@ def run(argv: list[str], trace: dict, tmp_holder: list[str]) -> int:
     return 0
 
 
+# A build can write .lake: every component of the trace's path is opened without following a
+# link (and the file must be a regular one), so a planted link never redirects this write.
+_NOFOLLOW = os.O_NOFOLLOW
+
+
+def _open_trace(cwd: str) -> int:
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | _NOFOLLOW
+    project = os.open(cwd, flags)
+    try:
+        lake_name, file_name = os.path.split(TRACE_FILE)
+        try:
+            os.mkdir(lake_name, 0o755, dir_fd=project)
+        except FileExistsError:
+            pass
+        lake = os.open(lake_name, flags, dir_fd=project)
+    finally:
+        os.close(project)
+    try:
+        fd = os.open(file_name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
+                     | os.O_CLOEXEC | _NOFOLLOW, 0o644, dir_fd=lake)
+    finally:
+        os.close(lake)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{TRACE_FILE} is not a regular file")
+    return fd
+
+
 def write_trace(trace: dict) -> None:
     try:
-        path = os.path.join(trace["cwd"], TRACE_FILE)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "a", encoding="utf-8") as f:
+        with os.fdopen(_open_trace(trace["cwd"]), "a", encoding="utf-8") as f:
             f.write(json.dumps(trace) + "\n")
     except OSError as e:
         sys.stderr.write(f"standin: could not write the trace: {e}\n")
