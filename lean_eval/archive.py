@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from lean_eval.limits import (
     CHUNK,
     SKIPPED_NAMES,
+    TOO_DEEP,
     Budget,
     IntakeLimits,
     LimitError,
@@ -57,12 +58,16 @@ _NULS = re.compile(rb"\0*")
 _SIGNED = struct.Struct("148b8x356b")
 
 
-def read_archive(fd: int, budget: Budget, digest: _Hash) -> Node:
-    """Hash the archive open at `fd` into `digest` and decode it into a tree; RejectError."""
+def read_archive(fd: int, budget: Budget, digest: _Hash, root: Node) -> None:
+    """Hash the archive open at `fd` into `digest` and decode it into `root`; RejectError.
+
+    On a rejection `root` holds what was decoded before it (intake names the problem
+    directories found there).
+    """
     raw = _read_raw(fd, budget, digest)
     stream = _Stream(raw, stream_cap(budget.limits), budget)
     try:
-        return _Parser(stream, budget).parse()
+        _Parser(stream, budget, root).parse()
     except (zlib.error, ValueError) as exc:  # nothing expected; never let one escape
         raise RejectError(f"archive: corrupt {stream.where}: {show(str(exc))}") from None
 
@@ -193,13 +198,13 @@ def _nts(data: bytes) -> bytes:
 class _Parser:
     """Reads headers and members in order, keeping only what intake's tree needs."""
 
-    def __init__(self, stream: _Stream, budget: Budget) -> None:
+    def __init__(self, stream: _Stream, budget: Budget, root: Node) -> None:
         self.stream, self.budget, self.limits = stream, budget, budget.limits
-        self.root = Node("dir")
+        self.root = root
         self.globals: dict[str, str] = {}
         self.global_headers = 0
 
-    def parse(self) -> Node:
+    def parse(self) -> None:
         stream, seen = self.stream, False
         pax: dict[str, str] | None = None
         long_name: bytes | None = None
@@ -233,7 +238,6 @@ class _Parser:
             pax, long_name, extensions, seen = None, None, 0, True
         while stream.read(CHUNK):  # to the end, so a gzip CRC or length error is seen
             pass
-        return self.root
 
     def _checksum(self, block: bytes) -> None:
         stored = _number(block[148:156], self.stream.where)
@@ -318,7 +322,9 @@ class _Parser:
             raise _corrupt(where, f"{show(name)}: a link, device or directory member with data")
         shown = show(name.rstrip("/") if node_kind == "dir" else name)
         parts = _member_parts(name)
-        self.budget.entry(shown, len(parts))
+        self.budget.entry(shown)
+        if len(parts) > self.limits.max_depth:  # a leaf at the first depth past the limit
+            parts, node_kind = parts[: self.limits.max_depth + 1], TOO_DEEP
         node = Node(node_kind)
         self.budget.data(shown, size)  # before any of it is decoded
         if node_kind == "file" and not SKIPPED_NAMES.intersection(parts):
@@ -357,6 +363,8 @@ def _insert(root: Node, parts: list[str], node: Node, shown: str) -> None:
     current = root
     for depth, name in enumerate(parts):
         existing, last = current.children.get(name), depth == len(parts) - 1
+        if existing is not None and existing.kind == TOO_DEEP and node.kind == TOO_DEEP:
+            return  # one leaf stands for everything past the depth limit below it
         if name in SKIPPED_NAMES and (not last or node.kind in ("dir", "file")):
             if existing is None:
                 current.children[name] = Node("skipped")

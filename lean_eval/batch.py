@@ -24,6 +24,7 @@ import queue
 import signal
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -401,8 +402,12 @@ class _Scheduler:
                     self.record(item, reused)
                     continue
             self.admit(item)
+        last_kill = time.monotonic()
         while self.running > 0:
             self.drain(True)
+            if run.stop.signum is not None and time.monotonic() - last_kill > 1:
+                _terminate_children()  # a pair admitted just before the signal started since
+                last_kill = time.monotonic()
         return self.results
 
 
@@ -453,7 +458,10 @@ def _summary(started_at: str, ident: Identity, preflight: Preflight, catalog: Ca
         counts=counts, pairs=pairs, exit_code=exit_code, shard=shard,
         interrupted=signum is not None, not_scored=len(items) - len(pairs),
         reused=run.reused, jobs=run.jobs)
-    write_model(out_dir / "summary.json", summary)
+    try:
+        write_model(out_dir / "summary.json", summary)
+    except OSError as exc:
+        raise OutputError(f"cannot write {out_dir / 'summary.json'}: {exc}") from exc
     if run.stop.fault is not None:
         raise OutputError(run.stop.fault)
     return summary

@@ -353,7 +353,7 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
         with progress.Display(err, quiet) as display:
             summary = batch.run_batch(list(submissions), cat, tools, options, env,
                                       on_progress=display.update)
-        progress.report_empty(summary, err, quiet)
+        progress.report_end(summary, err, quiet)
     except SetupError as exc:
         _fail(str(exc))
         return

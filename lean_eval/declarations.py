@@ -17,6 +17,15 @@ class Declaration(NamedTuple):
     name: str
     keyword: str
     text: str
+    signature_start: int = 0  # where the binders and type begin in ``text``
+
+    @property
+    def signature(self) -> str:
+        """The binders and type: the text between the name and the first ``:=``,
+        whitespace-normalised."""
+        rest = self.text[self.signature_start:]
+        end = rest.find(":=")
+        return " ".join((rest if end < 0 else rest[:end]).split())
 
 
 def skip_comments(text: str, pos: int) -> int:
@@ -99,11 +108,12 @@ def declarations(text: str) -> list[Declaration]:
     found: list[Declaration] = []
     current: list[str] | None = None
     name = keyword = ""
+    start = 0
     for line in strip_comments(text).splitlines():
         scope = _SCOPE.match(line)
         decl = _DECL.match(line)
         if (scope or decl) and current is not None:
-            found.append(Declaration(name, keyword, "\n".join(current)))
+            found.append(Declaration(name, keyword, "\n".join(current), start))
             current = None
         if scope:
             kind, label = scope.groups()
@@ -116,9 +126,10 @@ def declarations(text: str) -> list[Declaration]:
             keyword = decl.group(1)
             prefix = ".".join(part for part in scopes if part)
             name = f"{prefix}.{decl.group(2)}" if prefix else decl.group(2)
+            start = decl.end()
             current = [line]
         elif current is not None:
             current.append(line)
     if current is not None:
-        found.append(Declaration(name, keyword, "\n".join(current)))
+        found.append(Declaration(name, keyword, "\n".join(current), start))
     return found

@@ -7,15 +7,21 @@ Security invariants (SPEC §6.1, §6.2), each exercised by tests/test_intake*.py
   opened entry must still be the entry that was ``lstat``-ed (type, device, inode); archives are
   decoded in memory by lean_eval/archive.py into the same tree, so both are classified alike.
 - The only files handed on are ``Submission.lean`` and ``Submission/**/*.lean`` of a problem
-  directory, each a regular file with one link, valid UTF-8 without NUL bytes, within the size
-  limit, whose relpath matches ``Submission.lean|Submission/(ident/)*ident.lean``: no relpath
-  can leave the problem directory.
-- A symlink, hard link, FIFO, socket, device or other special entry (directory entry or archive
-  member) in that read set rejects the problem, naming the entry; elsewhere it is reported as
-  ignored. Exceeded limits, two directories for one problem, and the archive-only faults that
-  archive.py lists reject the whole submission.
+  directory (lean_eval/layout.py finds them; in a fork of the benchmark only under
+  ``workspaces/``), each a regular file with one link, valid UTF-8 without NUL bytes, within
+  the size limit, whose relpath matches ``Submission.lean|Submission/(ident/)*ident.lean``, is
+  at most ``max_path_bytes`` long (so it fits under the scoring root) with no component over
+  255 bytes, and whose import header lean_eval/header.py understands and finds plain: no
+  relpath can leave the problem directory and no import can name an escaped module.
+- A symlink, hard link, FIFO, socket, device or other special entry, a path deeper than
+  ``max_depth``, an oversized file or an odd import header in that read set rejects that
+  problem only, naming the entry; elsewhere such entries are reported as ignored. Exceeded
+  totals (entries, bytes, archive bounds, the deadline), two directories for one problem, and
+  the archive-only faults that archive.py lists reject the whole submission; the problems found
+  until then are still named (``Intake.named``), and a submission without any gets a hint.
 - Entries, depth and bytes are counted before they are used: a huge tree is not walked past
-  the limit, and a file is not read past the total byte limit.
+  the limit, nothing deeper than ``max_depth`` is walked or read, and a file is not read past
+  the total byte limit; the whole intake of one submission has a deadline.
 - The result is a function of the submission's content only: every listing is sorted, and
   every name shown in a message is escaped (non-printable characters) and truncated.
 """
@@ -32,13 +38,17 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import BaseModel
 
+from lean_eval import layout
 from lean_eval.archive import read_archive
 from lean_eval.errors import UsageError
+from lean_eval.header import check_header
 from lean_eval.limits import (
     CHUNK,
     DEFAULT_LIMITS,
     MIB,
+    NAME_MAX,
     SKIPPED_NAMES,
+    TOO_DEEP,
     Budget,
     IntakeLimits,
     LimitError,
@@ -52,7 +62,7 @@ if TYPE_CHECKING:
     from hashlib import _Hash
 
 __all__ = ["DEFAULT_LIMITS", "MIB", "SKIPPED_NAMES", "Intake", "IntakeLimits", "ProblemEntry",
-           "RejectionCode", "SubmissionFile", "read_submission", "submission_id"]
+           "RejectionCode", "SubmissionFile", "read_submission", "same_content", "submission_id"]
 
 SUBMISSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 LEAN_COMPONENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_']*")
@@ -86,6 +96,32 @@ class Intake(BaseModel, frozen=True, extra="forbid"):
     rejection: str | None
     ignored: tuple[str, ...]
     rejection_code: RejectionCode | None = None
+    # Problem ids of every problem directory found, sorted, also when the whole submission is
+    # rejected (found before or at the rejection), so each can get an invalid_submission verdict.
+    named: tuple[str, ...] = ()
+    # When no problem directory was found: what the submitter most likely has to change.
+    hint: str | None = None
+
+    def without_data(self) -> Intake:
+        """The same intake with every file's bytes dropped (relpath and sha256 kept).
+
+        Cheap to hold for thousands of submissions; re-read the submission and compare the
+        digests before scoring (see `same_content`).
+        """
+        return self.model_copy(update={"problems": tuple(
+            entry.model_copy(update={"files": tuple(SubmissionFile(f.relpath, b"", f.sha256)
+                                                    for f in entry.files)})
+            for entry in self.problems)})
+
+
+def same_content(planned: Intake, reread: Intake) -> bool:
+    """Whether `reread` is the submission `planned` was made from (digests of every file)."""
+    def files(intake: Intake) -> list[tuple[str, str | None, list[tuple[str, str]]]]:
+        return [(e.problem_id, e.rejection, [(f.relpath, f.sha256) for f in e.files])
+                for e in intake.problems]
+
+    return (planned.digest, planned.rejection, files(planned)) == (
+        reread.digest, reread.rejection, files(reread))
 
 
 class _BadProblemError(Exception):
@@ -95,9 +131,15 @@ class _BadProblemError(Exception):
 
 
 class _OversizeError(_BadProblemError):
-    """Problem rejection because a file is over the size limit."""
+    """Problem rejection because a file is over the size limit or a path too deep."""
 
     code: RejectionCode = "limit_exceeded"
+
+
+class _ImportRejectedError(_BadProblemError):
+    """Problem rejection because a file's import header is odd or not understood."""
+
+    code: RejectionCode = "import_rejected"
 
 
 def _cap(lines: list[str]) -> tuple[str, ...]:
@@ -124,11 +166,12 @@ def read_submission(
     """Read a submission directory or tar archive; only bad top-level paths raise UsageError.
 
     A problem directory is any directory but the root named after an id in `problem_ids` that
-    holds an entry `Submission.lean`; it is not searched for further problem directories.
-    `.lake` and `.git` are skipped (in archives still counted, as they must be decoded). Every
-    regular file walked is read and counts toward `max_total_bytes` (so a directory and its tar
-    get the same answer); the digest of a directory hashes every walked path, type and content.
-    A whole-submission rejection leaves `problems` and `ignored` empty.
+    holds an entry `Submission.lean` (in a fork, only `workspaces/<id>/`); it is not searched
+    for further problem directories. `.lake` and `.git` are skipped (in archives still counted,
+    as they must be decoded). Every regular file walked is read and counts toward
+    `max_total_bytes` (so a directory and its tar get the same answer); the digest of a
+    directory hashes every walked path, type and content. A whole-submission rejection leaves
+    `problems` and `ignored` empty and `named` the problems found until then.
     """
     source = os.path.abspath(path)
     sid = submission_id(path)
@@ -149,25 +192,38 @@ def read_submission(
     ignored: tuple[str, ...] = ()
     rejection: str | None = None
     code: RejectionCode | None = None
+    root = Node("dir")
     try:
         if (os.fstat(fd).st_ino, os.fstat(fd).st_mode) != (st.st_ino, st.st_mode):
             raise UsageError(f"submission {show(source)}: changed while it was opened")
         budget = Budget(limits)
         if is_dir:
-            root = Node("dir")
             _walk_dir(fd, "", root, budget, digest)
         else:
-            root = read_archive(fd, budget, digest)
-        problems, ignored = _analyse(root, problem_ids, limits)
+            read_archive(fd, budget, digest, root)
+        found = layout.find(root, problem_ids)
+        _refuse_duplicates(found)
+        problems = tuple(_problem(pid, *found.dirs[pid][0], limits)
+                         for pid in sorted(found.dirs))
+        ignored = _cap(found.ignored)
     except RejectError as exc:
         rejection, code = str(exc), exc.code
         if is_dir:  # the walk may have stopped early: make the digest cover the reason too
             digest.update(b"\0rejected\0" + rejection.encode())
     finally:
         os.close(fd)
+    named = tuple(sorted(layout.find(root, problem_ids).dirs))  # partial tree when rejected
     return Intake(submission_id=sid, source=source, digest=digest.hexdigest(),
                   problems=problems, rejection=rejection, ignored=ignored,
-                  rejection_code=code)
+                  rejection_code=code, named=named,
+                  hint=None if named else layout.hint(root, problem_ids))
+
+
+def _refuse_duplicates(found: layout.Found) -> None:
+    for pid in sorted(found.dirs):
+        if len(found.dirs[pid]) > 1:
+            paths = ", ".join(sorted(show(p) for p, _ in found.dirs[pid]))
+            raise RejectError(f"problem {pid} has more than one problem directory: {paths}")
 
 
 _MODE_KINDS = {stat.S_IFDIR: "dir", stat.S_IFREG: "file", stat.S_IFLNK: "symlink",
@@ -200,7 +256,11 @@ def _walk_dir(dfd: int, prefix: str, node: Node, budget: Budget, digest: _Hash) 
     for name in sorted(names):
         rel = prefix + name
         shown = show(rel)
-        budget.entry(shown, rel.count("/") + 1)
+        budget.entry(shown)
+        if rel.count("/") + 1 > budget.limits.max_depth:  # a leaf, never read or walked
+            node.children[name] = Node(TOO_DEEP)
+            _record(digest, os.fsencode(rel), TOO_DEEP.encode(), b"")
+            continue
         try:
             st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
             kind = _MODE_KINDS.get(stat.S_IFMT(st.st_mode), "special file")
@@ -236,60 +296,10 @@ def _read_bounded(fd: int, budget: Budget, shown: str) -> bytes:
     return b"".join(chunks)
 
 
-def _is_problem_dir(name: str, node: Node, problem_ids: frozenset[str]) -> bool:
-    return node.kind == "dir" and name in problem_ids and "Submission.lean" in node.children
-
-
-def _analyse(root: Node, problem_ids: frozenset[str],
-             limits: IntakeLimits) -> tuple[tuple[ProblemEntry, ...], tuple[str, ...]]:
-    """Find problem directories (not searched inside one another) and report everything else."""
-    memo: dict[int, bool] = {}
-    found: dict[str, list[tuple[str, Node]]] = {}
-    ignored: list[str] = []
-
-    def holds(node: Node) -> bool:
-        if id(node) not in memo:
-            memo[id(node)] = any(
-                _is_problem_dir(n, c, problem_ids) or (c.kind == "dir" and holds(c))
-                for n, c in node.children.items()
-            )
-        return memo[id(node)]
-
-    def visit(node: Node, prefix: str) -> None:
-        for name in sorted(node.children):
-            child, path = node.children[name], prefix + name
-            shown = show(path)
-            if _is_problem_dir(name, child, problem_ids):
-                found.setdefault(name, []).append((path, child))
-            elif child.kind == "dir":
-                if name in problem_ids:
-                    ignored.append(f"{shown}/: named after problem {name}, no Submission.lean")
-                if holds(child):
-                    visit(child, path + "/")
-                elif name not in problem_ids:
-                    ignored.append(f"{shown}/: holds no problem directory")
-            elif child.kind == "skipped":
-                ignored.append(f"{shown}: build or version-control data, not read")
-            elif child.kind == "file" and name == "Submission.lean":
-                ignored.append(f"{shown}: its directory is not named after a catalog problem id")
-            elif child.kind == "file":
-                ignored.append(f"{shown}: outside every problem directory")
-            else:
-                ignored.append(f"{shown}: {child.kind}, not followed or read")
-
-    visit(root, "")
-    for pid in sorted(found):
-        if len(found[pid]) > 1:
-            paths = ", ".join(sorted(show(p) for p, _ in found[pid]))
-            raise RejectError(f"problem {pid} has more than one problem directory: {paths}")
-    problems = tuple(_problem(pid, *found[pid][0], limits) for pid in sorted(found))
-    return problems, _cap(ignored)
-
-
 def _bad_kind(node: Node) -> str | None:
     if node.kind == "file":
         return None if node.nlink == 1 else f"hard link ({node.nlink} links)"
-    return None if node.kind in ("dir", "skipped") else node.kind
+    return None if node.kind in ("dir", "skipped", TOO_DEEP) else node.kind
 
 
 def _fold(text: str) -> str:
@@ -326,11 +336,16 @@ class _ProblemReader:
             shown = f"{self.loc}/{show(rel)}"
             if any(unicodedata.category(c) in _UNSAFE_CATEGORIES for c in name):
                 raise _BadProblemError(f"{shown}: name is not UTF-8 or holds control characters")
+            if len(name.encode("utf-8", "surrogateescape")) > NAME_MAX:
+                raise _BadProblemError(f"{shown}: a path component longer than {NAME_MAX} bytes")
             if (other := self.keys.setdefault(_fold(rel), rel)) != rel:
                 raise _BadProblemError(
                     f"{shown}: collides with {self.loc}/{show(other)} (case or Unicode form)")
             if why := _bad_kind(child):
                 raise _BadProblemError(f"{shown}: {why}")
+            if child.kind == TOO_DEEP:
+                raise _OversizeError(f"{shown}: deeper than {self.limits.max_depth} path "
+                                     "components")
             if child.kind == "skipped":
                 self.ignored.append(f"{shown}: build or version-control data, not read")
             elif child.kind == "dir" and name.endswith(".lean"):
@@ -344,14 +359,19 @@ class _ProblemReader:
 
     def lean_file(self, node: Node, rel: str) -> None:
         shown = f"{self.loc}/{show(rel)}"
+        if node.kind == TOO_DEEP:
+            raise _OversizeError(f"{shown}: deeper than {self.limits.max_depth} path components")
         if node.kind == "dir":
             raise _BadProblemError(f"{shown}: a directory named *.lean")
         if why := _bad_kind(node):
             raise _BadProblemError(f"{shown}: {why}")
         for part in rel[: -len(".lean")].split("/")[1:]:  # "Submission" itself is fixed
-            if not LEAN_COMPONENT_RE.fullmatch(part) or len(part) > 255:
+            if not LEAN_COMPONENT_RE.fullmatch(part) or len(part) > NAME_MAX - len(".lean"):
                 raise _BadProblemError(
                     f"{shown}: {show(part)!r} is not a valid Lean module name component")
+        if (size := len(rel.encode())) > (most := self.limits.max_path_bytes):
+            raise _BadProblemError(f"{shown}: a path of {size} bytes inside the scoring "
+                                   f"workspace, over the limit of {most}")
         data, limit = node.data, self.limits.max_file_bytes
         if len(data) > limit:
             raise _OversizeError(f"{shown}: {len(data)} bytes, over the limit of {limit}")
@@ -360,9 +380,11 @@ class _ProblemReader:
         if b"\0" in data:
             raise _BadProblemError(f"{shown}: holds NUL bytes")
         try:
-            data.decode("utf-8")
+            text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise _BadProblemError(f"{shown}: not UTF-8 (bad byte at offset {exc.start})") from None
+        if why := check_header(text):
+            raise _ImportRejectedError(f"{shown}: {why}")
         self.files.append(SubmissionFile(rel, data, hashlib.sha256(data).hexdigest()))
 
 

@@ -22,6 +22,8 @@ CHUNK = 64 * 1024
 SKIPPED_NAMES = frozenset({".lake", ".git"})  # build and VCS data: skipped wholesale
 PATH_MAX = 4096  # Linux: the longest path a system call takes, terminating NUL included
 NAME_MAX = 255  # Linux: the longest path component, in bytes
+TOO_DEEP = "too deep"  # kind of a leaf standing for an entry past max_depth, never read
+LAKE_BUILD_MARGIN = 64  # Lake's build outputs sit deeper than the sources they come from
 
 RejectionCode = Literal["path_rejected", "limit_exceeded", "import_rejected"]
 
@@ -42,6 +44,16 @@ class IntakeLimits(BaseModel, frozen=True, extra="forbid"):
 
 
 DEFAULT_LIMITS = IntakeLimits()
+
+
+def max_path_bytes_under(workspace: str) -> int:
+    """The ``max_path_bytes`` for a scoring workspace directory at the absolute path `workspace`.
+
+    PATH_MAX minus the workspace prefix, its trailing slash and the terminating NUL, less room
+    for Lake's build outputs (``.lake/build/lib/lean/<relpath>.olean`` and the like).
+    """
+    used = len(workspace.rstrip("/").encode("utf-8", "surrogateescape")) + 2
+    return max(32, min(PATH_MAX, PATH_MAX - used - LAKE_BUILD_MARGIN))
 
 
 class RejectError(Exception):
@@ -85,14 +97,12 @@ class Budget:
             raise LimitError(f"{shown}: intake took longer than "
                              f"{self.limits.intake_seconds:g} s")
 
-    def entry(self, shown: str, depth: int) -> None:
+    def entry(self, shown: str) -> None:
+        """Count one entry (walked or archive member) before its metadata is kept."""
         self.tick(shown)
         self.entries += 1
-        limits = self.limits
-        if self.entries > limits.max_files:
-            raise LimitError(f"{shown}: the submission has more than {limits.max_files} entries")
-        if depth > limits.max_depth:
-            raise LimitError(f"{shown}: deeper than {limits.max_depth} path components")
+        if self.entries > (limit := self.limits.max_files):
+            raise LimitError(f"{shown}: the submission has more than {limit} entries")
 
     def data(self, shown: str, size: int) -> None:
         self.bytes += size

@@ -102,7 +102,8 @@ def _command_env(settings: Settings, *bins: Path) -> dict[str, str]:
     env = {"PATH": ":".join([*map(str, bins), _BASE_PATH]),
            "HOME": settings.env.get("HOME", str(Path.home())),
            "ELAN_HOME": str(_elan_home(settings.env)), "LANG": "C.UTF-8"}
-    for name in ("XDG_DATA_HOME", "XDG_CACHE_HOME", "http_proxy", "https_proxy", "no_proxy"):
+    for name in ("XDG_DATA_HOME", "XDG_CACHE_HOME", "http_proxy", "https_proxy", "no_proxy",
+                 "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"):
         if settings.env.get(name):
             env[name] = settings.env[name]
     return env
@@ -115,9 +116,9 @@ def _run(settings: Settings, argv: tuple[str, ...], cwd: Path, env: dict[str, st
     if outcome.returncode != 0:
         tail = (outcome.stderr or outcome.stdout).decode(errors="replace").strip()
         last = tail.splitlines()[-1] if tail else ""
-        raise PrepareError(f"{what}: `{' '.join(argv)}` exited "
-                           f"{outcome.returncode if not outcome.timed_out else 'on timeout'}"
-                           + (f": {last}" if last else ""))
+        how = ("timed out" if outcome.timed_out else f"exited {outcome.returncode}"
+               if outcome.returncode is not None else f"was killed by signal {outcome.signal}")
+        raise PrepareError(f"{what}: `{' '.join(argv)}` {how}" + (f": {last}" if last else ""))
     return outcome
 
 

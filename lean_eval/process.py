@@ -50,7 +50,7 @@ import signal
 import subprocess  # noqa: TID251 - the one module allowed to start processes
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -470,26 +470,12 @@ def _sweep() -> int:
                 pass
         except ChildProcessError:
             return len(killed)
-        for pid, state in _children_of(me):
-            if state not in "ZX":
+        for pid, (parent, _) in resources.process_table().items():  # zombies are not listed
+            if parent == me:
                 killed.add(pid)
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         signal.sigtimedwait((signal.SIGCHLD,), _SWEEP_POLL)
-
-
-def _children_of(parent: int) -> Iterator[tuple[int, str]]:
-    """(pid, state) of every process whose parent is `parent`, from /proc/<pid>/stat."""
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = Path(entry.path, "stat").read_bytes()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 1 and int(fields[1]) == parent:
-            yield int(entry.name), fields[0].decode("ascii", "replace")
 
 
 def _prctl(option: int, value: int) -> None:

@@ -65,8 +65,13 @@ class Display:
         self.bar.update(self.task, completed=event.done, total=event.total, status=status)
 
 
-def report_empty(summary: Summary, console: Console, quiet: bool) -> None:
-    """Name the submissions in which intake found no problem directory, with its hint."""
+def report_end(summary: Summary, console: Console, quiet: bool) -> None:
+    """Name the submissions in which intake found no problem directory (with its hint), and
+    say how to resume an interrupted run (even under -q: the run did not finish)."""
+    if summary.interrupted:
+        console.print(f"lean-eval: interrupted: {summary.not_scored} pair(s) not scored; run "
+                      "the same command again to resume (verdicts already written are kept)",
+                      markup=False, highlight=False)
     if quiet:
         return
     for sub in summary.submissions:

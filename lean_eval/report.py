@@ -237,7 +237,11 @@ def run_report(run: Run) -> RunReport:
     for pair, verdict in zip(run.summary.pairs, run.verdicts, strict=True):
         tally = tallies.setdefault(pair.submission, dict.fromkeys(_TALLY.values(), 0))
         tally[_TALLY[pair.verdict]] += 1
-        log = verdict.log.path if verdict is not None else None
+        # The log beside the verdict file, as the summary names it (relative to the output
+        # directory, which may have moved or been merged); else what the verdict recorded.
+        beside = verdict_file(run.out_dir, pair).with_suffix(".log")
+        log = str(Path(pair.path).with_suffix(".log")) if beside.is_file() else \
+            verdict.log.path if verdict is not None else None
         pairs.append(PairReport(
             submission=pair.submission, problem=pair.problem, verdict=pair.verdict,
             execution=pair.execution, reason=pair.reason,

@@ -1,5 +1,5 @@
 """Per-pair memory and process limits: a cgroup v2 group where the harness can make one, else a
-watchdog over the pair's process tree (SPEC §5.5 Limits).
+watchdog over the pair's process tree (design §5.5 Limits).
 
 Invariants:
 - A pair's limits hold for its whole tree: the child joins its cgroup between fork and exec (it
@@ -22,6 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import itertools
 import os
@@ -244,7 +245,13 @@ def make_parent(base: Path | None = None) -> Path:
     parent = own / f"lean-eval-{os.getpid()}"
     parent.mkdir(exist_ok=True)
     _enable(parent)
+    atexit.register(_remove_quietly, parent)  # empty by then: every pair removes its own group
     return parent
+
+
+def _remove_quietly(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.rmdir()
 
 
 def cgroup_parent() -> Path | None:

@@ -54,10 +54,20 @@ def _lean_findings(pid: str, problem: catalog.Problem,
             found.append(Finding(path=prefix + "Submission.lean",
                                  message=f"starter declares no {hole.kind} "
                                          f"Submission.{hole.name}"))
+        elif stated is not None and mine.signature != stated.signature:
+            found.append(Finding(path=prefix + "Submission.lean",
+                                 message=f"starter states Submission.{hole.name} as "
+                                         f"{mine.signature!r}, Challenge.lean as "
+                                         f"{stated.signature!r}"))
         delegate = bridge.get(hole.name)
         if delegate is None or delegate.keyword not in keywords:
             found.append(Finding(path=prefix + "Solution.lean",
                                  message=f"bridge declares no {hole.kind} {hole.name!r}"))
+        elif stated is not None and delegate.signature != stated.signature:
+            found.append(Finding(path=prefix + "Solution.lean",
+                                 message=f"bridge states {hole.name!r} as "
+                                         f"{delegate.signature!r}, Challenge.lean as "
+                                         f"{stated.signature!r}"))
         elif not re.search(rf"(?<![\w.']){re.escape('Submission.' + hole.name)}(?![\w'])",
                            delegate.text):
             found.append(Finding(path=prefix + "Solution.lean",

@@ -367,12 +367,20 @@ def test_too_many_entries_in_one_listing_names_the_directory(tmp_path: Path) -> 
     assert intake.rejection == "d/: the submission has more than 5 entries"
 
 
-def test_too_deep(tmp_path: Path) -> None:
-    deep = tmp_path.joinpath(*["d"] * 6)
+def test_too_deep_rejects_only_the_problem_it_is_in(tmp_path: Path) -> None:
+    deep = tmp_path.joinpath(*["d"] * 4)
     good_problem(deep, "P1")
+    good_problem(tmp_path, "P2")
+    write(tmp_path.joinpath("P2", "Submission", *["x"] * 6, "X.lean"))
     intake = read_submission(tmp_path, IDS, IntakeLimits(max_depth=7))
-    assert intake.rejection is not None
-    assert intake.rejection == "d/d/d/d/d/d/P1/Submission: deeper than 7 path components"
+    assert intake.rejection is None
+    assert problem(intake, "P1").rejection is None
+    p2 = problem(intake, "P2")
+    assert p2.rejection == "P2/Submission/x/x/x/x/x/x: deeper than 7 path components"
+    assert p2.rejection_code == "limit_exceeded"
+    write(tmp_path.joinpath("e", *["P1"] * 8, "Submission.lean"))
+    intake = read_submission(tmp_path, IDS, IntakeLimits(max_depth=7))
+    assert "e/: holds no problem directory" in intake.ignored  # not walked past the limit
 
 
 def test_total_bytes(tmp_path: Path) -> None:

@@ -150,9 +150,14 @@ def test_too_many_members(tmp_path: Path) -> None:
 
 
 def test_too_deep_member(tmp_path: Path) -> None:
-    intake = read_submission(build(tmp_path / "s.tar", [file("a/" * 40 + "x")]), IDS)
-    assert intake.rejection is not None
-    assert intake.rejection.endswith("/x: deeper than 32 path components")
+    members = [*good("P2"), file("a/" * 40 + "x"), file("a/" * 40 + "y"), *good("P1"),
+               file("P1/Submission/" + "b/" * 31 + "X.lean")]
+    intake = read_submission(build(tmp_path / "s.tar", members), IDS)
+    assert intake.rejection is None
+    assert intake.ignored == ("a/: holds no problem directory",)
+    assert problem(intake, "P1").rejection == (
+        "P1/Submission/" + "b/" * 30 + "b: deeper than 32 path components")
+    assert problem(intake, "P2").rejection is None
 
 
 def test_total_bytes_counts_every_member(tmp_path: Path) -> None:

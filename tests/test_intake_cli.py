@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import Run, RunEval, correct, make_submission
+from conftest import PROBLEMS, Run, RunEval, correct, make_submission
+from test_intake_layout import fork_archive
 
 GOOD = "two_plus_two"
 BAD = "add_comm_explicit"
@@ -104,7 +105,12 @@ DIR_CASES: dict[str, tuple[Callable[[Path], None], str]] = {
     "empty": (_write("Submission.lean", b""), "Submission.lean"),
     "not_utf8": (_write("Submission.lean", b"theorem \xff\xfe"), "Submission.lean"),
     "nul_bytes": (_write("Submission.lean", b"theorem x\x00"), "Submission.lean"),
+    "too_deep": (_write("Submission/" + "d/" * 32 + "X.lean", b"-- x\n"), "Submission/d/d/d"),
+    "escaped_import": (_write("Submission/Evil.lean", "import «Evil»\n".encode()),
+                       "Submission/Evil.lean: import header"),
 }
+CODES = {"too_big": "limit_exceeded", "too_deep": "limit_exceeded",
+         "escaped_import": "import_rejected"}
 
 
 def _check_pair_rejected(run: Run, sub: str, fragment: str,
@@ -131,8 +137,7 @@ def test_each_directory_rejection_names_the_entry_and_spares_other_pairs(
     run = run_eval(*subs, extra=("--max-file-bytes", "4096"))
     assert run.code == 0, run.result.output
     for name, (_, fragment) in DIR_CASES.items():
-        _check_pair_rejected(run, name, fragment,
-                             "limit_exceeded" if name == "too_big" else "path_rejected")
+        _check_pair_rejected(run, name, fragment, CODES.get(name, "path_rejected"))
 
 
 def _tar(path: Path, members: list[tuple[tarfile.TarInfo, bytes | None]],
@@ -209,9 +214,8 @@ def test_archive_escapes_and_bombs_reject_the_submission(run_eval: RunEval, outs
 
 @pytest.mark.parametrize(("option", "value", "files", "fragment"), [
     ("--max-files", "6", {f"{GOOD}/notes/n{i}.txt": "n" for i in range(10)}, "entries"),
-    ("--max-depth", "4", {f"{GOOD}/a/b/c/d/e/f.txt": "deep"}, "a/b/c"),
     ("--max-total-bytes", "2048", {f"{GOOD}/blob.bin": "x" * 4096}, "blob.bin"),
-], ids=["max-files", "max-depth", "max-total-bytes"])
+], ids=["max-files", "max-total-bytes"])
 def test_directory_limits_reject_the_submission(run_eval: RunEval, outside: Path, option: str,
                                                 value: str, files: dict[str, str],
                                                 fragment: str) -> None:
@@ -245,3 +249,39 @@ def test_fork_layout_is_found(run_eval: RunEval, outside: Path) -> None:
     v = run.verdict("fork", GOOD)
     assert v["verdict"] == "accepted"
     assert any("Challenge.lean" in item for item in v["ignored"])
+
+
+def test_path_too_long_under_the_scoring_root_rejects_only_its_pair(
+        run_eval: RunEval, outside: Path) -> None:
+    long_dir = "/".join(["A" * 250] * 17)  # every component and the depth pass; the whole not
+    archive = _tar(outside / "longpath.tar", [
+        _file(f"{GOOD}/Submission.lean", correct(GOOD)),
+        _file(f"{BAD}/Submission.lean", correct(BAD)),
+        _file(f"{BAD}/Submission/{long_dir}/X.lean", "-- x\n")])
+    other = make_submission(outside / "subs", "other", {GOOD: {"Submission.lean": correct(GOOD)}})
+    run = run_eval(archive, other)
+    assert "Traceback" not in run.result.output, run.result.output
+    bad = run.verdict("longpath", BAD)
+    assert bad["verdict"] == "invalid_submission"
+    assert bad["reason"]["code"] == "path_rejected"
+    assert f"{BAD}/Submission/AAAA" in bad["reason"]["message"]
+    assert "inside the scoring workspace, over the limit of" in bad["reason"]["message"]
+    assert run.verdict("longpath", GOOD)["verdict"] == "accepted"
+    assert run.verdict("other", GOOD)["verdict"] == "accepted"
+    assert (run.out / "summary.json").is_file()
+    assert run.code == 0, run.result.output
+
+
+def test_git_archive_fork_with_one_workspace_solved(run_eval: RunEval, outside: Path) -> None:
+    fork = fork_archive(outside / "fork.tar", GOOD, correct(GOOD).encode())
+    other = make_submission(outside / "subs", "other", {BAD: {"Submission.lean": correct(BAD)}})
+    run = run_eval(fork, other)
+    output = run.result.output
+    assert "Traceback" not in output, output
+    solved = run.verdict("fork", GOOD)
+    assert solved["verdict"] == "accepted", (solved["reason"], output)
+    pairs = {p["problem"]: p["verdict"] for p in run.summary()["pairs"]
+             if p["submission"] == "fork"}
+    assert pairs == {pid: "accepted" if pid == GOOD else "unchanged" for pid in PROBLEMS}
+    assert run.verdict("other", BAD)["verdict"] == "accepted"
+    assert run.code == 0, output

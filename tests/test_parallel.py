@@ -7,9 +7,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import RunEval, make_submission, sh_payload, with_lines
+from click.testing import CliRunner
+from conftest import BWRAP_FLOOR, STANDIN, RunEval, make_submission, sh_payload, with_lines
 
-from lean_eval import sandbox
+from lean_eval import batch, progress, sandbox
+from lean_eval.cli import main
 
 PROBLEM = "two_plus_two"
 
@@ -110,3 +112,76 @@ def test_negative_control_without_the_run_masks_a_live_pair_reads_the_other(
 
     monkeypatch.setattr(sandbox, "run_masks", no_masks)
     assert _leaks(run_eval, outside) != []
+
+
+def test_admission_waits_while_memory_is_below_the_limit(
+        run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[int] = []
+    original = progress.Display.update
+
+    def update(self: progress.Display, event: batch.Progress) -> None:
+        seen.append(event.running)
+        original(self, event)
+
+    monkeypatch.setattr(progress.Display, "update", update)
+    subs = [sleeper(outside / "subs", f"m{i}", 1) for i in range(3)]
+    monkeypatch.setattr(batch, "mem_available", lambda: 100 << 20)  # below --memory-limit
+    low = run_eval(*subs, out=outside / "low", extra=("--jobs", "3", "--memory-limit", "1G"))
+    assert low.code == 0, low.result.output
+    assert seen == [0, 0, 0]  # one pair at a time: none other running when one finished
+    assert [p["submission"] for p in low.summary()["pairs"]] == ["m0", "m1", "m2"]
+    seen.clear()
+    monkeypatch.setattr(batch, "mem_available", lambda: 64 << 30)
+    high = run_eval(*subs, out=outside / "high", extra=("--jobs", "3", "--memory-limit", "1G"))
+    assert high.code == 0 and max(seen) > 0  # negative control: enough memory, pairs overlap
+
+
+def test_default_jobs_is_the_cpus_lowered_to_what_memory_allows(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    cpus = len(os.sched_getaffinity(0))
+    monkeypatch.setattr(batch, "mem_available", lambda: 64 << 30)
+    assert batch.default_jobs(1 << 30) == cpus
+    monkeypatch.setattr(batch, "mem_available", lambda: 9 << 30)
+    assert batch.default_jobs(8 << 30) == 1
+    monkeypatch.setattr(batch, "mem_available", lambda: 1 << 30)
+    assert batch.default_jobs(8 << 30) == 1
+
+
+def test_limits_and_shards_reach_every_verdict_and_the_summary(
+        run_eval: RunEval, outside: Path) -> None:
+    subs = [make_submission(outside / "subs", f"p{i}",
+                            {PROBLEM: {"Submission.lean": with_lines(PROBLEM)}})
+            for i in range(4)]
+    runs = [run_eval(*subs, out=outside / f"shard{k}",
+                     extra=("--shard", f"{k}/2", "--memory-limit", "768M",
+                            "--max-processes", "200")) for k in (1, 2)]
+    scored = []
+    for k, run in zip((1, 2), runs, strict=True):
+        assert run.code == 0, run.result.output
+        summary = run.summary()
+        assert (summary["shard"]["k"], summary["shard"]["n"]) == (k, 2)
+        scored.append({(p["submission"], p["problem"]) for p in summary["pairs"]})
+        for pair in summary["pairs"]:
+            verdict = run.verdict(pair["submission"], pair["problem"])
+            assert verdict["verdict"] == "accepted"
+            assert verdict["limits"]["memory_bytes"] == 768 << 20
+            assert verdict["limits"]["max_processes"] == 200
+    assert runs[0].summary()["shard"]["batch_digest"] == runs[1].summary()["shard"]["batch_digest"]
+    assert not scored[0] & scored[1]
+    assert scored[0] | scored[1] == {(f"p{i}", PROBLEM) for i in range(4)}
+
+
+def test_progress_is_one_line_per_pair_off_a_terminal_and_nothing_with_quiet(
+        bench_copy: Path, outside: Path, bwrap: str) -> None:
+    del bwrap
+    subs = [make_submission(outside / "subs", f"q{i}",
+                            {PROBLEM: {"Submission.lean": with_lines(PROBLEM)}})
+            for i in range(2)]
+    base = ["run-eval", *map(str, subs), "--benchmark", str(bench_copy), "--toolchain",
+            str(STANDIN), "--skip-probes", "--allow-bwrap-version", BWRAP_FLOOR, "-j", "2"]
+    loud = CliRunner().invoke(main, [*base, "--out", str(outside / "loud")])
+    assert loud.exit_code == 0, loud.output
+    assert sum(f"q{i}/{PROBLEM}" in line for line in loud.output.splitlines()
+               for i in range(2)) >= 2
+    quiet = CliRunner().invoke(main, [*base, "--out", str(outside / "quiet"), "-q"])
+    assert quiet.exit_code == 0 and quiet.output == ""

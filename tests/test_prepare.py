@@ -263,3 +263,14 @@ def test_an_explicit_toolchain_makes_elan_moot_and_builds_with_its_lake(tmp_path
     assert f"{lake} build" in steps[3].detail
     assert not machine.elan_home.exists()
     assert machine.calls()[1:] == ["lake exe cache get", "lake build"]
+
+
+def test_a_failing_step_stops_prepare_naming_it(tmp_path: Path) -> None:
+    machine = Machine(tmp_path)
+    failing = tmp_path / "install_bwrap.sh"
+    failing.write_text('#!/bin/bash\necho "install_bwrap.sh: missing required tool: meson" >&2\n'
+                       "exit 1\n")
+    with pytest.raises(PrepareError, match=r"installing bubblewrap: .* exited 1: "
+                                           r"install_bwrap.sh: missing required tool: meson"):
+        prepare.prepare(machine.settings(bwrap_installer=failing))
+    assert not (machine.data / "lean-eval").exists()

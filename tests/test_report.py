@@ -137,6 +137,7 @@ def test_markdown_stays_within_the_step_summary_budget(tmp_path: Path) -> None:
 
 def test_json_document(tmp_path: Path) -> None:
     out = build(tmp_path / "out")
+    (out / "good" / "two_plus_two.log").write_text("log\n")
     result = CliRunner().invoke(main, ["report", str(out), "--format", "json"])
     assert result.exit_code == 0
     doc = report.RunReport.model_validate_json(result.output)
@@ -144,6 +145,7 @@ def test_json_document(tmp_path: Path) -> None:
     assert [(p.submission, p.problem) for p in doc.pairs] == [(r[0], r[1]) for r in PAIRS]
     assert {s.id: s.solved for s in doc.submissions}["good"] == 1
     assert json.loads(result.output)["pairs"][0]["wall_seconds"] == 0.7
+    assert [p.log_path for p in doc.pairs[:2]] == ["good/two_plus_two.log", None]
 
 
 def test_output_file_is_written_whole(tmp_path: Path) -> None:
@@ -271,3 +273,23 @@ def test_console_shows_control_characters_escaped() -> None:
     text = buffer.getvalue()
     assert "\x1b[2J" not in text and "\x07" not in text
     assert "bad\\x1b[2J\\x1b]0;title\\x07 name\\x0afake line" in text
+
+
+def test_junit_of_a_real_run_has_a_testcase_per_pair(run_eval, outside: Path) -> None:
+    incorrect = Path(__file__).resolve().parent.parent / "examples" / "submissions" / "incorrect"
+    good = make_submission(outside / "in", "good", {"two_plus_two": {
+        "Submission.lean": correct("two_plus_two")}})
+    run = run_eval(good, incorrect)
+    assert (run.out / "summary.json").is_file(), run.result.output
+    pairs = run.summary()["pairs"]
+    result = CliRunner().invoke(main, ["report", str(run.out), "--format", "junit"])
+    assert result.exit_code == 0, result.output
+    root = ET.fromstring(result.output.encode())  # noqa: S314 - our own output
+    cases = root.findall("./testsuite/testcase")
+    assert sorted((c.get("classname"), c.get("name")) for c in cases) == \
+        sorted((p["submission"], p["problem"]) for p in pairs)
+    failing = [p for p in pairs if p["verdict"] in ("rejected", "invalid_submission")]
+    assert failing and len(root.findall("./testsuite/testcase/failure")) == len(failing)
+    assert {p["verdict"] for p in pairs if p["submission"] == "good"} == {"accepted"}
+    markdown = CliRunner().invoke(main, ["report", str(run.out), "--format", "markdown"])
+    assert "| good | 1 | 0 | 0 | 0 | 0 | 1 |" in markdown.output

@@ -1,4 +1,4 @@
-"""Per-pair memory and process limits (SPEC §5.5 Limits): cgroup v2 where possible, else the
+"""Per-pair memory and process limits (docs/design.md §5.5 Limits): cgroup v2 where possible, else the
 watchdog; a pair over a limit ends resource_exhausted and nothing of it survives."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ import os
 import secrets
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -159,6 +160,20 @@ def test_a_tree_within_its_limits_is_left_alone(mechanism: str) -> None:
     assert (out.returncode, out.limit_exceeded, out.limits_mechanism) == (0, None, mechanism)
 
 
+def test_limited_runs_from_several_threads_keep_to_their_own_trees() -> None:
+    """A batch's pool: each run() judges only its own tree (the reapers never share one)."""
+    marker = _marker()
+    scripts = {"hog": hog(marker), "storm": storm(marker), "calm": f"{storm('0.5', 5)}"}
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        done = dict(zip(scripts, pool.map(
+            lambda s: _run(s, PairLimits(256 << 20, 50, "watchdog")), scripts.values()),
+            strict=True))
+    assert done["hog"].limit_exceeded == "memory"
+    assert done["storm"].limit_exceeded == "processes"
+    assert (done["calm"].returncode, done["calm"].limit_exceeded) == (0, None)
+    assert _alive_with(marker) == []
+
+
 def test_without_limits_the_same_hog_and_storm_run_to_the_end() -> None:
     """Negative control: the tests above see a limit, not something else, end the tree."""
     marker = _marker()
@@ -185,7 +200,7 @@ def test_an_unknown_mechanism_is_a_programming_error() -> None:
 @pytest.mark.parametrize("mechanism", ["auto", "watchdog"])
 def test_a_hog_and_a_storm_end_resource_exhausted_beside_an_accepted_pair(
         run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch, mechanism: str) -> None:
-    """Issue 7 item 5 (SPEC §5.5 Limits): run-eval --memory-limit/--max-processes, the payloads
+    """Issue 7 item 5 (docs/design.md §5.5 Limits): run-eval --memory-limit/--max-processes, the payloads
     running inside the sandbox during the Solution build."""
     standin_only(run_eval, "the payloads are -- standin-io: lines")
     if mechanism == "watchdog":  # as on a machine without a usable cgroup v2 group

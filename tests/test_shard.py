@@ -38,6 +38,7 @@ def test_assignment_ignores_order_and_other_pairs(pairs: list[tuple[str, str]],
         assert alone == mixed
 
 
+@settings(deadline=None)
 @given(pairs=pair_lists, rnd=st.randoms(use_true_random=False))
 def test_select_keeps_input_order(pairs: list[tuple[str, str]], rnd: random.Random) -> None:
     rnd.shuffle(pairs)
@@ -45,6 +46,7 @@ def test_select_keeps_input_order(pairs: list[tuple[str, str]], rnd: random.Rand
     assert picked == [p for p in pairs if p in set(picked)]
 
 
+@settings(deadline=None)
 @given(pairs=pair_lists, rnd=st.randoms(use_true_random=False))
 def test_batch_digest_ignores_order_and_duplicates(pairs: list[tuple[str, str]],
                                                    rnd: random.Random) -> None:

@@ -144,6 +144,18 @@ def test_names_a_bridge_and_starter_that_disagree(outside: Path) -> None:
             "Submission.base_value") in result.output
 
 
+def test_names_a_starter_or_bridge_stating_a_hole_differently(outside: Path) -> None:
+    def change(root: Path) -> None:
+        edit(root / "workspaces" / "two_plus_two" / "Submission.lean", ": 2 + 2 = 4", ": 2 + 2 = 5")
+        edit(root / "workspaces" / "double_def" / "Solution.lean", "(n : Nat)", "(m : Nat)")
+
+    result = validate(bench(outside, change))
+    assert result.exit_code == 1
+    assert ("workspaces/two_plus_two/Submission.lean: starter states Submission.two_plus_two "
+            "as ': 2 + 2 = 5', Challenge.lean as ': 2 + 2 = 4'") in result.output
+    assert "workspaces/double_def/Solution.lean: bridge states 'double'" in result.output
+
+
 @pytest.mark.parametrize("name", ["Challenge.lean", "ChallengeDeps.lean"])
 def test_names_trusted_lean_importing_the_solution_only_package(outside: Path,
                                                                 name: str) -> None:
