@@ -665,6 +665,67 @@ def validate_catalog_command(benchmark: Path | None, toolchain: Path | None,
     sys.exit(0 if result.ok else EXIT_FAULT)
 
 
+# --- validate-submission (submitters: intake and the header check, no Lean) -------------------
+
+
+@main.command("validate-submission")
+@click.argument("path", type=click.Path(path_type=Path, exists=False))
+@click.option("--problem", "problems", multiple=True,
+              help="Only these problem ids (comma-separated or repeated), as in run-eval.")
+@click.option("--benchmark", type=click.Path(path_type=Path, file_okay=False),
+              help="Benchmark checkout (default: the current git checkout).")
+@click.option("--benchmark-rev", default="HEAD", show_default=True,
+              help="Git revision of the benchmark whose starters the files are compared with.")
+@click.option("--json", "as_json", is_flag=True, help="Print the check as a JSON document.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only what is wrong.")
+def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark: Path | None,
+                                benchmark_rev: str, as_json: bool, quiet: bool) -> None:
+    """Check PATH (a directory or .tar/.tar.gz/.tgz) as run-eval would read it, without Lean:
+    per problem what would be scored, what is unchanged, what is ignored, and every rejection
+    with the entry it names. Exit 0 when nothing would be rejected, 1 otherwise."""
+    from lean_eval import precheck
+
+    selected = frozenset(p for item in problems for p in item.split(",") if p) or None
+    try:
+        result = precheck.check_submission(path, _load(benchmark, benchmark_rev, selected))
+    except SetupError as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+        sys.exit(0 if result.ok else EXIT_FAULT)
+    lines: list[tuple[bool, str]] = []  # (is a fault, text)
+
+    def say(fault: bool, *parts: str) -> None:
+        lines.append((fault, "".join(parts)))
+
+    if result.rejection is not None:
+        say(True, f"{result.submission_id}: whole submission rejected ",
+            f"({result.rejection_code}): {result.rejection}")
+        for pid in result.named:
+            say(True, f"  {pid}: would get invalid_submission")
+    for item in result.problems:
+        where = f"{item.problem_id} ({item.location})"
+        if item.rejection is not None:
+            say(True, f"{where}: invalid_submission ({item.rejection_code}): {item.rejection}")
+        elif item.outcome == "unchanged":
+            say(False, f"{where}: unchanged, every file is the starter: would be skipped")
+        else:
+            marked = (f + (" (changed)" if f in item.changed else "") for f in item.files)
+            say(False, f"{where}: would be scored: ", ", ".join(marked))
+        for line in item.ignored:
+            say(False, f"  ignored: {line}")
+    for line in result.ignored:
+        say(False, f"ignored: {line}")
+    if not result.named:
+        say(True, f"{result.submission_id}: no problem directory found",
+            f": {result.hint}" if result.hint else "")
+    for fault, text in lines:
+        if fault or not quiet:
+            click.echo(text, err=fault)
+    sys.exit(0 if result.ok else EXIT_FAULT)
+
+
 # --- prepare (maintainers: make a machine ready) ----------------------------------------------
 
 

@@ -273,13 +273,14 @@ def write_model(path: Path, model: BaseModel) -> None:
 
 def schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schema of each committed model, by file name (printed documents included)."""
-    from lean_eval import documents, report
+    from lean_eval import documents, precheck, report
 
     return {
         "verdict.schema.json": Verdict.model_json_schema(),
         "summary.schema.json": Summary.model_json_schema(),
         **documents.schemas(),
         "run-report.schema.json": report.RunReport.model_json_schema(),
+        "submission-check.schema.json": precheck.SubmissionCheck.model_json_schema(),
     }
 
 

@@ -1,0 +1,84 @@
+"""validate-submission: what run-eval would do with a submission, decided without Lean.
+
+Runs the same intake as ``run-eval`` (every limit, the import header check) and compares each
+submitted file with the catalog's starter of that path, so a submitter learns before scoring
+which problems would be scored, which are ``unchanged``, what is ignored and every rejection
+with the entry it names. No toolchain, sandbox or probe is involved. The printed document is a
+versioned frozen model whose JSON Schema is committed (``submission-check.schema.json``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from lean_eval.catalog import Catalog
+from lean_eval.intake import DEFAULT_LIMITS, IntakeLimits, ProblemEntry, read_submission
+
+Outcome = Literal["scored", "unchanged", "invalid_submission"]
+
+
+class ProblemCheck(BaseModel):
+    """One problem directory: what would happen to it, and why."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    problem_id: str
+    location: str  # the problem directory inside the submission
+    outcome: Outcome
+    files: tuple[str, ...]  # relpaths that would replace the starters
+    changed: tuple[str, ...]  # of those, the ones that differ from the starter of their path
+    ignored: tuple[str, ...]
+    rejection: str | None = None
+    rejection_code: str | None = None
+
+
+class SubmissionCheck(BaseModel):
+    """A whole submission as run-eval would read it; `ok` when nothing would be rejected."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1] = 1
+    submission_id: str
+    source: str
+    digest: str
+    ok: bool
+    problems: tuple[ProblemCheck, ...]
+    ignored: tuple[str, ...]
+    rejection: str | None
+    rejection_code: str | None
+    named: tuple[str, ...]  # problem directories found, also when the whole is rejected
+    hint: str | None  # what to change when no problem directory was found
+
+
+def changed_files(entry: ProblemEntry, starter: Mapping[str, bytes]) -> tuple[str, ...]:
+    """Submitted relpaths whose bytes differ from the starter of their path (or have none)."""
+    return tuple(f.relpath for f in entry.files if starter.get(f.relpath) != f.data)
+
+
+def _problem(entry: ProblemEntry, starter: Mapping[str, bytes]) -> ProblemCheck:
+    changed = changed_files(entry, starter)
+    outcome: Outcome = ("invalid_submission" if entry.rejection is not None
+                        else "scored" if changed else "unchanged")
+    return ProblemCheck(problem_id=entry.problem_id, location=entry.location, outcome=outcome,
+                        files=tuple(f.relpath for f in entry.files), changed=changed,
+                        ignored=entry.ignored, rejection=entry.rejection,
+                        rejection_code=entry.rejection_code)
+
+
+def check_submission(path: Path, catalog: Catalog,
+                     limits: IntakeLimits = DEFAULT_LIMITS) -> SubmissionCheck:
+    """Intake `path` against the problems of `catalog`; UsageError for an unusable path."""
+    intake = read_submission(path, frozenset(catalog.problems), limits)
+    problems = tuple(_problem(e, catalog.problems[e.problem_id].starter)
+                     for e in intake.problems)
+    ok = (intake.rejection is None and bool(intake.named)
+          and all(p.rejection is None for p in problems))
+    return SubmissionCheck(submission_id=intake.submission_id, source=intake.source,
+                           digest=intake.digest, ok=ok, problems=problems,
+                           ignored=intake.ignored, rejection=intake.rejection,
+                           rejection_code=intake.rejection_code, named=intake.named,
+                           hint=intake.hint)

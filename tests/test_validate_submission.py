@@ -1,0 +1,118 @@
+"""``lean-eval validate-submission``: intake and the header check without Lean (issue: what a
+submitter can check before scoring). Exit 0 clean, 1 when anything would be rejected."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner, Result
+from conftest import REPO, correct, make_submission
+
+from lean_eval.cli import main
+
+GOOD = "two_plus_two"
+OTHER = "double_def"
+
+
+def starter(problem: str, rel: str = "Submission.lean") -> str:
+    return (REPO / "workspaces" / problem / rel).read_text(encoding="utf-8")
+
+
+def validate(bench: Path, path: Path, *args: str) -> Result:
+    env = {"LEAN_EVAL_TOOLCHAIN": "/nonexistent", "PATH": "/usr/bin:/bin"}  # no Lean needed
+    return CliRunner().invoke(main, ["validate-submission", str(path), "--benchmark", str(bench),
+                                     *args], env=env, catch_exceptions=False)
+
+
+def document(result: Result) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def test_clean_submission_says_what_would_be_scored(bench_copy: Path, outside: Path) -> None:
+    root = make_submission(outside, "alice", {
+        GOOD: {"Submission.lean": correct(GOOD),
+               "Submission/Helpers.lean": starter(GOOD, "Submission/Helpers.lean"),
+               "notes.md": "x"},
+        OTHER: {"Submission.lean": starter(OTHER),
+                "Submission/Helpers.lean": starter(OTHER, "Submission/Helpers.lean")}})
+    result = validate(bench_copy, root)
+    assert result.exit_code == 0, result.output
+    assert (f"{GOOD} ({GOOD}): would be scored: Submission.lean (changed), "
+            "Submission/Helpers.lean") in result.stdout
+    assert f"{OTHER} ({OTHER}): unchanged, every file is the starter" in result.stdout
+    assert f"  ignored: {GOOD}/notes.md: not read" in result.stdout
+    assert result.stderr == ""
+    quiet = validate(bench_copy, root, "-q")
+    assert (quiet.exit_code, quiet.output) == (0, "")
+
+
+def test_json_document(bench_copy: Path, outside: Path) -> None:
+    root = make_submission(outside, "bob", {
+        GOOD: {"Submission.lean": correct(GOOD)},
+        OTHER: {"Submission.lean": "import «Evil»\n" + correct(OTHER)}})
+    result = validate(bench_copy, root, "--json")
+    assert result.exit_code == 1
+    doc = document(result)
+    assert next(iter(doc)) == "schema_version" and doc["schema_version"] == 1
+    assert doc["ok"] is False and doc["named"] == [OTHER, GOOD]
+    outcomes = {p["problem_id"]: (p["outcome"], p["rejection_code"]) for p in doc["problems"]}
+    assert outcomes == {GOOD: ("scored", None), OTHER: ("invalid_submission", "import_rejected")}
+
+
+def test_every_rejection_names_its_entry(bench_copy: Path, outside: Path) -> None:
+    root = make_submission(outside, "carol", {
+        GOOD: {"Submission.lean": correct(GOOD)},
+        OTHER: {"Submission.lean": correct(OTHER)}})
+    (root / OTHER / "Submission").mkdir(exist_ok=True)
+    os.symlink("/etc/passwd", root / OTHER / "Submission" / "Evil.lean")
+    result = validate(bench_copy, root)
+    assert result.exit_code == 1
+    assert (f"{OTHER} ({OTHER}): invalid_submission (path_rejected): "
+            f"{OTHER}/Submission/Evil.lean: symlink") in result.stderr
+    assert f"{GOOD} ({GOOD}): would be scored" in result.stdout
+
+
+def test_whole_submission_rejection_lists_the_problems_named(bench_copy: Path,
+                                                             outside: Path) -> None:
+    root = make_submission(outside, "dup", {
+        f"a/{GOOD}": {"Submission.lean": correct(GOOD)},
+        f"b/{GOOD}": {"Submission.lean": correct(GOOD)},
+        OTHER: {"Submission.lean": correct(OTHER)}})
+    result = validate(bench_copy, root)
+    assert result.exit_code == 1
+    assert f"problem {GOOD} has more than one problem directory: a/{GOOD}, b/{GOOD}" in (
+        result.stderr)
+    assert f"  {GOOD}: would get invalid_submission" in result.stderr
+    assert f"  {OTHER}: would get invalid_submission" in result.stderr
+
+
+def test_no_problem_directory_gives_the_hint(bench_copy: Path, outside: Path) -> None:
+    top = make_submission(outside, "top", {".": {"Submission.lean": correct(GOOD)}})
+    result = validate(bench_copy, top)
+    assert result.exit_code == 1
+    assert "top: no problem directory found: Submission.lean is at the top level" in (
+        result.stderr)
+    dashed = make_submission(outside, "dashed", {"two-plus-two": {
+        "Submission.lean": correct(GOOD)}})
+    result = validate(bench_copy, dashed)
+    assert result.exit_code == 1
+    assert "two-plus-two/ is not a problem id; did you mean two_plus_two?" in result.stderr
+
+
+def test_problem_option_limits_the_ids(bench_copy: Path, outside: Path) -> None:
+    root = make_submission(outside, "dave", {
+        GOOD: {"Submission.lean": correct(GOOD)},
+        OTHER: {"Submission.lean": "import «Evil»\n"}})
+    result = validate(bench_copy, root, "--problem", GOOD, "--json")
+    assert result.exit_code == 0, result.output
+    assert [p["problem_id"] for p in document(result)["problems"]] == [GOOD]
+
+
+def test_unusable_path_is_a_usage_error(bench_copy: Path, outside: Path) -> None:
+    result = validate(bench_copy, outside / "missing")
+    assert result.exit_code == 2
+    assert "missing" in result.stderr
