@@ -585,6 +585,9 @@ def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool,
     except SetupError as exc:
         _fail(str(exc))
         return
+    except LeanEvalError as exc:  # the output could not be written: nothing was
+        _fail(str(exc), EXIT_FAULT)
+        return
     summary = result.summary
     if as_json:
         click.echo(summary.model_dump_json(indent=2))

@@ -104,7 +104,7 @@ def print_summary(summary: Summary, console: Console) -> None:
     if summary.pairs:
         console.print(summary_table(summary))
     for sub in summary.submissions:
-        if sub.rejection and not sub.problems:
+        if sub.rejection:
             console.print(Text.assemble((printable(sub.id), "magenta"),
                                         ": rejected as a whole: ", printable(sub.rejection)))
     counts = ", ".join(f"{n} {name}" for name, n in summary.counts.items() if n) or "no pairs"
