@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lean_eval import catalog, driver, process
+from lean_eval import catalog, driver, process, resources
 from lean_eval.errors import TrustedConfigError
 
 CONFIG = catalog.ComparatorConfig(challenge_module="Challenge", solution_module="Solution",
@@ -277,3 +277,14 @@ def test_last_phase_follows_lakes_kernel_order() -> None:
     c = driver.classify(outcome(BUILD_RAN + "Running evil kernel on solution\n",
                                 "error: Child exited with 1\n", 1), CONFIG, 10)
     assert c.last_phase == "build_solution"
+
+
+def test_every_run_records_its_limits_and_mechanism() -> None:
+    limits = resources.PairLimits(1 << 30, 64, "auto")
+    ran = outcome()._replace(limits_mechanism="watchdog", limit_exceeded="processes")
+    assert driver.resource_limits(limits, ran).model_dump() == {
+        "memory_bytes": 1 << 30, "max_processes": 64, "mechanism": "watchdog",
+        "exceeded": "processes"}
+    assert driver.resource_limits(resources.PairLimits(None, None), outcome()).mechanism == "none"
+    defaults = driver.DriverSettings._field_defaults
+    assert (defaults["memory_limit"], defaults["max_processes"]) == (8 << 30, 512)
