@@ -198,7 +198,7 @@ _lock = threading.Lock()
 _parent: list[Path | str] = []  # [the harness's parent group] or [why there is none], once
 
 
-def _own_cgroup2() -> Path:
+def own_cgroup2() -> Path:
     """The cgroup2 directory this process is in (the first cgroup2 mount that holds it)."""
     own = next((line[3:] for line in Path("/proc/self/cgroup").read_text().splitlines()
                 if line.startswith("0::")), None)
@@ -224,7 +224,7 @@ def _enable(group: Path) -> None:
 
 def make_parent(base: Path | None = None) -> Path:
     """The harness's own parent group with memory and pids enabled below it, or OSError."""
-    own = base or _own_cgroup2()
+    own = base or own_cgroup2()
     offered = set((own / "cgroup.controllers").read_text().split())
     lacking = [c for c in _CONTROLLERS if c not in offered]
     if lacking:

@@ -1,4 +1,4 @@
-"""Per-pair memory and process limits (docs/design.md §5.5 Limits): cgroup v2 where possible, else the
+"""Per-pair memory and process limits (design §5.5 Limits): cgroup v2 where possible, else the
 watchdog; a pair over a limit ends resource_exhausted and nothing of it survives."""
 
 from __future__ import annotations
@@ -200,7 +200,7 @@ def test_an_unknown_mechanism_is_a_programming_error() -> None:
 @pytest.mark.parametrize("mechanism", ["auto", "watchdog"])
 def test_a_hog_and_a_storm_end_resource_exhausted_beside_an_accepted_pair(
         run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch, mechanism: str) -> None:
-    """Issue 7 item 5 (docs/design.md §5.5 Limits): run-eval --memory-limit/--max-processes, the payloads
+    """Issue 7 item 5 (design §5.5 Limits): run-eval --memory-limit/--max-processes, the payloads
     running inside the sandbox during the Solution build."""
     standin_only(run_eval, "the payloads are -- standin-io: lines")
     if mechanism == "watchdog":  # as on a machine without a usable cgroup v2 group
@@ -232,3 +232,40 @@ def test_a_hog_and_a_storm_end_resource_exhausted_beside_an_accepted_pair(
     while _alive_with(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _alive_with(marker) == []
+
+
+def _writable_cgroup2() -> Path | None:
+    try:
+        own = resources.own_cgroup2()
+    except OSError:
+        return None
+    return own if os.access(own / "cgroup.procs", os.W_OK) and os.access(own, os.W_OK) else None
+
+
+@pytest.mark.skipif(_writable_cgroup2() is None, reason="no writable cgroup2 group here")
+def test_the_child_joins_its_pair_group_before_exec_and_the_group_is_removed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cgroup plumbing on the real cgroup2 filesystem, even where it offers no memory or pids
+    controller to enforce with: the child is inside the pair's group from its first
+    instruction, and the group is gone when run() returns."""
+    own = _writable_cgroup2()
+    assert own is not None
+    parent = own / f"lean-eval-test-{os.getpid()}-{secrets.token_hex(4)}"
+    parent.mkdir()
+    try:
+        def bare_group(under: Path, limits: PairLimits) -> resources.PairGroup:
+            (under / "pair").mkdir()
+            return resources.PairGroup(under / "pair")
+
+        monkeypatch.setattr(resources, "cgroup_parent", lambda: parent)
+        monkeypatch.setattr(resources, "make_pair_group", bare_group)
+        out = process.run(("/bin/cat", "/proc/self/cgroup"), env={}, cwd=Path("/"), timeout=30,
+                          limits=PairLimits(1 << 30, 64))
+        mine = next(ln for ln in Path("/proc/self/cgroup").read_text().splitlines()
+                    if ln.startswith("0::"))
+        inside = os.path.join(mine[3:], parent.name, "pair")
+        assert f"0::{inside}\n".encode() in out.stdout, out.stdout
+        assert (out.limits_mechanism, out.limit_exceeded) == ("cgroup_v2", None)
+        assert not (parent / "pair").exists()
+    finally:
+        parent.rmdir()
