@@ -261,7 +261,8 @@ def test_run_eval_prints_hostile_names_without_markup_errors(run_eval, outside: 
     assert (out / "summary.json").is_file(), output
     assert json.loads((out / "good" / "two_plus_two.json").read_text())["verdict"] == "accepted"
     flat = "".join(output.replace("│", "").split())
-    assert "a[/x]" in flat, output
+    assert "a[/x]" in flat, output  # the rejection names the nested location as typed
+    assert "[boldred]oops" in flat, output  # the no-problem hint names the directory as typed
 
 
 def test_console_shows_control_characters_escaped() -> None:
