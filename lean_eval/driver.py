@@ -1,6 +1,6 @@
 """The WorkspaceTest driver: run ``lake comparator`` on one workspace and classify the result.
 
-Invariants (SPEC §5.4, §6.3-§6.6):
+Invariants (design §5.4, §6.3-§6.6):
 - Lake and NanoDa are absolute paths inside the toolchain and outside every writable root.
 - The configuration Lake reads is a temporary file outside the workspace: the trusted one,
   with ``enable_nanoda`` removed and ``external_kernels.nanoda`` forced to the bundled NanoDa.
@@ -219,8 +219,10 @@ def _signal_name(sig: int) -> str:
 
 def _infrastructure_exit(errors: list[str]) -> tuple[Execution, str] | None:
     """A child or kernel Lake reports as ended by a signal (exit 128+n or -n): never a
-    rejection, whoever printed the line (a forged one only costs its printer)."""
-    for line in errors:
+    rejection. Lake's final line decides, unless it is the generic ``Child exited with <n>`` of
+    a sandboxed step, whose own lines above it may say that its compiler was killed (a forged
+    one only costs its printer); a comparator judgement line stays a rejection."""
+    for line in errors if _CHILD_EXIT.match(errors[-1]) else errors[-1:]:
         found = _EXIT_STATUS.match(line)
         if found is None:
             continue
@@ -339,7 +341,7 @@ def write_log(path: Path, argv: tuple[str, ...], outcome: process.Outcome) -> tu
 
 def run_workspace(workspace: Path, state: Path, config: ComparatorConfig,
                   settings: DriverSettings, log_path: Path) -> DriverResult:
-    """Run the six steps of SPEC §5.4 on ``workspace``, using ``state`` for harness files."""
+    """Run the six steps of design §5.4 on ``workspace``, using ``state`` for harness files."""
     roots = (*settings.writable_roots, workspace, workspace / ".lake")
     check_toolchain_placement(settings.toolchain, roots)
     state.mkdir(mode=0o700, parents=True, exist_ok=True)

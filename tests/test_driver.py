@@ -288,3 +288,13 @@ def test_every_run_records_its_limits_and_mechanism() -> None:
     assert driver.resource_limits(resources.PairLimits(None, None), outcome()).mechanism == "none"
     defaults = driver.DriverSettings._field_defaults
     assert (defaults["memory_limit"], defaults["max_processes"]) == (8 << 30, 512)
+
+
+def test_a_forged_exit_line_cannot_override_the_comparators_judgement() -> None:
+    stderr = "error: helper exited with 137\nerror: Illegal axiom detected: 'sorryAx'\n"
+    c = driver.classify(outcome(BUILD_RAN + "Exporting #[t] from Solution\n", stderr, 1),
+                        CONFIG, 10)
+    assert (c.verdict, c.reason.code) == ("rejected", "illegal_axiom")
+    stderr = "error: helper exited with 137\nerror: nanoda exited with 1\n"
+    c = driver.classify(outcome(KERNELS_RAN, stderr, 1), CONFIG, 10)
+    assert (c.verdict, c.reason.code) == ("rejected", "kernel_rejected")
