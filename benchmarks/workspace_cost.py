@@ -1,6 +1,6 @@
 """Materialising a scoring workspace costs what the submission costs, not what shared packages do.
 
-SPEC §5.3: shared packages are exposed read-only, never copied. This measures
+design §5.3: shared packages are exposed read-only, never copied. This measures
 `workspace.materialise` for one pair with no shared packages (the baseline) and with a shared
 package tree of N files, and reports the time ratio in one run. A ratio near 1 means the cost
 does not grow with the packages; a copy would grow with N.

@@ -1,6 +1,6 @@
-"""Archive intake (SPEC §4.3, §5.2): decode a tar submission in memory into intake's tree.
+"""Archive intake (design §4.3, §5.2): decode a tar submission in memory into intake's tree.
 
-Security invariants (SPEC §6.1, §6.2), each exercised by tests/test_intake_archives.py and
+Security invariants (design §6.1, §6.2), each exercised by tests/test_intake_archives.py and
 tests/test_intake_bounds.py:
 
 - Nothing is extracted or written, and no link is followed or materialised: tar headers are

@@ -1,6 +1,6 @@
 """Score a batch: plan every input, then run its pairs over worker threads, resumably.
 
-Invariants (SPEC §5.5):
+Invariants (design §5.5):
 - Everything that can fail the whole run (duplicate or reserved ids, unusable or overlapping
   paths, a locked ``--out``) is checked before the first pair is scored, so exit 2 always means
   nothing was scored. Planning keeps no submission bytes (``Intake.without_data``).

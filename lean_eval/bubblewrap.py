@@ -1,6 +1,6 @@
 """The one bubblewrap executable a run uses: where it is, what it is, and whether to trust it.
 
-Invariants (SPEC §3, §6.6):
+Invariants (design §3, §6.6):
 - bwrap is ``--bwrap`` (the CLI fills it from ``LEAN_EVAL_BWRAP``), else the one ``lean-eval
   prepare`` installed under ``prepared_prefix()``, else ``bwrap`` on the *filtered* PATH, made
   absolute once per run; nothing later looks it up again.

@@ -20,7 +20,7 @@ HEAD_MAX = 64 * 1024  # bytes kept from the start of a stream; the rest of the c
 LINE_MARKS = 1024  # timed lines kept at each end of the stream
 MARK_BYTES = 200  # bytes of each timed line kept
 MARKS_PER_CHUNK = 16  # timed lines taken from the start of one chunk (plus its last one)
-# The lines `lake comparator` announces its phases with (SPEC §5.4); nothing else is timed.
+# The lines `lake comparator` announces its phases with (design §5.4); nothing else is timed.
 PHASE_PREFIXES = (b"Resolving dependencies", b"Building ", b"Exporting ", b"Running ")
 _NEEDLES = tuple(b"\n" + prefix for prefix in PHASE_PREFIXES)
 

@@ -63,7 +63,7 @@ class Hole(BaseModel):
 
 
 class Problem(BaseModel):
-    """A problem manifest, ``problems/<id>.toml`` (SPEC §4.1)."""
+    """A problem manifest, ``problems/<id>.toml`` (design §4.1)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
     id: str = Field(pattern=PROBLEM_ID.pattern)
@@ -84,7 +84,7 @@ class Problem(BaseModel):
 
 
 class ComparatorConfig(BaseModel):
-    """A trusted ``config.json`` (SPEC §4.2), typed exactly as ``lake comparator`` reads it."""
+    """A trusted ``config.json`` (design §4.2), typed exactly as ``lake comparator`` reads it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
     challenge_module: str

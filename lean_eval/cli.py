@@ -168,7 +168,7 @@ def _options(func: F, benchmark: bool) -> F:
 
 
 def common_options(func: F) -> F:
-    """Options every benchmark command honours (docs/design.md, "Command line")."""
+    """Options every benchmark command honours (design §3)."""
     return _options(func, benchmark=True)
 
 
@@ -560,7 +560,7 @@ def start_problem_command(problem_id: str, dest: Path, benchmark_rev: str,
     sys.exit(0)
 
 
-# --- merge and report (distribution across machines; SPEC §5.5 "Shards", "Reports") ----------
+# --- merge and report (distribution across machines; design §5.5 "Shards", "Reports") -------------
 
 
 @main.command("merge")

@@ -1,4 +1,4 @@
-"""Import header check (SPEC §4.3): read a submitted Lean file's header, fail-closed.
+"""Import header check (design §4.3): read a submitted Lean file's header, fail-closed.
 
 Lean's header is ``module``? ``prelude``? then imports, each
 ``public``? ``meta``? ``import`` ``all``? *name*, separated by whitespace and comments. The

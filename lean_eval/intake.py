@@ -1,6 +1,6 @@
-"""Intake (SPEC §4.3, §5.2): read an untrusted submission into memory, checking every entry.
+"""Intake (design §4.3, §5.2): read an untrusted submission into memory, checking every entry.
 
-Security invariants (SPEC §6.1, §6.2), each exercised by tests/test_intake*.py:
+Security invariants (design §6.1, §6.2), each exercised by tests/test_intake*.py:
 
 - Nothing in a submission is followed, executed, extracted or written. Directories are walked
   with ``lstat`` and ``O_NOFOLLOW`` opens relative to an open directory descriptor, and every

@@ -1,4 +1,4 @@
-"""Where a submission's problem directories are (SPEC §4.3), and what else it holds.
+"""Where a submission's problem directories are (design §4.3), and what else it holds.
 
 Invariants (tests/test_intake.py, tests/test_intake_layout.py):
 

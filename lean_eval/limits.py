@@ -1,4 +1,4 @@
-"""Intake's bounds (SPEC §5.2): the limits, the budget that enforces them, its errors, the tree.
+"""Intake's bounds (design §5.2): the limits, the budget that enforces them, its errors, the tree.
 
 Shared by lean_eval/archive.py and lean_eval/intake.py, so the stages form a straight line
 (limits -> archive -> intake). Invariants:

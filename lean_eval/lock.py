@@ -1,6 +1,6 @@
 """Kernel locks: one run at a time per ``--out``, and scoring directories owned by a live run.
 
-Invariants (SPEC §5.5 "Resume"):
+Invariants (design §5.5 "Resume"):
 - ``OutLock`` holds ``fcntl.flock`` on ``<out>/.lean-eval.lock`` for the whole run. A second run
   fails with a ``UsageError`` naming the holder (pid, host, start time). The kernel drops the lock
   when its holder dies, however it dies, so a lock left by a killed run is free; the file itself

@@ -12,7 +12,7 @@ The API the batch builds on:
   log, when Lake ran, is ``log_path(...)``). Each call touches only its own pair directory and
   files, so calls for different pairs may run concurrently.
 
-Invariants (SPEC §6.10, §6.13):
+Invariants (design §6.10, §6.13):
 - ``run_pair`` never raises for anything a submission or a build can cause. Whatever goes
   wrong while preparing, running, cleaning up or recording the pair (``OSError``,
   ``RecursionError``, an archive-library or any unexpected exception) ends that pair as
@@ -22,7 +22,7 @@ Invariants (SPEC §6.10, §6.13):
 - The pair's directory is removed before its verdict is written, so a build that filled the
   disk frees it first; what removal could not delete is named in ``cleanup``.
 - ``unchanged`` only when every submitted file equals the starter of its path and nothing else
-  was submitted; otherwise the starters are replaced path by path (SPEC §4.2).
+  was submitted; otherwise the starters are replaced path by path (design §4.2).
 """
 
 from __future__ import annotations

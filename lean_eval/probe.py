@@ -5,7 +5,7 @@ Invariants:
   :func:`lean_eval.batch.run_batch`: the same intake, workspace, driver, ``COMPARATOR_BWRAP``
   wrapper, masks, PATH filtering and environment allowlist as ``run-eval``.
 - Each submitted file carries its IO twice: a real Lean ``#eval`` and a ``-- standin-io:`` line
-  (SPEC §7), so a probe means the same on a real toolchain and on the stand-in.
+  (design §7), so a probe means the same on a real toolchain and on the stand-in.
 - Payloads write evidence files; a probe passes only on those and host-side state (files,
   sockets, ``/proc``), never on what a build printed or on the verdict text alone (printed
   markers and leaked values in the log can only make a probe fail).
@@ -123,7 +123,7 @@ def run_probes(ctx: ProbeContext, names: Sequence[str] | None = None
     return tuple(results)
 
 
-# --- payloads: both forms of one shell command (SPEC §7) ----------------------------------------
+# --- payloads: both forms of one shell command (design §7) ----------------------------------------
 
 
 def lean_string(text: str) -> str:
@@ -183,7 +183,7 @@ globs = ["Submission", "Submission.+"]
 
 def synthetic_problem(pid: str, holes: Sequence[tuple[str, str]], challenge: str,
                       solution: str, toolchain_name: str) -> ProblemWorkspace:
-    """A trusted workspace laid out as SPEC §4.2, built in memory (holes: (name, kind))."""
+    """A trusted workspace laid out as design §4.2, built in memory (holes: (name, kind))."""
     config: dict[str, object] = {
         "challenge_module": "Challenge", "solution_module": "Solution",
         "theorem_names": [n for n, k in holes if k == "theorem"]}

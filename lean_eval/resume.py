@@ -1,6 +1,6 @@
 """What a run is (options, tools, identity) and the resume key of each of its pairs.
 
-Invariants (SPEC §5.5 "Resume"):
+Invariants (design §5.5 "Resume"):
 - A pair's key is the SHA-256 of a canonical JSON of everything its verdict can depend on: the
   submission digest, the problem id and statement revision, the trusted files' digests, the
   run identity (harness version, benchmark commit, toolchain, bubblewrap and its SHA-256) and

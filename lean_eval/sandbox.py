@@ -1,6 +1,6 @@
 """bubblewrap identity, the COMPARATOR_BWRAP wrapper, and what Lake is allowed to see of us.
 
-Invariants (SPEC §5.4, §6.5-§6.8, §6.10-§6.12):
+Invariants (design §5.4, §6.5-§6.8, §6.10-§6.12):
 - The wrapper embeds the absolute bwrap path and every path it uses; Lake runs it with an empty
   environment, so it reads nothing from its environment.
 - The wrapper passes Lake's arguments through unchanged and in order. Lake's first mount
@@ -91,7 +91,7 @@ class RunMasks(NamedTuple):
 
 
 def default_private_roots(inputs: Iterable[Path], out_dir: Path) -> tuple[Path, ...]:
-    """The parent directory of every input and of ``out_dir`` (SPEC §6.11's default)."""
+    """The parent directory of every input and of ``out_dir`` (design §6.11's default)."""
     return tuple(Path(os.path.abspath(p)).parent for p in (*inputs, out_dir))
 
 
@@ -249,7 +249,7 @@ def _world_writable_chain(path: str) -> bool:
 
 
 def filter_search_path(value: str, writable_roots: Sequence[Path]) -> tuple[str, ...]:
-    """Entries of a search path Lake may use (SPEC §5.4 step 4), in order, without repeats.
+    """Entries of a search path Lake may use (design §5.4 step 4), in order, without repeats.
 
     Dropped: empty and relative entries, entries that do not exist, entries inside a writable
     root, symlinks (or entries under a symlinked ancestor) that resolve into one, and entries

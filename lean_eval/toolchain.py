@@ -3,7 +3,7 @@
 Invariants:
 - ``lake`` and ``nanoda_bin`` are absolute paths inside the toolchain directory; nothing is
   looked up on PATH.
-- A toolchain without ``nanoda_bin`` is refused: acceptance always needs NanoDa (SPEC §6.4).
+- A toolchain without ``nanoda_bin`` is refused: acceptance always needs NanoDa (design §6.4).
 """
 
 from __future__ import annotations

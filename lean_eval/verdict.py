@@ -1,4 +1,4 @@
-"""Verdict and run-summary models (SPEC §4.4) and their atomic, never-half-written files.
+"""Verdict and run-summary models (design §4.4) and their atomic, never-half-written files.
 
 Invariants:
 - Both models are frozen, reject unknown keys, and carry ``schema_version`` first; their JSON
@@ -163,7 +163,7 @@ class Verdict(_Model):
     mounts: Mounts | None = None  # None: no sandbox was planned for this pair's run
     cleanup: tuple[str, ...] = ()  # paths of the pair's scoring directory removal left behind
     # SHA-256 of everything this verdict depends on (inputs, identity, options): a re-run on the
-    # same --out reuses the file when its key matches (SPEC §5.5 "Resume")
+    # same --out reuses the file when its key matches (design §5.5 "Resume")
     resume_key: str | None = None
     limits: ResourceLimits | None = None  # None: the pair never ran (refused, unchanged)
 

@@ -1,6 +1,6 @@
 """Materialise the private scoring directory of one (submission, problem) pair, and remove it.
 
-Invariants (SPEC §4.2, §5.3, §6.1-§6.2, §6.10):
+Invariants (design §4.2, §5.3, §6.1-§6.2, §6.10):
 - A scoring workspace holds the trusted files of the benchmark revision, the starter files,
   the overlay (``Submission.lean`` and ``Submission/**/*.lean`` already checked by intake)
   replacing starters path by path, an empty ``.lake`` for Lake, and nothing else; shared

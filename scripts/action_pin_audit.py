@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Audit GitHub Actions workflows for mutable selectors (docs/design.md, "Continuous integration").
+"""Audit GitHub Actions workflows for mutable selectors (docs/design.md §9).
 
 A CI run is only reproducible, and only as trustworthy as what it executes, when every thing it
 fetches is named immutably. This script parses workflow YAML with PyYAML's node API (each value

@@ -7,7 +7,7 @@ Usage::
     python scripts/update_index.py --check      # exit 1, naming every difference, when stale
     python scripts/update_index.py --root DIR   # work on another benchmark checkout
 
-Layout (SPEC section 4.2). For each problem ``<id>`` (one ``problems/<id>.toml`` and one
+Layout (design §4.2). For each problem ``<id>`` (one ``problems/<id>.toml`` and one
 ``workspaces/<id>/`` directory, the two sets must agree):
 
 * trusted: ``Challenge.lean``, ``Solution.lean``, ``config.json``, ``lakefile.toml``,

@@ -22,7 +22,7 @@ CORRECT = REPO / "examples" / "submissions" / "correct"
 PROBLEMS = ("add_comm_explicit", "double_def", "multi_hole", "two_plus_two", "widget_instance")
 BENCHMARK_FILES = ("problems", "workspaces", "lean-toolchain", "lakefile.toml",
                    "lake-manifest.json", "benchmark.toml")
-# Lake masks these itself; a leak test placed inside them would prove nothing (SPEC §8).
+# Lake masks these itself; a leak test placed inside them would prove nothing (design §8).
 LAKE_MASKED = ("/tmp", "/home", "/root", "/run", "/var")
 
 
@@ -37,7 +37,7 @@ def _bwrap_works() -> str | None:
 
 @pytest.fixture(scope="session")
 def bwrap() -> str:
-    """Real bubblewrap; a hard failure under CI, a loud skip elsewhere (SPEC §8)."""
+    """Real bubblewrap; a hard failure under CI, a loud skip elsewhere (design §8)."""
     problem = _bwrap_works()
     if problem is not None:
         if os.environ.get("CI"):
@@ -284,7 +284,7 @@ def standin_only(run_eval: RunEval, why: str) -> None:
 
 
 def sh_payload(command: str) -> str:
-    """Run ``command`` during the Solution build, in both forms (SPEC §7): a real Lean
+    """Run ``command`` during the Solution build, in both forms (design §7): a real Lean
     ``#eval`` for a real toolchain and a ``-- standin-io:`` line for the stand-in."""
     quoted = command.replace("\\", "\\\\").replace('"', '\\"')
     return (f"-- standin-io: {command}\n"

@@ -3,7 +3,7 @@
 Standard library (and tomllib) only; this module deliberately does not import ``lean_eval``, so
 it checks the trusted content independently of the harness that consumes it.
 
-The last group of tests re-implements the stand-in toolchain's text model of SPEC section 7
+The last group of tests re-implements the stand-in toolchain's text model of design §7
 (declarations at line starts; statement = text between the name and the first ``:=`` outside
 brackets, whitespace collapsed; ``namespace Submission`` scoping) and checks, for every hole,
 that the challenge, the bridge, the starter and the example submissions agree with it.
@@ -104,7 +104,7 @@ def run_update_index(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 # --------------------------------------------------------------------------------------------
-# the SPEC section 7 text model, re-implemented
+# the design §7 text model, re-implemented
 
 DECL_RE = re.compile(
     r"^(?:@\[[^\]]*\]\s*)*"
@@ -512,7 +512,7 @@ def test_index_layout_errors(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Lean content under the SPEC section 7 text model
+# Lean content under the design §7 text model
 
 
 def test_text_model_parser_self_check(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Import header check (SPEC §4.3): comments, keywords and module names, fail-closed."""
+"""Import header check (design §4.3): comments, keywords and module names, fail-closed."""
 
 from __future__ import annotations
 

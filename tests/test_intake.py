@@ -1,4 +1,4 @@
-"""Intake of submission directories (SPEC §4.3, §5.2): what is read, rejected and reported."""
+"""Intake of submission directories (design §4.3, §5.2): what is read, rejected and reported."""
 
 from __future__ import annotations
 

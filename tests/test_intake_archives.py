@@ -1,4 +1,4 @@
-"""Intake of tar submissions (SPEC §5.2): members, links, bombs, corrupt archives, properties."""
+"""Intake of tar submissions (design §5.2): members, links, bombs, corrupt archives, properties."""
 
 from __future__ import annotations
 

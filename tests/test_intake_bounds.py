@@ -1,4 +1,4 @@
-"""Bounded intake (SPEC §5.2): hostile tar headers cost a bounded time and memory, whatever the
+"""Bounded intake (design §5.2): hostile tar headers cost a bounded time and memory, whatever the
 Python patch level (CPython's own pax parser is quadratic before 3.11.10, CVE-2024-6232)."""
 
 from __future__ import annotations

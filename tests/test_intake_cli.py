@@ -1,4 +1,4 @@
-"""Every SPEC §5.2 rejection through ``run-eval``: the message names the entry, and the other
+"""Every design §5.2 rejection through ``run-eval``: the message names the entry, and the other
 pairs of the same submission are still scored."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Where problem directories are (SPEC §4.3): forks, hints, problems named by a rejected
+"""Where problem directories are (design §4.3): forks, hints, problems named by a rejected
 submission, per-pair name limits and import headers, and intakes held without their data."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""SPEC §6 invariants, each with a negative control that breaks the protection on purpose.
+"""design §6 invariants, each with a negative control that breaks the protection on purpose.
 
 Inputs, outputs and work directories live outside /tmp, /home, /root, /run and /var: Lake masks
 those by itself, so a leak test placed inside them would pass whatever the harness did.

@@ -1,7 +1,7 @@
 """Sandbox and environment probes (lean_eval/probe.py, lean_eval/probes/), stand-in toolchain.
 
 Every probe passes on the proper setup, and each has a negative control: the same probe run
-against a deliberately weakened setup must report FAIL (SPEC §8). Scratch space lies under
+against a deliberately weakened setup must report FAIL (design §8). Scratch space lies under
 ``outside`` (/srv), not under a path Lake masks, so a hidden marker is hidden by the wrapper's
 masks rather than by Lake's own.
 """

@@ -1,4 +1,4 @@
-"""Resume (SPEC §5.5): a killed or interrupted run, re-run on the same --out, loses nothing and
+"""Resume (design §5.5): a killed or interrupted run, re-run on the same --out, loses nothing and
 scores nothing twice; one run holds an --out at a time."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""run-eval end to end through the CLI: stand-in toolchain, real bubblewrap (SPEC §5, §7)."""
+"""run-eval end to end through the CLI: stand-in toolchain, real bubblewrap (design §5, §7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Setup failures exit 2 and score nothing (SPEC §4.5): trusted files, configs and catalogs."""
+"""Setup failures exit 2 and score nothing (design §4.5): trusted files, configs and catalogs."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def test_missing_submission_path_is_refused(run_eval: RunEval, outside: Path) ->
 
 
 def test_committed_revision_is_what_scores(outside: Path, bwrap: str) -> None:
-    """A dirty working tree in trusted paths is reported and not used (SPEC §5.1)."""
+    """A dirty working tree in trusted paths is reported and not used (design §5.1)."""
     from conftest import REPO
 
     from lean_eval import catalog

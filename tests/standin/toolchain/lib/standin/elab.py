@@ -1,4 +1,4 @@
-"""The stand-in's model of Lean elaboration (SPEC section 7); see tests/standin/README.md.
+"""The stand-in's model of Lean elaboration (design §7); see tests/standin/README.md.
 
 Standard library only: this runs inside the sandbox under /usr/bin/python3 -IS.
 """
