@@ -690,7 +690,10 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
 
     selected = frozenset(p for item in problems for p in item.split(",") if p) or None
     try:
-        result = precheck.check_submission(path, _load(benchmark, benchmark_rev, selected))
+        inputs.check_submission(path)
+        bench = benchmark or _default_benchmark()
+        inputs.check_problems(selected or (), inputs.problem_ids(bench))
+        result = precheck.check_submission(path, _load(bench, benchmark_rev, selected))
     except SetupError as exc:
         _fail(str(exc))
         return

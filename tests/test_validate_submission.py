@@ -112,7 +112,13 @@ def test_problem_option_limits_the_ids(bench_copy: Path, outside: Path) -> None:
     assert [p["problem_id"] for p in document(result)["problems"]] == [GOOD]
 
 
-def test_unusable_path_is_a_usage_error(bench_copy: Path, outside: Path) -> None:
+def test_unusable_path_or_problem_is_a_usage_error(bench_copy: Path, outside: Path) -> None:
     result = validate(bench_copy, outside / "missing")
     assert result.exit_code == 2
-    assert "missing" in result.stderr
+    assert "missing does not exist" in result.stderr
+    (outside / "s.zip").write_bytes(b"PK")
+    result = validate(bench_copy, outside / "s.zip")
+    assert result.exit_code == 2 and ".zip archives are not supported" in result.stderr
+    root = make_submission(outside, "eve", {GOOD: {"Submission.lean": correct(GOOD)}})
+    result = validate(bench_copy, root, "--problem", "two_plus_tw")
+    assert result.exit_code == 2 and "did you mean two_plus_two?" in result.stderr
