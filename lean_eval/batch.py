@@ -351,9 +351,7 @@ class _Scheduler:
         self.counts[verdict.verdict] += 1
         if self.on_verdict is not None:
             self.on_verdict(verdict)
-        if self.on_progress is not None:
-            self.on_progress(Progress(len(self.items), len(self.results), self.running,
-                                      self.counts, verdict))
+        self.tell(verdict)
 
     def finish(self, done: _Done) -> None:
         self.running -= 1
@@ -388,9 +386,16 @@ class _Scheduler:
         self.running += 1
         threading.Thread(target=run.score, args=(item, sub, note),
                          name=f"pair-{item.order}").start()
+        self.tell(None)
+
+    def tell(self, verdict: Verdict | None) -> None:
+        if self.on_progress is not None:
+            self.on_progress(Progress(len(self.items), len(self.results), self.running,
+                                      self.counts, verdict))
 
     def schedule(self) -> dict[int, PairSummary]:
         run = self.run
+        self.tell(None)
         for item in self.items:
             if run.stop.event.is_set():
                 break

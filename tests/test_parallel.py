@@ -120,7 +120,8 @@ def test_admission_waits_while_memory_is_below_the_limit(
     original = progress.Display.update
 
     def update(self: progress.Display, event: batch.Progress) -> None:
-        seen.append(event.running)
+        if event.verdict is not None:  # a pair finished: how many others were still running
+            seen.append(event.running)
         original(self, event)
 
     monkeypatch.setattr(progress.Display, "update", update)
