@@ -8,10 +8,20 @@ import stat
 import time
 from pathlib import Path
 
-from conftest import REPO, RunEval, correct, make_submission, standin_only
+from click.testing import CliRunner
+from conftest import (
+    BWRAP_FLOOR,
+    REPO,
+    STANDIN,
+    RunEval,
+    correct,
+    make_submission,
+    standin_only,
+)
 from test_parallel import PROBLEM, survivors
 
 from lean_eval import lock
+from lean_eval.cli import main
 
 STARTER = (REPO / "workspaces" / PROBLEM / "Submission.lean").read_text(encoding="utf-8")
 MANY = 5000
@@ -82,3 +92,31 @@ def test_summary_has_tallies_every_count_relative_paths_and_one_file_mode(
     modes = {stat.S_IMODE(p.stat().st_mode) for p in
              [run.out / "summary.json", *run.out.glob("*/*.json"), *run.out.glob("*/*.log")]}
     assert modes == {0o644}
+
+
+def test_a_whole_submission_rejection_gives_each_problem_found_its_verdict(
+        run_eval: RunEval, outside: Path, bench_copy: Path) -> None:
+    subs = outside / "subs"
+    good = make_submission(subs, "good", {PROBLEM: {"Submission.lean": correct(PROBLEM)}})
+    twice = make_submission(subs, "twice", {
+        PROBLEM: {"Submission.lean": correct(PROBLEM)},
+        f"fork/{PROBLEM}": {"Submission.lean": correct(PROBLEM)},
+        "double_def": {"Submission.lean": correct("double_def")}})
+    empty = subs / "empty"
+    (empty / "notes").mkdir(parents=True)
+    (empty / "notes" / "README.txt").write_text("no proofs here\n")
+    run = run_eval(good, twice, empty)
+    assert run.code == 0, run.result.output
+    assert run.verdict("good", PROBLEM)["verdict"] == "accepted"
+    for problem in (PROBLEM, "double_def"):
+        assert run.verdict("twice", problem)["verdict"] == "invalid_submission"
+    summary = run.summary()
+    assert {s["id"]: s["tally"]["invalid"] for s in summary["submissions"]}["twice"] == 2
+    hint = {s["id"]: s["hint"] for s in summary["submissions"]}["empty"]
+    assert hint
+    loud = CliRunner().invoke(main, [
+        "run-eval", str(empty), str(good), "--out", str(outside / "loud"), "--benchmark",
+        str(bench_copy), "--toolchain", str(STANDIN), "--skip-probes",
+        "--allow-bwrap-version", BWRAP_FLOOR])
+    assert loud.exit_code == 0, loud.output
+    assert "empty: no problem directory found" in loud.output and "Traceback" not in loud.output
