@@ -273,6 +273,21 @@ def _preflight(tools: batch.Tools, env: dict[str, str], work_dir: Path | None,
     return record
 
 
+def _scoring_dirs(work_dir: Path | None) -> set[Path]:
+    """The run directories under the scoring parent (``lean_eval.lock.RUN_PREFIX``)."""
+    parent = work_dir or Path(tempfile.gettempdir())
+    return set(parent.glob("lean-eval-run-*")) if parent.is_dir() else set()
+
+
+def _say_kept(run_dirs: set[Path], quiet: bool) -> None:
+    """Where --keep-work left the scoring workspaces of this run."""
+    for run_dir in sorted(run_dirs):
+        Console(stderr=True, quiet=quiet).print(
+            f"kept: scoring workspaces in {run_dir} (one <submission>/<problem>/workspace "
+            "directory per pair; remove it when done)", markup=False, highlight=False,
+            soft_wrap=True)
+
+
 @main.command("run-eval")
 @click.argument("submissions", nargs=-1, required=True,
                 type=click.Path(path_type=Path, exists=False))
@@ -350,10 +365,13 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
                                    max_written_file_bytes=max_written_file_bytes, jobs=jobs,
                                    rescore=rescore, shard=shard, memory_limit=memory_limit,
                                    max_processes=max_processes)
+        kept_before = _scoring_dirs(work_dir) if keep_work else set()
         with progress.Display(err, quiet) as display:
             summary = batch.run_batch(list(submissions), cat, tools, options, env,
                                       on_progress=display.update)
         progress.report_end(summary, err, quiet)
+        if keep_work:
+            _say_kept(_scoring_dirs(work_dir) - kept_before, quiet)
     except SetupError as exc:
         _fail(str(exc))
         return

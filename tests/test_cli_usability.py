@@ -341,3 +341,15 @@ def test_help_imports_no_heavy_module() -> None:
     assert done.returncode == 0, done.stdout
     assert b"HEAVY []" in done.stdout, done.stdout[-500:]
     assert cli.PROBE_NAMES == probe.PROBE_NAMES
+
+
+def test_keep_work_says_where_the_workspaces_are(bench_copy: Path, outside: Path,
+                                                  bwrap: str) -> None:
+    result = _run_with_probes(bench_copy, outside, "--skip-probes", "--keep-work")
+    assert result.exit_code == 0, result.output
+    (line,) = [x for x in result.stderr.splitlines() if x.startswith("kept: ")]
+    run_dir = Path(line.split(" in ", 1)[1].split(" (", 1)[0])
+    assert run_dir.parent == outside / "w"
+    assert (run_dir / "sub" / "two_plus_two" / "workspace" / "Submission.lean").is_file()
+    plain = _run_with_probes(bench_copy, outside / "again", "--skip-probes")
+    assert "kept: " not in plain.output
