@@ -127,17 +127,12 @@ def test_start_edit_validate_score(run_eval: RunEval, outside: Path) -> None:
     assert "import Submission.Helpers" in submission.read_text()
     assert "sorry" not in submission.read_text()
 
-    validated = "validate-submission" in main.commands  # type: ignore[attr-defined]
-    if validated:
-        result = CliRunner().invoke(main, ["validate-submission", str(dest), "--benchmark",
-                                           str(run_eval.benchmark)], catch_exceptions=False)
-        assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(main, ["validate-submission", str(dest), "--benchmark",
+                                       str(run_eval.benchmark)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
 
     run = run_eval(dest)
     assert run.code == 0, run.result.output
     assert run.verdict("alice", "two_plus_two")["verdict"] == "accepted"
     assert (run.out / "summary.json").is_file()
     assert "Traceback" not in run.result.output
-    if not validated:
-        pytest.skip("validate-submission step not run: the command "
-                    "`lean-eval validate-submission` does not exist yet")
