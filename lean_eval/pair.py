@@ -87,8 +87,7 @@ def log_path(out_dir: Path, submission_id: str, problem_id: str) -> Path:
 
 def named_problems(sub: intake.Intake) -> tuple[str, ...]:
     """Problem ids whose directories intake found, even when it rejected the whole submission."""
-    named: tuple[str, ...] = getattr(sub, "named", ())  # Intake.named: added with intake's issue
-    return tuple(sorted(set(named) | {e.problem_id for e in sub.problems}))
+    return tuple(sorted(set(sub.named) | {e.problem_id for e in sub.problems}))
 
 
 def jobs_for(sub: intake.Intake, problems: Mapping[str, ProblemWorkspace]) -> list[PairJob]:
