@@ -121,6 +121,11 @@ def _problem_findings(pid: str, files: Mapping[str, bytes],
             config = catalog.parse_config(files[prefix + "config.json"], prefix + "config.json")
             found.extend(Finding(path=prefix + "config.json", message=f"{m} ({manifest})")
                          for m in catalog.hole_differences(problem, config))
+            found.extend(Finding(path=prefix + "config.json",
+                                 message=f"{key} {module!r} is not a module of the workspace")
+                         for key, module in (("challenge_module", config.challenge_module),
+                                             ("solution_module", config.solution_module))
+                         if prefix + module.replace(".", "/") + ".lean" not in files)
         except CatalogError as exc:
             found.append(Finding(path=prefix + "config.json", message=str(exc)))
     found.extend(_lean_findings(pid, problem, files))

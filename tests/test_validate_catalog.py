@@ -129,6 +129,14 @@ def test_names_a_mismatched_hole_name(outside: Path) -> None:
             "'add_comm_explicit'") in result.output
 
 
+def test_names_a_config_naming_a_module_the_workspace_lacks(outside: Path) -> None:
+    result = validate(bench(outside, lambda root: edit(
+        root / "workspaces" / "widget_instance" / "config.json", '"Solution"', '"Bridge"')))
+    assert result.exit_code == 1
+    assert ("workspaces/widget_instance/config.json: solution_module 'Bridge' is not a module "
+            "of the workspace") in result.output
+
+
 def test_names_a_bridge_and_starter_that_disagree(outside: Path) -> None:
     def change(root: Path) -> None:
         edit(root / "workspaces" / "two_plus_two" / "Solution.lean",
