@@ -385,3 +385,25 @@ def test_quiet_silences_the_other_commands(bench_copy: Path, outside: Path) -> N
         quiet = CliRunner().invoke(main, args)
         assert loud.exit_code == 0 and loud.output, (name, loud.output)
         assert (quiet.exit_code, quiet.output) == (0, ""), (name, quiet.output)
+
+
+def test_environment_defaults_take_effect(bench_copy: Path, outside: Path, bwrap: str) -> None:
+    ws = _workspace(bench_copy, outside, correct("two_plus_two"))
+    env = {"LEAN_EVAL_TOOLCHAIN": str(STANDIN), "LEAN_EVAL_ALLOW_BWRAP_VERSION": BWRAP_FLOOR}
+    result = CliRunner().invoke(main, ["test", str(ws)], env=env)
+    assert result.exit_code == 0, result.output
+    missing = CliRunner().invoke(main, ["test", str(ws)],
+                                 env={**env, "LEAN_EVAL_BWRAP": str(outside / "no-bwrap")})
+    assert missing.exit_code == 2 and "no-bwrap" in missing.output
+    flag_wins = CliRunner().invoke(main, ["test", str(ws), "--toolchain", str(outside)],
+                                   env=env)
+    assert flag_wins.exit_code == 2 and "bin/lake" in flag_wins.output
+
+
+def test_run_eval_verbose_shows_every_probe_check(bench_copy: Path, outside: Path,
+                                                  bwrap: str) -> None:
+    result = _run_with_probes(bench_copy, outside, "-v")
+    assert result.exit_code == 0, result.output
+    checks = [line for line in result.stderr.splitlines() if line.startswith("    ok ")]
+    summary = json.loads((outside / "out" / "summary.json").read_text())
+    assert len(checks) == sum(len(p["checks"]) for p in summary["preflight"]["probes"])
