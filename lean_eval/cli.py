@@ -766,9 +766,10 @@ def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
     lean-toolchain, bubblewrap >= 0.12.0 when the system one is older, and the benchmark's
     shared dependencies (built once, then read-only). Steps already done are reported
     `present`; a second run changes nothing."""
-    del toolchain, bwrap_path, allow_bwrap, verbose
+    del bwrap_path, allow_bwrap, verbose
     settings = prepare.Settings(benchmark=(benchmark or _default_benchmark()).resolve(),
-                                env=dict(os.environ), offline=offline, dry_run=dry_run)
+                                env=dict(os.environ), offline=offline, dry_run=dry_run,
+                                toolchain=toolchain.resolve() if toolchain else None)
     try:
         steps = prepare.prepare(settings)
     except SetupError as exc:
