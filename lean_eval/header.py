@@ -15,6 +15,9 @@ not looked at. Invariants (tests/test_header.py):
   identifiers ``[A-Za-z_][A-Za-z0-9_']*`` (no ``«...»`` escapes, no trailing dot, nothing
   attached). A word is read no further than Lean would read it, so where the checker sees the
   header end, Lean does too.
+- A word the checker does not know that is followed, within a few words, by ``import`` (a
+  ``private import`` of some newer Lean, say) rejects the file too, rather than ending the
+  header where Lean might not.
 - Linear in the length of the header: one pass, no backtracking beyond a bounded look-ahead.
 """
 
@@ -27,6 +30,7 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_']*(?:\.[A-Za-z_][A-Za-z0-9_']*)*")
 _ODD_RUN = re.compile(r"[^ \n\r\t]{0,60}")
 _MODIFIERS = ("public", "meta")
 _KEYWORDS = frozenset({"module", "prelude", "import", "public", "meta", "all"})
+_LOOKAHEAD_WORDS = 4
 
 
 class Import(NamedTuple):
@@ -178,6 +182,7 @@ def parse_header(text: str) -> Header:
         elif word == "import" or (word in _MODIFIERS and _leads_to_import(scan, word, end)):
             imports.append(_import(scan))
         else:
+            _refuse_import_ahead(scan, word, end)
             break
         first = False
     return Header(module=module, prelude=prelude, imports=tuple(imports), end=scan.pos)
@@ -189,6 +194,29 @@ def _leads_to_import(scan: _Scanner, word: str, end: int) -> bool:
     if word == "public" and after == "meta":
         after = scan.peek_word_after(scan.after(end) + len("meta"))
     return after == "import"
+
+
+def _refuse_import_ahead(scan: _Scanner, word: str, end: int) -> None:
+    """Fail closed on a modifier the checker does not know (a `private import`, say).
+
+    The header ends at `word` only if no `import` follows within the next few words; else a
+    newer Lean might read an import the checker would never have looked at.
+    """
+    position = end
+    for _ in range(_LOOKAHEAD_WORDS):
+        try:
+            ahead = scan.after(position)
+        except HeaderError:
+            return  # an unterminated comment after the header: Lean fails on it too
+        saved, scan.pos = scan.pos, ahead
+        found = scan.word()
+        scan.pos = saved
+        if found is None:
+            return
+        if found[0] == "import":
+            raise scan.fail(f"{word!r} before an import: a header the checker does not "
+                            "understand")
+        position = found[1]
 
 
 def _import(scan: _Scanner) -> Import:

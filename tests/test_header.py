@@ -108,7 +108,7 @@ def test_arbitrary_text_only_ever_passes_or_is_refused(text: str) -> None:
     ("prelude\nimport Init", ["Init"]),
     ("/-- doc -/ import «X»", []),
     ("/-! doc -/\nimport «X»", []),
-    ("public section\nimport «X»", []),
+    ("public section\ntheorem t : True := trivial", []),
     ("meta def m := 1", []),
     ("import A\r\nimport B", ["A", "B"]),
     ("", []),
@@ -131,6 +131,9 @@ def test_examples(text: str, imports: list[str]) -> None:
     ("import A\n/- x /- y -/\nimport B", "unterminated block comment"),
     ("import", "without a module name"),
     ("«weird» := 1", "U+00AB"),  # fail-closed: nothing non-ASCII where an import may stand
+    ("private import «X»", "'private' before an import"),
+    ("import A\nprivate meta import B", "line 2: 'private' before an import"),
+    ("public section\nimport «X»", "'public' before an import"),
     ("import A\nimport B\nimport C.«D»", "line 3"),
 ])
 def test_refusals_name_the_line_and_the_reason(text: str, fragment: str) -> None:
