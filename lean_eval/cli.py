@@ -329,6 +329,10 @@ def _say_kept(run_dirs: set[Path], quiet: bool) -> None:
               help="Score every pair again, ignoring verdicts already in --out.")
 @click.option("--shard", "shard_text", metavar="K/N",
               help="Score only shard K of N (1-based) of the batch's pairs.")
+@click.option("--private", "private", multiple=True,
+              type=click.Path(path_type=Path, exists=True, file_okay=False),
+              help="Also hide this directory from every sandbox (repeatable); the parents of "
+                   "the inputs and of --out are hidden by default.")
 @common_options
 def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, ...],
              timeout: float, work_dir: Path | None, keep_work: bool, skip_probes: bool,
@@ -336,7 +340,7 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
              max_depth: int, max_archive_bytes: int, intake_timeout: float,
              max_written_file_bytes: int, jobs: int | None, memory_limit: int,
              max_processes: int, rescore: bool, shard_text: str | None,
-             benchmark: Path | None, toolchain: Path | None,
+             private: tuple[Path, ...], benchmark: Path | None, toolchain: Path | None,
              bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
              quiet: bool) -> None:
     """Score SUBMISSION... (directories or .tar/.tar.gz/.tgz archives) against the benchmark.
@@ -364,7 +368,8 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
                                    limits=limits, keep_work=keep_work, preflight=preflight,
                                    max_written_file_bytes=max_written_file_bytes, jobs=jobs,
                                    rescore=rescore, shard=shard, memory_limit=memory_limit,
-                                   max_processes=max_processes)
+                                   max_processes=max_processes,
+                                   private=tuple(p.absolute() for p in private))
         kept_before = _scoring_dirs(work_dir) if keep_work else set()
         with progress.Display(err, quiet) as display:
             summary = batch.run_batch(list(submissions), cat, tools, options, env,

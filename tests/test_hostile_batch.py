@@ -724,3 +724,28 @@ def test_every_verdict_records_the_runs_constant_mask_set(run_eval: RunEval,
     assert all(Path(m).is_dir() for m in first["masks"] if not m.startswith(str(work)))
     assert verdict.Mounts.model_validate(first).masks == tuple(first["masks"])
     assert stat.S_ISDIR(os.stat(subs).st_mode)
+
+
+def _private_run(run_eval: RunEval, outside: Path, *extra: str) -> str:
+    vault = outside / "elsewhere" / "vault"
+    vault.mkdir(parents=True)
+    (vault / "secret.txt").write_text(f"VAULT-{outside.name}\n")
+    subs = outside / "subs"
+    good(subs)
+    read = sh_payload(f"cat {vault / 'secret.txt'} || echo VAULT-DENIED")
+    make_submission(subs, "reader", {P: {"Submission.lean": with_lines(P, read)}})
+    run = run_eval(subs / "reader", subs / "good", out=outside / "runs" / "out", extra=extra)
+    batch_ok(run, outside)
+    return run.log("reader", P)
+
+
+def test_private_option_hides_a_directory_from_every_sandbox(run_eval: RunEval,
+                                                             outside: Path) -> None:
+    log = _private_run(run_eval, outside, "--private", str(outside / "elsewhere"))
+    assert "VAULT-DENIED" in log and f"VAULT-{outside.name}" not in log.split("## stdout")[1]
+
+
+def test_negative_control_without_private_option_the_directory_is_readable(
+        run_eval: RunEval, outside: Path) -> None:
+    log = _private_run(run_eval, outside)
+    assert f"VAULT-{outside.name}" in log.split("## stdout")[1]
