@@ -128,7 +128,9 @@ def _score(catalog: Catalog, tools: batch.Tools, caller_env: Mapping[str, str],
     summary = batch.run_batch(inputs, only, tools, options, caller_env)
     by_name: dict[str, Verdict] = {}
     for pair in summary.pairs:
-        by_name[pair.submission] = Verdict.model_validate_json(Path(pair.path).read_bytes())
+        # summary paths are relative to --out (absolute ones are kept as they are)
+        by_name[pair.submission] = Verdict.model_validate_json(
+            Path(options.out_dir, pair.path).read_bytes())
     findings = []
     for name, (_, expected) in cases.items():
         v = by_name.get(name)
@@ -139,7 +141,8 @@ def _score(catalog: Catalog, tools: batch.Tools, caller_env: Mapping[str, str],
     for _, expectation in cases.values():
         (verdict,) = expectation.verdicts
         expected_counts[verdict] = expected_counts.get(verdict, 0) + 1
-    result = SelfCheck(tuple(findings), dict(summary.counts),
+    counts = {kind: n for kind, n in summary.counts.items() if n}  # the summary lists zeros
+    result = SelfCheck(tuple(findings), dict(sorted(counts.items())),
                        dict(sorted(expected_counts.items())), base)
     if result.ok:
         shutil.rmtree(base, ignore_errors=True)
