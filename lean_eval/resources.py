@@ -96,17 +96,45 @@ def descendants(root: int, table: dict[int, tuple[int, int]]) -> list[int]:
     return found
 
 
+def _tree(root: int) -> dict[int, int]:
+    """pid -> number of threads of every process below ``root``, walking the kernel's
+    ``/proc/<pid>/task/<tid>/children`` lists: the cost is the tree's, not the machine's."""
+    found: dict[int, int] = {}
+    frontier = [root]
+    while frontier:
+        below: list[int] = []
+        for pid in frontier:
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            if pid != root:
+                found[pid] = len(tids)
+            for tid in tids:
+                with (contextlib.suppress(OSError, ValueError),
+                      open(f"/proc/{pid}/task/{tid}/children", "rb") as f):
+                    below += map(int, f.read().split())
+        frontier = [pid for pid in below if pid not in found]
+    return found
+
+
+_WALKABLE = os.path.exists(f"/proc/self/task/{threading.get_native_id()}/children")
+
+
 def tree_usage(root: int) -> tuple[int, int, list[int]]:
     """(private resident bytes, tasks, pids) of the tree below ``root``."""
-    table = process_table()
-    pids = descendants(root, table)
+    if _WALKABLE:
+        threads = _tree(root)
+    else:  # kernels without CONFIG_PROC_CHILDREN: one pass over every process
+        table = process_table()
+        threads = {pid: table[pid][1] for pid in descendants(root, table)}
     memory = 0
-    for pid in pids:
+    for pid in threads:
         with contextlib.suppress(OSError, ValueError, IndexError):
             with open(f"/proc/{pid}/statm", "rb") as f:
                 fields = f.read().split()
             memory += max(0, int(fields[1]) - int(fields[2])) * _PAGE
-    return memory, sum(table[p][1] for p in pids), pids
+    return memory, sum(threads.values()), list(threads)
 
 
 def watch(limits: PairLimits, group: PairGroup | None, emit: Callable[..., None]) -> bool:

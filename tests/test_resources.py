@@ -84,6 +84,26 @@ def test_descendants_follow_parent_links_only() -> None:
     assert sorted(resources.descendants(1, table)) == [2, 3, 4, 5]
 
 
+WALK = """
+import os, sys
+sys.path.insert(0, sys.argv[1])
+from lean_eval import resources as r
+root = os.getppid()  # the shell, with its sleepers and this process below it
+table = r.process_table()
+print(sorted(r.tree_usage(root)[2]) == sorted(r.descendants(root, table)),
+      len(r.descendants(root, table)))
+"""
+
+
+def test_walking_the_tree_finds_what_a_full_scan_finds(tmp_path: Path) -> None:
+    script = tmp_path / "walk.py"
+    script.write_text(WALK)
+    repo = Path(resources.__file__).resolve().parents[1]
+    out = _run(f"for i in 1 2 3 4 5; do sleep 5 & done; {PY} {script} {repo}; kill $(jobs -p)",
+               None)
+    assert out.stdout.split() == [b"True", b"6"], out
+
+
 def test_defaults() -> None:
     assert PairLimits() == PairLimits(8 << 30, 512, "auto")
     assert not PairLimits(None, None).any()
@@ -232,3 +252,40 @@ def test_a_hog_and_a_storm_end_resource_exhausted_beside_an_accepted_pair(
     while _alive_with(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _alive_with(marker) == []
+
+
+def _writable_cgroup2() -> Path | None:
+    try:
+        own = resources.own_cgroup2()
+    except OSError:
+        return None
+    return own if os.access(own / "cgroup.procs", os.W_OK) and os.access(own, os.W_OK) else None
+
+
+@pytest.mark.skipif(_writable_cgroup2() is None, reason="no writable cgroup2 group here")
+def test_the_child_joins_its_pair_group_before_exec_and_the_group_is_removed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cgroup plumbing on the real cgroup2 filesystem, even where it offers no memory or pids
+    controller to enforce with: the child is inside the pair's group from its first
+    instruction, and the group is gone when run() returns."""
+    own = _writable_cgroup2()
+    assert own is not None
+    parent = own / f"lean-eval-test-{os.getpid()}-{secrets.token_hex(4)}"
+    parent.mkdir()
+    try:
+        def bare_group(under: Path, limits: PairLimits) -> resources.PairGroup:
+            (under / "pair").mkdir()
+            return resources.PairGroup(under / "pair")
+
+        monkeypatch.setattr(resources, "cgroup_parent", lambda: parent)
+        monkeypatch.setattr(resources, "make_pair_group", bare_group)
+        out = process.run(("/bin/cat", "/proc/self/cgroup"), env={}, cwd=Path("/"), timeout=30,
+                          limits=PairLimits(1 << 30, 64))
+        mine = next(ln for ln in Path("/proc/self/cgroup").read_text().splitlines()
+                    if ln.startswith("0::"))
+        inside = os.path.join(mine[3:], parent.name, "pair")
+        assert f"0::{inside}\n".encode() in out.stdout, out.stdout
+        assert (out.limits_mechanism, out.limit_exceeded) == ("cgroup_v2", None)
+        assert not (parent / "pair").exists()
+    finally:
+        parent.rmdir()
