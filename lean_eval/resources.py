@@ -14,8 +14,9 @@ Invariants:
   ``unavailable_reason()`` says why. Exceeding a limit never yields ``rejected``.
 - The watchdog counts tasks (threads included, like ``pids.max``) and private resident memory
   (``statm`` resident minus shared, so mapped files such as .olean are not counted once per
-  process). It samples every ``WATCHDOG_INTERVAL`` seconds: a tree can overshoot the memory
-  limit by what it allocates in one interval, and it cannot see tmpfs pages no process maps.
+  process). It samples every ``WATCHDOG_INTERVAL`` seconds, walking only the pair's own tree
+  (so its cost does not grow with the batch): a tree can overshoot a limit by what it allocates
+  or forks in one interval, and it cannot see tmpfs pages no process maps.
   ``RLIMIT_NPROC`` is per user and is not used.
 - This module imports no third-party package: the reaper (lean_eval.process) imports it.
 """
