@@ -267,9 +267,9 @@ def make_parent(base: Path | None = None) -> Path:
         (leaf / "cgroup.procs").write_text(str(os.getpid()))
         try:
             _enable(own)
-        except OSError:
+        except OSError:  # others live in `own` too: go back, the watchdog will do
             (own / "cgroup.procs").write_text(str(os.getpid()))
-            leaf.rmdir()
+            _remove_quietly(leaf)
             raise
     parent = own / f"lean-eval-{os.getpid()}"
     parent.mkdir(exist_ok=True)

@@ -129,6 +129,42 @@ def test_parent_group_enables_memory_and_pids(tmp_path: Path) -> None:
     assert (parent / "cgroup.subtree_control").read_text() == "+memory +pids"
 
 
+def _busy_until(monkeypatch: pytest.MonkeyPatch, own: Path, moved: bool) -> None:
+    """Enabling controllers in ``own`` fails while it holds processes (the kernel's EBUSY):
+    here, until the harness has moved to its leaf (or forever, when others live there too)."""
+    enable = resources._enable
+
+    def fake(group: Path) -> None:
+        leaf = own / f"lean-eval-harness-{os.getpid()}" / "cgroup.procs"
+        if group == own and not (moved and leaf.exists()):
+            raise OSError(16, "Device or resource busy")
+        enable(group)
+
+    monkeypatch.setattr(resources, "_enable", fake)
+
+
+def test_a_harness_in_a_busy_group_moves_itself_into_a_leaf(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    own = _fake_group(tmp_path / "own")
+    _fake_group(own / f"lean-eval-{os.getpid()}", "memory pids")
+    _busy_until(monkeypatch, own, moved=True)
+    parent = resources.make_parent(own)
+    leaf = own / f"lean-eval-harness-{os.getpid()}"
+    assert (leaf / "cgroup.procs").read_text() == str(os.getpid())
+    assert (own / "cgroup.subtree_control").read_text() == "+memory +pids"
+    assert parent == own / f"lean-eval-{os.getpid()}"
+
+
+def test_a_group_shared_with_others_gives_up_and_moves_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    own = _fake_group(tmp_path / "own")
+    _busy_until(monkeypatch, own, moved=False)
+    with pytest.raises(OSError, match="busy"):
+        resources.make_parent(own)
+    assert (own / "cgroup.procs").read_text() == str(os.getpid())  # back where it was
+    assert not (own / f"lean-eval-{os.getpid()}").exists()
+
+
 def test_a_group_without_the_controllers_is_refused(tmp_path: Path) -> None:
     own = _fake_group(tmp_path / "own", "hugetlb")
     with pytest.raises(OSError, match="does not offer memory and pids"):
