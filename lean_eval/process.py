@@ -117,35 +117,13 @@ def run(
         raise ValueError("output_cap and grace must not be negative")
     if not sys.executable:
         raise ProcessStartError(f"cannot start {argv[0]!r}: no Python interpreter for the reaper")
-    group, mechanism = _limit_group(argv[0], limits)
+    group, mechanism = resources.enforcement(argv[0], limits)
     try:
         return _run(argv, env=env, cwd=cwd, timeout=timeout, output_cap=output_cap, grace=grace,
                     rlimits=rlimits, limits=limits, group=group, mechanism=mechanism)
     finally:
         if group is not None:
             group.remove()
-
-
-def _limit_group(name: str, limits: resources.PairLimits | None,
-                 ) -> tuple[resources.PairGroup | None, str | None]:
-    """The pair's cgroup (or None for the watchdog) and the mechanism's name."""
-    if limits is None or not limits.any():
-        return None, None
-    if limits.mechanism not in resources.MECHANISMS:
-        raise ValueError(f"unknown limits mechanism {limits.mechanism!r}")
-    if limits.mechanism == "watchdog":
-        return None, "watchdog"
-    parent = resources.cgroup_parent()
-    if parent is not None:
-        try:
-            return resources.make_pair_group(parent, limits), "cgroup_v2"
-        except OSError as exc:
-            if limits.mechanism == "cgroup_v2":
-                raise ProcessStartError(f"cannot limit {name!r}: {exc}") from exc
-    elif limits.mechanism == "cgroup_v2":
-        raise ProcessStartError(
-            f"cannot limit {name!r} with cgroup v2: {resources.unavailable_reason()}")
-    return None, "watchdog"
 
 
 def _run(argv: tuple[str, ...], *, env: Mapping[str, str], cwd: Path, timeout: float | None,

@@ -34,6 +34,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from lean_eval.errors import ProcessStartError
+
 DEFAULT_MEMORY_LIMIT = 8 << 30
 DEFAULT_MAX_PROCESSES = 512
 MECHANISMS = ("auto", "cgroup_v2", "watchdog")
@@ -317,3 +319,25 @@ def make_pair_group(parent: Path, limits: PairLimits) -> PairGroup:
         group.remove()
         raise
     return group
+
+
+def enforcement(name: str, limits: PairLimits | None) -> tuple[PairGroup | None, str | None]:
+    """How run() enforces ``limits`` for ``name``: the pair's fresh cgroup (None for the
+    watchdog) and the mechanism's name; (None, None) without limits."""
+    if limits is None or not limits.any():
+        return None, None
+    if limits.mechanism not in MECHANISMS:
+        raise ValueError(f"unknown limits mechanism {limits.mechanism!r}")
+    if limits.mechanism == "watchdog":
+        return None, "watchdog"
+    parent = cgroup_parent()
+    if parent is not None:
+        try:
+            return make_pair_group(parent, limits), "cgroup_v2"
+        except OSError as exc:
+            if limits.mechanism == "cgroup_v2":
+                raise ProcessStartError(f"cannot limit {name!r}: {exc}") from exc
+    elif limits.mechanism == "cgroup_v2":
+        raise ProcessStartError(
+            f"cannot limit {name!r} with cgroup v2: {unavailable_reason()}")
+    return None, "watchdog"
