@@ -60,9 +60,19 @@ OUTSIDE_DEFAULT = "/srv/lean-eval-tests"
 _SESSION: dict[str, Path] = {}
 
 
+_SYSTEM_TMP_BEFORE: set[str] = set()
+
+
+def _lean_eval_entries() -> set[str]:
+    """lean-eval entries directly in /tmp, other test sessions' private bases aside."""
+    return {p.name for p in Path("/tmp").glob("lean-eval-*")
+            if not p.name.startswith("lean-eval-pytest-")}
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Point the system temp dir (TMPDIR and :mod:`tempfile`) at a private session base."""
     del config
+    _SYSTEM_TMP_BEFORE.update(_lean_eval_entries())
     base = Path(tempfile.mkdtemp(prefix="lean-eval-pytest-", dir="/tmp"))
     base.chmod(0o1777)  # like /tmp: probes also run as an unprivileged user
     _SESSION["tmp"] = base
@@ -93,6 +103,10 @@ def no_litter() -> Iterator[None]:
     if left:
         pytest.fail(f"the run left {len(left)} lean-eval entr(y/ies) in the system temp dir "
                     f"{base}: {', '.join(left[:10])}")
+    # A child that ignored TMPDIR would write to /tmp itself.
+    stray = sorted(_lean_eval_entries() - _SYSTEM_TMP_BEFORE)
+    if stray:
+        pytest.fail(f"/tmp gained lean-eval entries during the run: {', '.join(stray[:10])}")
 
 
 def outside_problem(base: Path) -> str | None:
