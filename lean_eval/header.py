@@ -27,6 +27,7 @@ import re
 from typing import NamedTuple
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_']*(?:\.[A-Za-z_][A-Za-z0-9_']*)*")
+_COMMENT_MARK = re.compile(r"/-|-/")  # Lean scans left to right: the leftmost mark wins
 _ODD_RUN = re.compile(r"[^ \n\r\t]{0,60}")
 _MODIFIERS = ("public", "meta")
 _KEYWORDS = frozenset({"module", "prelude", "import", "public", "meta", "all"})
@@ -83,16 +84,15 @@ class _Scanner:
                 return
 
     def _block_comment(self) -> None:
-        text, depth, start = self.text, 1, self.pos
+        """Skip a nested block comment; each `/-` or `-/` is found once (linear overall)."""
+        depth, start = 1, self.pos
         self.pos += 2
         while depth:
-            close, opening = text.find("-/", self.pos), text.find("/-", self.pos)
-            if close < 0:
+            mark = _COMMENT_MARK.search(self.text, self.pos)
+            if mark is None:
                 raise self.fail("an unterminated block comment", start)
-            if 0 <= opening < close:
-                depth, self.pos = depth + 1, opening + 2
-            else:
-                depth, self.pos = depth - 1, close + 2
+            depth += 1 if mark.group() == "/-" else -1
+            self.pos = mark.end()
 
     def word(self) -> tuple[str, int] | None:
         """The identifier chain at the current position (not consumed) and its end."""

@@ -139,3 +139,13 @@ def test_examples(text: str, imports: list[str]) -> None:
 def test_refusals_name_the_line_and_the_reason(text: str, fragment: str) -> None:
     message = check_header(text)
     assert message is not None and fragment in message, message
+
+
+def test_long_comments_are_read_in_linear_time() -> None:
+    """A quadratic comment scan would not finish within the test timeout on these."""
+    unterminated = "/- " * 400_000
+    assert "unterminated block comment" in (check_header(unterminated) or "")
+    nested = "/- " * 300_000 + " import «X» " + "-/ " * 300_000 + "\nimport A"
+    assert [i.module for i in parse_header(nested).imports] == ["A"]
+    lines = "-- import «X»\n" * 100_000 + "import A\n"
+    assert [i.module for i in parse_header(lines).imports] == ["A"]
