@@ -111,7 +111,7 @@ def _verdict(job: PairJob, ctx: RunContext, outcome: Outcome, execution: Executi
         "identity": ctx.ident, "trusted_files": problem.digests,
         "submission_files": files, "ignored": ignored,
         "timings": extra.pop("timings", Timings(wall_seconds=0.0)),
-        "probes_skipped": ctx.probes_skipped,
+        "probes_skipped": ctx.probes_skipped, "mounts": ctx.mounts,
         **({"resume_key": job.resume_key} if job.resume_key is not None else {}), **extra,
     })
 
@@ -156,7 +156,7 @@ def _score(job: PairJob, ctx: RunContext, dirs: workspace.PairDirs, started: flo
                     exit_code=result.outcome.returncode, signal=result.outcome.signal,
                     timings=Timings(wall_seconds=round(time.monotonic() - started, 3),
                                     phases=result.phase_seconds),
-                    log=LogRef(path=str(log), tail=result.log_tail), mounts=ctx.mounts,
+                    log=LogRef(path=str(log), tail=result.log_tail),
                     limits=result.limits)
 
 
@@ -165,7 +165,7 @@ def _failed(job: PairJob, ctx: RunContext, exc: BaseException, stage: str,
     log = log_path(ctx.out_dir, job.sub.submission_id, job.problem_id)
     return _verdict(job, ctx, "error", "harness_error", harness_reason(exc, stage),
                     timings=Timings(wall_seconds=round(time.monotonic() - started, 3)),
-                    log=LogRef(path=str(log) if log.is_file() else None), mounts=ctx.mounts)
+                    log=LogRef(path=str(log) if log.is_file() else None))
 
 
 def run_pair(job: PairJob, ctx: RunContext) -> Verdict:

@@ -160,7 +160,7 @@ class Verdict(_Model):
     ignored: tuple[str, ...] = ()
     log: LogRef = LogRef(path=None)
     probes_skipped: bool = False  # --skip-probes: local reproduction only
-    mounts: Mounts | None = None  # None: no sandbox was planned for this pair's run
+    mounts: Mounts | None = None  # the run's mask set (None: written outside a run)
     cleanup: tuple[str, ...] = ()  # paths of the pair's scoring directory removal left behind
     # SHA-256 of everything this verdict depends on (inputs, identity, options): a re-run on the
     # same --out reuses the file when its key matches (design §5.5 "Resume")

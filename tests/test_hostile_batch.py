@@ -715,11 +715,13 @@ def test_every_verdict_records_the_runs_constant_mask_set(run_eval: RunEval,
     subs = outside / "subs"
     good(subs)
     make_submission(subs, "other", {P: {"Submission.lean": correct(P)}})
+    make_submission(subs, "starter", {P: {"Submission.lean": _starter(P)}})
     work = outside / "work"
-    run = run_eval(subs / "good", subs / "other", extra=("--work-dir", str(work)))
+    run = run_eval(subs / "good", subs / "other", subs / "starter",
+                   extra=("--work-dir", str(work)))
     batch_ok(run, outside)
     first, second = run.verdict("good", P)["mounts"], run.verdict("other", P)["mounts"]
-    assert first == second
+    assert first == second == run.verdict("starter", P)["mounts"]
     assert str(subs) in first["masks"] and str(run.out.parent) in first["masks"]
     assert all(Path(m).is_dir() for m in first["masks"] if not m.startswith(str(work)))
     assert verdict.Mounts.model_validate(first).masks == tuple(first["masks"])
