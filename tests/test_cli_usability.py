@@ -11,7 +11,15 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner, Result
-from conftest import BWRAP_FLOOR, REPO, STANDIN, correct, make_submission, outside_problem
+from conftest import (
+    BWRAP_FLOOR,
+    REPO,
+    STANDIN,
+    correct,
+    make_submission,
+    outside_problem,
+    with_lines,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -407,3 +415,15 @@ def test_run_eval_verbose_shows_every_probe_check(bench_copy: Path, outside: Pat
     checks = [line for line in result.stderr.splitlines() if line.startswith("    ok ")]
     summary = json.loads((outside / "out" / "summary.json").read_text())
     assert len(checks) == sum(len(p["checks"]) for p in summary["preflight"]["probes"])
+
+
+def test_test_timeout_and_work_dirs_take_effect(bench_copy: Path, outside: Path,
+                                                bwrap: str) -> None:
+    ws = _workspace(bench_copy, outside, with_lines("two_plus_two", "-- standin-io: sleep 20"))
+    started = time.monotonic()
+    result = _invoke("test", str(ws), "--timeout", "2", "-v")
+    assert result.exit_code == 1 and "execution timed_out" in result.stdout, result.output
+    assert time.monotonic() - started < 18
+    probes = _probe(bench_copy, outside, "--only", "env_dump", "-q")
+    assert probes.exit_code == 0 and (outside / "w").is_dir()
+    assert not any((outside / "w").iterdir())  # the probes' scratch is removed afterwards
