@@ -236,10 +236,32 @@ def test_duplicate_problem_directories_reject_the_whole_submission(
         f"a/{GOOD}": {"Submission.lean": correct(GOOD)},
         f"b/{GOOD}": {"Submission.lean": correct(GOOD)},
         BAD: {"Submission.lean": correct(BAD)}})
-    run = run_eval(root)
-    (sub,) = run.summary()["submissions"]
+    other = make_submission(outside / "subs", "other", {GOOD: {"Submission.lean": correct(GOOD)}})
+    run = run_eval(root, other)
+    assert "Traceback" not in run.result.output, run.result.output
+    sub = next(s for s in run.summary()["submissions"] if s["id"] == "dup")
     assert f"a/{GOOD}" in sub["rejection"] and f"b/{GOOD}" in sub["rejection"]
-    assert all(p["verdict"] == "invalid_submission" for p in run.summary()["pairs"])
+    for problem in (GOOD, BAD):  # every problem the rejected submission names has a verdict
+        verdict = run.verdict("dup", problem)
+        assert verdict["verdict"] == "invalid_submission"
+        assert verdict["reason"]["message"] == sub["rejection"]
+    assert run.verdict("other", GOOD)["verdict"] == "accepted"
+    assert run.code == 0
+
+
+def test_submission_without_problem_directories_gets_a_hint(run_eval: RunEval,
+                                                          outside: Path) -> None:
+    top = make_submission(outside / "subs", "top", {".": {"Submission.lean": correct(GOOD)}})
+    dashed = make_submission(outside / "subs", "dashed", {
+        "two-plus-two": {"Submission.lean": correct(GOOD)}})
+    other = make_submission(outside / "subs", "other", {GOOD: {"Submission.lean": correct(GOOD)}})
+    run = run_eval(top, dashed, other)
+    assert "Traceback" not in run.result.output, run.result.output
+    hints = {s["id"]: s["hint"] for s in run.summary()["submissions"]}
+    assert "Submission.lean is at the top level" in hints["top"]
+    assert "did you mean two_plus_two?" in hints["dashed"]
+    assert hints["other"] is None
+    assert run.verdict("other", GOOD)["verdict"] == "accepted"
 
 
 def test_fork_layout_is_found(run_eval: RunEval, outside: Path) -> None:
