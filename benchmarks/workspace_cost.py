@@ -42,7 +42,7 @@ def _time(base: Path, shared: Path | None, repeat: int) -> float:
         dirs = workspace.pair_dirs(base / "score", "s", f"p{i}")
         workspace.plan_scoring_root(base / "score", [("s", f"p{i}")])
         started = time.perf_counter()
-        workspace.materialise(dirs, TRUSTED, OVERLAY, shared)
+        workspace.materialise(dirs, TRUSTED, {}, OVERLAY, shared)
         samples.append(time.perf_counter() - started)
     return statistics.median(samples)
 
