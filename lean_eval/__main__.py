@@ -2,4 +2,4 @@
 
 from lean_eval.cli import main
 
-main()
+main(prog_name="lean-eval")
