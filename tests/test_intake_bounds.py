@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, RunEval, correct, make_submission
+from test_hostile_batch import no_survivor
 
 from lean_eval.intake import IntakeLimits, read_submission
 from lean_eval.process import run
@@ -189,3 +190,5 @@ def test_bombs_in_a_batch_cost_only_their_submission(run_eval: RunEval, outside:
     assert sorted(rejected) == ["globalbomb", "paxbomb"]
     assert all(s["rejection_code"] == "limit_exceeded" for s in rejected.values())
     assert run.code == 0, output
+    assert (run.out / "summary.json").is_file()
+    no_survivor(outside)

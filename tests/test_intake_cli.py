@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import PROBLEMS, Run, RunEval, correct, make_submission
+from test_hostile_batch import no_survivor
 from test_intake_layout import fork_archive
 
 GOOD = "two_plus_two"
@@ -247,6 +248,7 @@ def test_duplicate_problem_directories_reject_the_whole_submission(
         assert verdict["reason"]["message"] == sub["rejection"]
     assert run.verdict("other", GOOD)["verdict"] == "accepted"
     assert run.code == 0
+    no_survivor(outside)
 
 
 def test_submission_without_problem_directories_gets_a_hint(run_eval: RunEval,
@@ -262,6 +264,7 @@ def test_submission_without_problem_directories_gets_a_hint(run_eval: RunEval,
     assert "did you mean two_plus_two?" in hints["dashed"]
     assert hints["other"] is None
     assert run.verdict("other", GOOD)["verdict"] == "accepted"
+    no_survivor(outside)
 
 
 def test_fork_layout_is_found(run_eval: RunEval, outside: Path) -> None:
@@ -292,6 +295,7 @@ def test_path_too_long_under_the_scoring_root_rejects_only_its_pair(
     assert run.verdict("other", GOOD)["verdict"] == "accepted"
     assert (run.out / "summary.json").is_file()
     assert run.code == 0, run.result.output
+    no_survivor(outside)
 
 
 def test_git_archive_fork_with_one_workspace_solved(run_eval: RunEval, outside: Path) -> None:
@@ -307,3 +311,4 @@ def test_git_archive_fork_with_one_workspace_solved(run_eval: RunEval, outside: 
     assert pairs == {pid: "accepted" if pid == GOOD else "unchanged" for pid in PROBLEMS}
     assert run.verdict("other", BAD)["verdict"] == "accepted"
     assert run.code == 0, output
+    no_survivor(outside)
