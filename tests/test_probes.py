@@ -281,7 +281,8 @@ def test_script_json_output(outside: Path, bwrap: str) -> None:
 # --- unprivileged --------------------------------------------------------------------------------
 
 DEPENDENCIES = ("pydantic", "pydantic_core", "annotated_types", "typing_extensions",
-                "typing_inspection", "click", "rich", "markdown_it", "mdurl", "pygments")
+                "typing_inspection", "click", "rich", "markdown_it", "mdurl", "pygments",
+                "packaging")
 NOBODY = 65534
 
 
