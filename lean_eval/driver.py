@@ -219,8 +219,10 @@ def _signal_name(sig: int) -> str:
 
 def _infrastructure_exit(errors: list[str]) -> tuple[Execution, str] | None:
     """A child or kernel Lake reports as ended by a signal (exit 128+n or -n): never a
-    rejection, whoever printed the line (a forged one only costs its printer)."""
-    for line in errors:
+    rejection. Lake's final line decides, unless it is the generic ``Child exited with <n>`` of
+    a sandboxed step, whose own lines above it may say that its compiler was killed (a forged
+    one only costs its printer); a comparator judgement line stays a rejection."""
+    for line in errors if _CHILD_EXIT.match(errors[-1]) else errors[-1:]:
         found = _EXIT_STATUS.match(line)
         if found is None:
             continue
