@@ -62,17 +62,19 @@ def main() -> None:
     twice = broken = alive = 0
     try:
         bench = bench_copy(where)
-        # Every third pair is a real sandboxed build, the rest unchanged starters.
+        # Every pair is a real sandboxed build lasting a second or two; every fifth is an
+        # unchanged starter (verdict without a sandbox), so kills land in both kinds of work.
+        build = correct() + "\n-- standin-io: sleep 1\n"
         subs = [submission(where / "subs", f"k{i:03d}",
-                           {"Submission.lean": correct() if i % 3 == 0 else starter()})
+                           {"Submission.lean": starter() if i % 5 == 4 else build})
                 for i in range(args.pairs)]
         out, work, pidfile = where / "out", where / "work", where / "harness.pid"
         extra = ("--work-dir", str(work), "--jobs", "2")
         seen: dict[Path, tuple[int, int]] = {}
-        kills = 0
+        kills = mid_run = 0
         for _ in range(args.kills):
             pidfile.unlink(missing_ok=True)
-            delay = rng.uniform(0.3, 4.0)
+            delay = rng.uniform(1.0, 10.0)  # start-up is ~3 s, a full run ~100 s
 
             def killer(wait: float = delay) -> None:
                 deadline = time.monotonic() + 60
@@ -87,6 +89,7 @@ def main() -> None:
                               env_extra={"BENCH_PIDFILE": str(pidfile)})
             thread.join()
             kills += result.signal == signal.SIGKILL
+            mid_run += result.signal == signal.SIGKILL and not (out / "summary.json").exists()
             time.sleep(0.5)
             alive += len(survivors(str(where)))
             t, b = _scan(out, seen)
@@ -104,7 +107,8 @@ def main() -> None:
         print(f"last run: exit {final.returncode}, {reused} verdicts reused")
     finally:
         shutil.rmtree(where, ignore_errors=True)
-    print(f"{kills} SIGKILLs of a {args.pairs}-pair run: lost {lost}, scored twice {twice}, "
+    print(f"{kills} SIGKILLs ({mid_run} before any run had finished) of a {args.pairs}-pair "
+          f"run: lost {lost}, scored twice {twice}, "
           f"half-written {broken}, survivors {alive} (target 0 each: "
           f"{'met' if lost == twice == broken == alive == 0 else 'MISSED'})")
 
