@@ -21,20 +21,18 @@ from __future__ import annotations
 
 import os
 import queue
-import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from types import FrameType
 from typing import Any, NamedTuple
 
 from lean_eval import driver, intake, lock, pair, resume, sandbox, workspace
 from lean_eval.catalog import Catalog
 from lean_eval.errors import OutputError, UsageError
+from lean_eval.interrupt import Stop, signals, terminate_children
 from lean_eval.resume import Planned, RunOptions, Tools, identity, not_probed
 from lean_eval.shard import batch_digest, in_shard, options_digest
 from lean_eval.verdict import (
@@ -130,51 +128,6 @@ def default_jobs(memory_limit: int) -> int:
     return max(1, min(cpus, available // max(memory_limit, 1)))
 
 
-class _Stop:
-    """Set by SIGINT/SIGTERM (or a fault): no more admissions."""
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.signum: int | None = None
-        self.fault: str | None = None
-
-    def handle(self, signum: int, frame: FrameType | None) -> None:
-        del frame
-        if self.signum is None:
-            self.signum = signum
-        self.event.set()
-        _terminate_children()
-
-
-def _terminate_children() -> None:
-    """SIGTERM every direct child of this process: the pairs' reapers, which then TERM, KILL
-    and sweep their pair's whole tree. Pids come from /proc, so only our own children."""
-    me = os.getpid()
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as handle:
-                stat = handle.read()
-            if int(stat.rsplit(")", 1)[1].split()[1]) == me:
-                os.kill(int(name), signal.SIGTERM)
-        except (OSError, ValueError, IndexError):
-            continue
-
-
-@contextmanager
-def _signals(stop: _Stop) -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.signal(s, stop.handle) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-
-
 class _Done(NamedTuple):
     item: Planned
     verdict: Verdict | None  # None: discarded (interrupted) or never produced
@@ -186,12 +139,12 @@ class _Run:
 
     def __init__(self, inputs: Sequence[Path], catalog: Catalog, tools: Tools,
                  options: RunOptions, caller_env: Mapping[str, str], out_dir: Path,
-                 root: Path, ident: Identity, preflight: Preflight) -> None:
+                 root: Path, ident: Identity, preflight: Preflight, stop: Stop) -> None:
         self.catalog, self.options, self.out_dir = catalog, options, out_dir
         self.problem_ids = frozenset(catalog.problems)
         self.ctx = self._context(inputs, tools, caller_env, root, ident, preflight)
         self.done: queue.SimpleQueue[_Done] = queue.SimpleQueue()
-        self.stop = _Stop()
+        self.stop = stop
         self.jobs = options.jobs or default_jobs(options.memory_limit)
         self.reused = 0
 
@@ -290,31 +243,40 @@ def run_batch(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options: R
     options.out_dir.mkdir(parents=True, exist_ok=True)
     out_dir = options.out_dir.resolve()
     out_lock = lock.OutLock(out_dir)
+    stop = Stop()  # from here on, SIGINT/SIGTERM end the run with an `interrupted` summary
     try:
-        lock.remove_stray_temps(out_dir)
-        ident = identity(catalog, tools)
-        preflight = options.preflight or not_probed(tools)
-        plans, items = _plan(ids, catalog, options, ident, preflight)
-        digest = batch_digest((i.sid, i.pid) for i in items)
-        if options.shard is not None:
-            items = [i for i in items if in_shard(i.sid, i.pid, options.shard)]
-        run_dir = _run_dir(options)
-        try:
-            run = _Run(inputs, catalog, tools, options, caller_env, out_dir, run_dir.path,
-                       ident, preflight)
-            with _signals(run.stop):
-                results = _Scheduler(run, items, on_verdict, on_progress).schedule()
-        finally:
-            run_dir.release(keep=options.keep_work or options.scoring_root is not None)
-            if not options.keep_work:
-                workspace.remove_tree(run_dir.path)
-        shard = None if options.shard is None else ShardInfo(
-            k=options.shard.k, n=options.shard.n, batch_digest=digest,
-            options_digest=options_digest(resume.verdict_options(options, preflight)))
-        return _summary(started_at, ident, preflight, catalog, plans, items, results, out_dir,
-                        run, shard)
+        with signals(stop):
+            return _run(inputs, ids, catalog, tools, options, caller_env, out_dir, stop,
+                        started_at, on_verdict, on_progress)
     finally:
         out_lock.close()
+
+
+def _run(inputs: Sequence[Path], ids: Sequence[tuple[str, Path]], catalog: Catalog,
+         tools: Tools, options: RunOptions, caller_env: Mapping[str, str], out_dir: Path,
+         stop: Stop, started_at: str, on_verdict: Callable[[Verdict], None] | None,
+         on_progress: Callable[[Progress], None] | None) -> Summary:
+    lock.remove_stray_temps(out_dir)
+    ident = identity(catalog, tools)
+    preflight = options.preflight or not_probed(tools)
+    plans, items = _plan(ids, catalog, options, ident, preflight)
+    digest = batch_digest((i.sid, i.pid) for i in items)
+    if options.shard is not None:
+        items = [i for i in items if in_shard(i.sid, i.pid, options.shard)]
+    run_dir = _run_dir(options)
+    try:
+        run = _Run(inputs, catalog, tools, options, caller_env, out_dir, run_dir.path,
+                   ident, preflight, stop)
+        results = _Scheduler(run, items, on_verdict, on_progress).schedule()
+    finally:
+        run_dir.release(keep=options.keep_work or options.scoring_root is not None)
+        if not options.keep_work:
+            workspace.remove_tree(run_dir.path)
+    shard = None if options.shard is None else ShardInfo(
+        k=options.shard.k, n=options.shard.n, batch_digest=digest,
+        options_digest=options_digest(resume.verdict_options(options, preflight)))
+    return _summary(started_at, ident, preflight, catalog, plans, items, results, out_dir,
+                    run, shard)
 
 
 def _run_dir(options: RunOptions) -> lock.RunDir:
@@ -411,7 +373,7 @@ class _Scheduler:
         while self.running > 0:
             self.drain(True)
             if run.stop.signum is not None and time.monotonic() - last_kill > 1:
-                _terminate_children()  # a pair admitted just before the signal started since
+                terminate_children()  # a pair admitted just before the signal started since
                 last_kill = time.monotonic()
         return self.results
 
