@@ -169,6 +169,13 @@ def run(args: argparse.Namespace, base: Path) -> int:
     failures = []
     if set(verdicts["correct"]) != {"accepted"}:
         failures.append(f"correct pairs not all accepted: {dict(verdicts['correct'])}")
+        for path, kind in inputs.items():
+            verdict = out / path.name / f"{P}.json"
+            if kind == "correct" and verdict.exists():
+                data = json.loads(verdict.read_text())
+                if data["verdict"] != "accepted":
+                    print(f"  {path.name}: {data['verdict']} {data['reason']}")
+                    print("    " + "\n    ".join(data["log"]["tail"][-25:]))
     if missing:
         failures.append(f"pairs without a verdict: {missing[:5]}")
     if alive:
