@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from lean_eval import driver, intake, lock, pair, resume, sandbox, workspace
 from lean_eval.catalog import Catalog
@@ -163,18 +163,13 @@ class _Run:
                                   private=private, keep=keep)
         # Never filtered through outside_lake_masks: visible under /home, /tmp, ... too (§6.12).
         ro_binds = (os.path.realpath(shared),) if shared else ()
-        extra: dict[str, Any] = {}
-        fields = driver.DriverSettings._fields
-        if "memory_limit" in fields:
-            extra["memory_limit"] = options.memory_limit
-        if "max_processes" in fields:
-            extra["max_processes"] = options.max_processes
         work = [options.work_dir] if options.work_dir else []
         settings = driver.DriverSettings(
             toolchain=tools.toolchain, bwrap=tools.bwrap.path, caller_env=caller_env,
             timeout=options.timeout, writable_roots=(root, self.out_dir, *work),
             ro_binds=ro_binds, masks=masks.masks, file_masks=masks.file_masks,
-            reexposed=masks.reexposed, max_file_bytes=options.max_written_file_bytes, **extra)
+            reexposed=masks.reexposed, max_file_bytes=options.max_written_file_bytes,
+            memory_limit=options.memory_limit, max_processes=options.max_processes)
         mounts = Mounts(masks=masks.masks, file_masks=masks.file_masks,
                         reexposed=masks.reexposed, ro_binds=ro_binds, notes=masks.notes)
         return pair.RunContext(problems=catalog.problems, settings=settings, ident=ident,

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import NamedTuple
 
-from lean_eval import __version__, driver, intake, pair
+from lean_eval import __version__, driver, intake, pair, resources
 from lean_eval.bubblewrap import BwrapInfo
 from lean_eval.catalog import Catalog, ProblemWorkspace
 from lean_eval.shard import Shard
@@ -31,8 +31,8 @@ from lean_eval.verdict import (
     Verdict,
 )
 
-DEFAULT_MEMORY_LIMIT = 8 << 30
-DEFAULT_MAX_PROCESSES = 512
+DEFAULT_MEMORY_LIMIT = resources.DEFAULT_MEMORY_LIMIT
+DEFAULT_MAX_PROCESSES = resources.DEFAULT_MAX_PROCESSES
 
 
 class RunOptions(NamedTuple):
