@@ -521,7 +521,7 @@ def masked_bench(request: pytest.FixtureRequest, bench_copy: Path) -> Iterator[P
     parent = Path(str(request.param))
     if not parent.is_dir():
         pytest.skip(f"{parent} does not exist here")
-    base = Path(tempfile.mkdtemp(prefix="lean-eval-h3a-bench-", dir=parent))
+    base = Path(tempfile.mkdtemp(prefix="le-shared-pkg-bench-", dir=parent))
     base.chmod(0o755)
     bench = base / "bench"
     shutil.copytree(bench_copy, bench)
