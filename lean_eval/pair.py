@@ -99,16 +99,16 @@ def jobs_for(sub: intake.Intake, problems: Mapping[str, ProblemWorkspace]) -> li
 
 def _verdict(job: PairJob, ctx: RunContext, outcome: Outcome, execution: Execution,
              reason: Reason, **extra: object) -> Verdict:
-    problem = ctx.problems[job.problem_id]
+    problem = ctx.problems.get(job.problem_id)  # None only for a job the catalog lacks
     sub = job.sub
     files = {f.relpath: f.sha256 for f in job.entry.files} if job.entry else {}
     ignored = job.entry.ignored if job.entry else ()
     return Verdict.model_validate({
         "submission": SubmissionRef(id=sub.submission_id, digest=sub.digest, source=sub.source),
-        "problem": ProblemRef(id=job.problem_id,
-                              statement_revision=problem.problem.statement_revision),
+        "problem": ProblemRef(id=job.problem_id, statement_revision=(
+            problem.problem.statement_revision if problem else 0)),
         "verdict": outcome, "execution": execution, "reason": reason,
-        "identity": ctx.ident, "trusted_files": problem.digests,
+        "identity": ctx.ident, "trusted_files": problem.digests if problem else {},
         "submission_files": files, "ignored": ignored,
         "timings": extra.pop("timings", Timings(wall_seconds=0.0)),
         "probes_skipped": ctx.probes_skipped, "mounts": ctx.mounts,

@@ -43,8 +43,9 @@ from conftest import (
     write_tree,
 )
 
-from lean_eval import pair, sandbox, verdict, workspace
+from lean_eval import intake, pair, sandbox, verdict, workspace
 from lean_eval.cli import main
+from lean_eval.errors import OutputError
 
 P = "two_plus_two"
 
@@ -176,6 +177,37 @@ def test_a_build_that_fills_the_disk_costs_only_its_own_pair(
     assert filler["verdict"] != "accepted" or filler["cleanup"] == []
     assert run.verdict("after", P)["verdict"] == "accepted"  # the disk was freed by cleanup
     assert shutil.disk_usage(tiny_disk).used < 1 << 20
+
+
+def _bare_context(base: Path) -> pair.RunContext:
+    ident = verdict.Identity(
+        harness_version="t", benchmark_path="/b", benchmark_commit=None, toolchain_name="t",
+        toolchain_path="/t", bwrap_path="/b", bwrap_version="0", bwrap_owner="root",
+        bwrap_setuid=False, bwrap_sha256="0", bwrap_minimum_version="0")
+    return pair.RunContext(problems={}, settings=None, ident=ident,  # type: ignore[arg-type]
+                           scoring_root=base / "score", out_dir=base / "out")
+
+
+def _bare_job(problem: str) -> pair.PairJob:
+    sub = intake.Intake(submission_id="s", source="/x", digest="d", problems=(), rejection=None,
+                        ignored=())
+    entry = intake.ProblemEntry(problem_id=problem, location=problem, files=(), rejection=None,
+                                ignored=())
+    return pair.PairJob(sub, problem, entry)
+
+
+def test_run_pair_turns_even_a_broken_job_into_a_harness_error_verdict(outside: Path) -> None:
+    v = pair.run_pair(_bare_job("no_such_problem"), _bare_context(outside))
+    assert (v.verdict, v.execution, v.reason.code) == ("error", "harness_error", "harness_error")
+    assert "KeyError" in v.reason.message
+    assert (outside / "out" / "s" / "no_such_problem.json").is_file()
+
+
+def test_run_pair_raises_output_error_when_the_verdict_cannot_be_written(outside: Path) -> None:
+    (outside / "out").mkdir()
+    (outside / "out" / "s").write_text("a file where the submission's directory goes")
+    with pytest.raises(OutputError, match="cannot write the verdict"):
+        pair.run_pair(_bare_job("p"), _bare_context(outside))
 
 
 # --- item 2: cleanup no build can defeat ------------------------------------------------------
