@@ -194,13 +194,3 @@ def run_pair(job: PairJob, ctx: RunContext) -> Verdict:
             raise OutputError(f"cannot write the verdict {path}: {again}") from again
     return verdict
 
-
-def score_pair(sub: intake.Intake, entry: intake.ProblemEntry, problem: ProblemWorkspace,
-               settings: driver.DriverSettings, dirs: workspace.PairDirs, ident: Identity,
-               log: Path, shared_packages: Path | None) -> Verdict:
-    """Former API (kept until every caller uses :func:`run_pair`): score without recording
-    or cleaning up; may raise."""
-    ctx = RunContext(problems={problem.problem.id: problem}, settings=settings, ident=ident,
-                     scoring_root=dirs.root.parent.parent, out_dir=log.parent.parent,
-                     shared_packages=shared_packages)
-    return _score(PairJob(sub, problem.problem.id, entry), ctx, dirs, time.monotonic())
