@@ -33,6 +33,7 @@ from lean_eval import driver, intake, lock, pair, resume, sandbox, workspace
 from lean_eval.catalog import Catalog
 from lean_eval.errors import OutputError, UsageError
 from lean_eval.interrupt import Stop, signals, terminate_children
+from lean_eval.limits import max_path_bytes_under
 from lean_eval.resume import Planned, RunOptions, Tools, identity, not_probed
 from lean_eval.shard import batch_digest, in_shard, options_digest
 from lean_eval.verdict import (
@@ -57,6 +58,7 @@ _TALLY = {"accepted": "solved", "rejected": "rejected", "invalid_submission": "i
           "unchanged": "unchanged", "error": "error"}
 _OUTCOMES = ("accepted", "rejected", "invalid_submission", "unchanged", "error")
 _POLL = 0.2
+_ID_MAX = 128  # the longest submission id and problem id intake and the catalog accept
 
 
 class Progress(NamedTuple):
@@ -252,6 +254,7 @@ def _run(inputs: Sequence[Path], ids: Sequence[tuple[str, Path]], catalog: Catal
          stop: Stop, started_at: str, on_verdict: Callable[[Verdict], None] | None,
          on_progress: Callable[[Progress], None] | None) -> Summary:
     lock.remove_stray_temps(out_dir)
+    options = _bound_paths(options)
     ident = identity(catalog, tools)
     preflight = options.preflight or not_probed(tools)
     plans, items = _plan(ids, catalog, options, ident, preflight)
@@ -272,6 +275,19 @@ def _run(inputs: Sequence[Path], ids: Sequence[tuple[str, Path]], catalog: Catal
         options_digest=options_digest(resume.verdict_options(options, preflight)))
     return _summary(started_at, ident, preflight, catalog, plans, items, results, out_dir,
                     run, shard)
+
+
+def _bound_paths(options: RunOptions) -> RunOptions:
+    """Intake's path limit for where this run's workspaces will be, with the longest ids.
+
+    A relpath that would pass PATH_MAX under the real scoring root is then a pair rejection
+    naming the entry, never ENAMETOOLONG while the workspace is written.
+    """
+    parent = options.scoring_root or options.work_dir or Path(tempfile.gettempdir())
+    worst = (Path(os.path.realpath(parent)) / (lock.RUN_PREFIX + "x" * 16) / ("x" * _ID_MAX)
+             / ("x" * _ID_MAX) / "workspace")
+    bound = min(options.limits.max_path_bytes, max_path_bytes_under(str(worst)))
+    return options._replace(limits=options.limits.model_copy(update={"max_path_bytes": bound}))
 
 
 def _run_dir(options: RunOptions) -> lock.RunDir:

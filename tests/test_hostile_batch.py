@@ -464,6 +464,24 @@ def test_an_over_long_path_is_a_verdict_not_a_lost_batch(run_eval: RunEval,
     assert "Traceback" not in json.dumps(v)
 
 
+def test_a_path_that_fits_the_default_but_not_under_a_deep_work_dir_is_refused_by_name(
+        run_eval: RunEval, outside: Path) -> None:
+    """The path limit follows the real scoring root: ~800 bytes pass the default limit, but
+    under a ~3,300-byte --work-dir they would pass PATH_MAX, so intake rejects the pair naming
+    the entry instead of the workspace write failing with ENAMETOOLONG."""
+    subs = outside / "subs"
+    good(subs)
+    rel = "Submission/" + "/".join(["B" * 200] * 4) + "/Deep.lean"
+    make_submission(subs, "deep", {P: {"Submission.lean": correct(P), rel: "-- deep\n"}})
+    work = outside.joinpath(*(["w" * 200] * 16))
+    work.mkdir(parents=True)
+    run = run_eval(subs / "deep", subs / "good", extra=("--work-dir", str(work)))
+    batch_ok(run, outside)
+    v = run.verdict("deep", P)
+    assert (v["verdict"], v["reason"]["code"]) == ("invalid_submission", "path_rejected"), v
+    assert "Submission/BBB" in v["reason"]["message"] and "over the limit" in v["reason"]["message"]
+
+
 # --- issue 6 names: reserved ids, rich markup -------------------------------------------------
 
 
