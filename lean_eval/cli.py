@@ -592,8 +592,9 @@ def start_problem_command(problem_id: str, dest: Path, benchmark_rev: str,
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path, file_okay=False),
               help="New output directory (absent or empty) for the merged verdicts and summary.")
 @click.option("--json", "as_json", is_flag=True, help="Print the merged summary as JSON.")
+@click.option("-v", "--verbose", count=True, help="Also each shard output and its pairs.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors and missing pairs.")
-def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool,
+def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool, verbose: int,
                   quiet: bool) -> None:
     """Combine the --out directories of `run-eval --shard K/N` runs into one output directory.
 
@@ -612,6 +613,11 @@ def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool,
         _fail(str(exc), EXIT_FAULT)
         return
     summary = result.summary
+    if verbose and not quiet and not as_json:
+        for shard_dir in shard_dirs:
+            part = merge.load_shard(shard_dir).summary
+            which = f"shard {part.shard.k}/{part.shard.n}" if part.shard else "unsharded"
+            click.echo(f"{shard_dir}: {which}, {len(part.pairs)} pair(s)")
     if as_json:
         click.echo(summary.model_dump_json(indent=2))
     elif not quiet:
@@ -703,9 +709,12 @@ def validate_catalog_command(benchmark: Path | None, toolchain: Path | None,
 @click.option("--benchmark-rev", default="HEAD", show_default=True,
               help="Git revision of the benchmark whose starters the files are compared with.")
 @click.option("--json", "as_json", is_flag=True, help="Print the check as a JSON document.")
+@click.option("-v", "--verbose", count=True,
+              help="Also the submission's digest and every file that would be scored.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only what is wrong.")
 def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark: Path | None,
-                                benchmark_rev: str, as_json: bool, quiet: bool) -> None:
+                                benchmark_rev: str, as_json: bool, verbose: int,
+                                quiet: bool) -> None:
     """Check PATH (a directory or .tar/.tar.gz/.tgz) as run-eval would read it, without Lean:
     per problem what would be scored, what is unchanged, what is ignored, and every rejection
     with the entry it names. Exit 0 when nothing would be rejected, 1 otherwise."""
@@ -728,6 +737,8 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
     def say(fault: bool, *parts: str) -> None:
         lines.append((fault, "".join(parts)))
 
+    if verbose:
+        say(False, f"{result.submission_id}: {result.source} (sha256 {result.digest})")
     if result.rejection is not None:
         say(True, f"{result.submission_id}: whole submission rejected ",
             f"({result.rejection_code}): {result.rejection}")
@@ -742,6 +753,9 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
         else:
             marked = (f + (" (changed)" if f in item.changed else "") for f in item.files)
             say(False, f"{where}: would be scored: ", ", ".join(marked))
+            for name in item.files if verbose else ():
+                say(False, f"  {name}: ", "differs from the starter" if name in item.changed
+                    else "the starter's bytes")
         for line in item.ignored:
             say(False, f"  ignored: {line}")
     for line in result.ignored:

@@ -364,10 +364,8 @@ def test_keep_work_says_where_the_workspaces_are(bench_copy: Path, outside: Path
 
 
 # Commands without -v/-q, and why. `report` prints exactly the document asked for (like --json
-# elsewhere), so there is nothing to make quieter or more verbose. The others are gaps their
-# owners know about; this list may only shrink.
-NO_VERBOSE = {"report": "its output is the requested document",
-              "merge": "gap: no -v yet", "validate-submission": "gap: no -v yet"}
+# elsewhere), so there is nothing to make quieter or more verbose.
+NO_VERBOSE = {"report": "its output is the requested document"}
 NO_QUIET = {"report": "its output is the requested document"}
 
 

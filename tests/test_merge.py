@@ -128,7 +128,7 @@ def test_cli_merge_then_report(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "m" / "summary.json").read_text())["counts"]["accepted"] == 6
 
 
-def test_cli_merge_quiet_and_json(tmp_path: Path) -> None:
+def test_cli_merge_quiet_verbose_and_json(tmp_path: Path) -> None:
     parts = shards_of(tmp_path)
     quiet = CliRunner().invoke(main, ["merge", *map(str, parts), "--out", str(tmp_path / "q"),
                                       "-q"])
@@ -138,6 +138,14 @@ def test_cli_merge_quiet_and_json(tmp_path: Path) -> None:
     assert as_json.exit_code == 0
     assert Summary.model_validate_json(as_json.output).pairs == \
         Summary.model_validate_json((tmp_path / "q" / "summary.json").read_bytes()).pairs
+    plain = CliRunner().invoke(main, ["merge", *map(str, parts), "--out", str(tmp_path / "p")])
+    assert plain.exit_code == 0 and "shard 1/" not in plain.output
+    verbose = CliRunner().invoke(main, ["merge", *map(str, parts), "--out", str(tmp_path / "v"),
+                                        "-v"])
+    assert verbose.exit_code == 0, verbose.output
+    n = len(parts)
+    for k, part in enumerate(parts, 1):
+        assert f"{part}: shard {k}/{n}, " in verbose.output
 
 
 def test_another_harness_version_is_refused(tmp_path: Path) -> None:

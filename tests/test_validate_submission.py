@@ -48,6 +48,12 @@ def test_clean_submission_says_what_would_be_scored(bench_copy: Path, outside: P
     assert result.stderr == ""
     quiet = validate(bench_copy, root, "-q")
     assert (quiet.exit_code, quiet.output) == (0, "")
+    assert "sha256" not in result.stdout
+    verbose = validate(bench_copy, root, "-v")
+    assert verbose.exit_code == 0, verbose.output
+    assert f"alice: {root} (sha256 " in verbose.stdout
+    assert "  Submission.lean: differs from the starter" in verbose.stdout
+    assert "  Submission/Helpers.lean: the starter's bytes" in verbose.stdout
 
 
 def test_json_document(bench_copy: Path, outside: Path) -> None:
