@@ -29,6 +29,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from batch_setup import survivors
+
 REPO = Path(__file__).resolve().parent.parent
 STANDIN = REPO / "tests" / "standin" / "toolchain"
 P = "two_plus_two"
@@ -92,21 +94,6 @@ def make_input(kind: str, base: Path, index: int) -> Path:
                 "daemon": _io("setsid sh -c 'sleep 100000' >/dev/null 2>&1 &")}[kind]
         _write(root, {f"{P}/Submission.lean": text})
     return root
-
-
-def survivors(marker: str) -> list[str]:
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            cmdline = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            cwd = os.readlink(f"/proc/{name}/cwd")
-        except (OSError, UnicodeDecodeError):
-            continue
-        if marker in cmdline or marker in cwd:
-            found.append(f"{name}: {cmdline.strip()}")
-    return found
 
 
 def bwrap_version() -> str:

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -315,3 +316,29 @@ def make_submission(base: Path, name: str, problems: Mapping[str, Mapping[str, s
     for problem, files in problems.items():
         write_tree(root / problem, files)
     return root
+
+
+def survivors(marker: str) -> list[str]:
+    """Processes (other than this one) whose command line or working directory mentions
+    ``marker``: what a run left behind under its inputs, outputs or work dir."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode(
+                "utf-8", "replace")
+            cwd = os.readlink(f"/proc/{name}/cwd")
+        except OSError:
+            continue
+        if marker in cmdline or marker in cwd:
+            found.append(f"{name}: {cmdline.strip()[:200]} (cwd {cwd})")
+    return found
+
+
+def no_survivor(marker: Path) -> None:
+    """Nothing of a finished run is alive (allowing the kernel a moment to reap)."""
+    deadline = time.monotonic() + 5
+    while survivors(str(marker)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert survivors(str(marker)) == []

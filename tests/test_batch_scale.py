@@ -17,8 +17,9 @@ from conftest import (
     correct,
     make_submission,
     standin_only,
+    survivors,
 )
-from test_parallel import PROBLEM, survivors
+from test_parallel import PROBLEM
 
 from lean_eval import lock
 from lean_eval.cli import main

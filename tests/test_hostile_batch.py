@@ -37,6 +37,7 @@ from conftest import (
     RunEval,
     correct,
     make_submission,
+    no_survivor,
     sh_payload,
     standin_only,
     with_lines,
@@ -51,30 +52,6 @@ P = "two_plus_two"
 
 
 # --- the four checks every batch test makes ---------------------------------------------------
-
-
-def survivors(marker: str) -> list[str]:
-    """Processes (other than this one) whose command line or cwd mentions ``marker``."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            cmdline = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode(
-                "utf-8", "replace")
-            cwd = os.readlink(f"/proc/{name}/cwd")
-        except OSError:
-            continue
-        if marker in cmdline or marker in cwd:
-            found.append(f"{name}: {cmdline.strip()} (cwd {cwd})")
-    return found
-
-
-def no_survivor(marker: Path) -> None:
-    deadline = time.monotonic() + 5
-    while survivors(str(marker)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert survivors(str(marker)) == []
 
 
 def batch_ok(run: Run, base: Path, good: str = "good") -> None:

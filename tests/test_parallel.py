@@ -8,29 +8,20 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import BWRAP_FLOOR, STANDIN, RunEval, make_submission, sh_payload, with_lines
+from conftest import (
+    BWRAP_FLOOR,
+    STANDIN,
+    RunEval,
+    make_submission,
+    sh_payload,
+    survivors,
+    with_lines,
+)
 
 from lean_eval import batch, progress, sandbox
 from lean_eval.cli import main
 
 PROBLEM = "two_plus_two"
-
-
-def survivors(marker: str) -> list[str]:
-    """Processes whose command line or working directory mentions ``marker``."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            cmdline = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode(
-                errors="replace")
-            cwd = os.readlink(f"/proc/{name}/cwd")
-        except OSError:
-            continue
-        if marker in cmdline or cwd.startswith(marker):
-            found.append(f"{name}: {cmdline[:200]} (cwd {cwd})")
-    return found
 
 
 def sleeper(base: Path, name: str, seconds: float, *extra: str) -> Path:

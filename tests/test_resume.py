@@ -19,8 +19,9 @@ from conftest import (
     RunEval,
     correct,
     make_submission,
+    survivors,
 )
-from test_parallel import PROBLEM, sleeper, survivors
+from test_parallel import PROBLEM, sleeper
 
 from lean_eval import batch, lock, process
 from lean_eval.resume import Planned
