@@ -7,6 +7,7 @@ import os
 import stat
 import subprocess  # noqa: TID251 - the wrapper is a shell script run directly here
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -189,7 +190,9 @@ def test_filter_drops_world_writable_directories(tmp_path: Path) -> None:
 @given(st.lists(st.sampled_from(["", ".", "rel/bin", "ROOT", "ROOT/a", "LINK", "/usr/bin",
                                  "/bin", "/nope", "ROOT/../ROOT/a"]), max_size=8))
 def test_filter_never_keeps_anything_inside_a_writable_root(entries: list[str]) -> None:
-    base = Path(os.environ.get("LEAN_EVAL_HYPOTHESIS_DIR", "/tmp")) / f"pf-{os.getpid()}"
+    # Not tmp_path (hypothesis reuses one function scope for every example): the session's
+    # private temp base, which conftest removes at the end.
+    base = Path(os.environ.get("LEAN_EVAL_HYPOTHESIS_DIR") or tempfile.gettempdir()) / "pf"
     root = _mkbin(base / "root")
     _mkbin(root / "a")
     link = base / "link"
