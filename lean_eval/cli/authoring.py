@@ -1,0 +1,213 @@
+"""Commands for submitters and maintainers: start-problem, validate-*, prepare."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from lean_eval.cli import (
+    EXIT_FAULT,
+    _default_benchmark,
+    _fail,
+    _load,
+    common_options,
+    documents,
+    inputs,
+    main,
+    prepare,
+    starter,
+    validation,
+)
+from lean_eval.errors import SetupError
+
+# --- start-problem (submitters) ---------------------------------------------------------------
+
+
+@main.command("start-problem")
+@click.argument("problem_id")
+@click.argument("dest", required=False, default="submission",
+                type=click.Path(path_type=Path, file_okay=False))
+@click.option("--benchmark-rev", default="HEAD", show_default=True,
+              help="Git revision of the benchmark whose starters are copied.")
+@common_options
+def start_problem_command(problem_id: str, dest: Path, benchmark_rev: str,
+                          benchmark: Path | None, toolchain: Path | None,
+                          bwrap_path: str | None, allow_bwrap: str | None, as_json: bool,
+                          verbose: int, quiet: bool) -> None:
+    """Write DEST/PROBLEM_ID (default DEST: submission/): the starters to edit and read-only
+    copies of the trusted files; refuses to overwrite anything."""
+    del toolchain, bwrap_path, allow_bwrap, verbose
+    try:
+        cat = _load(benchmark, benchmark_rev)
+        started = starter.start_problem(cat, problem_id, dest)
+    except SetupError as exc:
+        _fail(str(exc))
+        return
+    parent = started.directory.parent
+    rel = parent.relative_to(Path.cwd()) if parent.is_relative_to(Path.cwd()) else parent
+    shown = rel / problem_id
+    steps = [
+        (f"$EDITOR {shown}/Submission.lean   # replace each sorry; helpers go under "
+         f"{shown}/Submission/"),
+        f"lean-eval validate-submission {rel}",
+        f"lean-eval test {shown}",
+        (f"tar czf {problem_id}.tgz -C {rel} {problem_id}/Submission.lean "
+         f"{problem_id}/Submission"),
+    ]
+    if as_json:
+        click.echo(documents.StartProblemReport(
+            problem=problem_id, directory=str(started.directory),
+            editable=tuple(str(p) for p in started.editable),
+            reference=tuple(str(p) for p in started.reference),
+            next=tuple(steps)).model_dump_json(indent=2))
+    elif not quiet:
+        editable = ", ".join(str(p.relative_to(started.directory)) for p in started.editable)
+        click.echo(f"wrote {shown}/: edit {editable}; "
+                   "the other files are read-only copies of the trusted workspace")
+        click.echo("next:")
+        for step in steps:
+            click.echo(f"  {step}")
+    sys.exit(0)
+
+
+
+# --- validate-catalog (maintainers) -----------------------------------------------------------
+
+
+@main.command("validate-catalog")
+@common_options
+def validate_catalog_command(benchmark: Path | None, toolchain: Path | None,
+                             bwrap_path: str | None, allow_bwrap: str | None, as_json: bool,
+                             verbose: int, quiet: bool) -> None:
+    """Check the benchmark as it stands: manifests, configs, holes, starters and bridges agree;
+    workspaces/index.json digests; every workspace's toolchain and dependency pins equal the
+    root's; trusted Lean imports no solution-only module. Exit 0 clean, 1 with faults."""
+    del toolchain, bwrap_path, allow_bwrap, verbose
+    try:
+        result = validation.validate_catalog(benchmark or _default_benchmark())
+    except SetupError as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+    else:
+        for finding in result.findings:
+            click.echo(f"{finding.path}: {finding.message}", err=True)
+        if not quiet or not result.ok:
+            click.echo(f"{len(result.problems)} problem(s), "
+                       + ("catalog consistent" if result.ok
+                          else f"{len(result.findings)} fault(s)"),
+                       err=not result.ok)
+    sys.exit(0 if result.ok else EXIT_FAULT)
+
+
+# --- validate-submission (submitters: intake and the header check, no Lean) -------------------
+
+
+@main.command("validate-submission")
+@click.argument("path", type=click.Path(path_type=Path, exists=False))
+@click.option("--problem", "problems", multiple=True,
+              help="Only these problem ids (comma-separated or repeated), as in run-eval.")
+@click.option("--benchmark", type=click.Path(path_type=Path, file_okay=False),
+              help="Benchmark checkout (default: the current git checkout).")
+@click.option("--benchmark-rev", default="HEAD", show_default=True,
+              help="Git revision of the benchmark whose starters the files are compared with.")
+@click.option("--json", "as_json", is_flag=True, help="Print the check as a JSON document.")
+@click.option("-v", "--verbose", count=True,
+              help="Also the submission's digest and every file that would be scored.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only what is wrong.")
+def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark: Path | None,
+                                benchmark_rev: str, as_json: bool, verbose: int,
+                                quiet: bool) -> None:
+    """Check PATH (a directory or .tar/.tar.gz/.tgz) as run-eval would read it, without Lean:
+    per problem what would be scored, what is unchanged, what is ignored, and every rejection
+    with the entry it names. Exit 0 when nothing would be rejected, 1 otherwise."""
+    from lean_eval import precheck
+
+    selected = frozenset(p for item in problems for p in item.split(",") if p) or None
+    try:
+        inputs.check_submission(path)
+        bench = benchmark or _default_benchmark()
+        inputs.check_problems(selected or (), inputs.problem_ids(bench))
+        result = precheck.check_submission(path, _load(bench, benchmark_rev, selected))
+    except SetupError as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+        sys.exit(0 if result.ok else EXIT_FAULT)
+    lines: list[tuple[bool, str]] = []  # (is a fault, text)
+
+    def say(fault: bool, *parts: str) -> None:
+        lines.append((fault, "".join(parts)))
+
+    if verbose:
+        say(False, f"{result.submission_id}: {result.source} (sha256 {result.digest})")
+    if result.rejection is not None:
+        say(True, f"{result.submission_id}: whole submission rejected ",
+            f"({result.rejection_code}): {result.rejection}")
+        for pid in result.named:
+            say(True, f"  {pid}: would get invalid_submission")
+    for item in result.problems:
+        where = f"{item.problem_id} ({item.location})"
+        if item.rejection is not None:
+            say(True, f"{where}: invalid_submission ({item.rejection_code}): {item.rejection}")
+        elif item.outcome == "unchanged":
+            say(False, f"{where}: unchanged, every file is the starter: would be skipped")
+        else:
+            marked = (f + (" (changed)" if f in item.changed else "") for f in item.files)
+            say(False, f"{where}: would be scored: ", ", ".join(marked))
+            for name in item.files if verbose else ():
+                say(False, f"  {name}: ", "differs from the starter" if name in item.changed
+                    else "the starter's bytes")
+        for line in item.ignored:
+            say(False, f"  ignored: {line}")
+    for line in result.ignored:
+        say(False, f"ignored: {line}")
+    if not result.named:
+        say(True, f"{result.submission_id}: no problem directory found",
+            f": {result.hint}" if result.hint else "")
+    for fault, text in lines:
+        if fault or not quiet:
+            click.echo(text, err=fault)
+    sys.exit(0 if result.ok else EXIT_FAULT)
+
+
+# --- prepare (maintainers: make a machine ready) ----------------------------------------------
+
+
+@main.command("prepare")
+@click.option("--offline", type=click.Path(path_type=Path, file_okay=False, exists=True),
+              help="Take the elan archive and the bubblewrap release tarball from DIR instead "
+                   "of downloading them (the release file names, as published).")
+@click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@common_options
+def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
+                    toolchain: Path | None, bwrap_path: str | None, allow_bwrap: str | None,
+                    as_json: bool, verbose: int, quiet: bool) -> None:
+    """Make this machine ready to score: elan (pinned, checksum-verified), the Lean release of
+    lean-toolchain, bubblewrap >= 0.12.0 when the system one is older, and the benchmark's
+    shared dependencies (built once, then read-only). Steps already done are reported
+    `present`; a second run changes nothing."""
+    del bwrap_path, allow_bwrap, verbose
+    settings = prepare.Settings(benchmark=(benchmark or _default_benchmark()).resolve(),
+                                env=dict(os.environ), offline=offline, dry_run=dry_run,
+                                toolchain=toolchain.resolve() if toolchain else None)
+    try:
+        steps = prepare.prepare(settings)
+    except SetupError as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        click.echo(documents.PrepareReport(
+            dry_run=dry_run, steps=tuple(documents.PrepareStep(**s._asdict()) for s in steps)
+        ).model_dump_json(indent=2))
+    elif not quiet:
+        for step in steps:
+            click.echo(f"{step.name:<13} {step.status:<8} {step.detail}")
+        if dry_run:
+            click.echo("dry run: nothing was changed")
+    sys.exit(0)

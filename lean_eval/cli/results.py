@@ -1,0 +1,100 @@
+"""Commands over finished output directories: merge (shards) and report."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from lean_eval.cli import (
+    EXIT_FAULT,
+    Console,
+    _fail,
+    main,
+    report,
+)
+from lean_eval.errors import LeanEvalError, SetupError
+
+# --- merge and report (distribution across machines; design §5.5 "Shards", "Reports") -------------
+
+
+@main.command("merge")
+@click.argument("shard_dirs", nargs=-1, required=True, metavar="OUT...",
+                type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="New output directory (absent or empty) for the merged verdicts and summary.")
+@click.option("--json", "as_json", is_flag=True, help="Print the merged summary as JSON.")
+@click.option("-v", "--verbose", count=True, help="Also each shard output and its pairs.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only errors and missing pairs.")
+def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool, verbose: int,
+                  quiet: bool) -> None:
+    """Combine the --out directories of `run-eval --shard K/N` runs into one output directory.
+
+    Refuses (exit 2, writing nothing) shards of different batches, identities or options, and a
+    pair scored twice; exits 1 after merging when some pairs were scored by no shard (listed)
+    or a pair ended in an infrastructure failure.
+    """
+    from lean_eval import merge
+
+    try:
+        result = merge.merge(shard_dirs, out_dir)
+    except SetupError as exc:
+        _fail(str(exc))
+        return
+    except LeanEvalError as exc:  # the output could not be written: nothing was
+        _fail(str(exc), EXIT_FAULT)
+        return
+    summary = result.summary
+    if verbose and not quiet and not as_json:
+        for shard_dir in shard_dirs:
+            part = merge.load_shard(shard_dir).summary
+            which = f"shard {part.shard.k}/{part.shard.n}" if part.shard else "unsharded"
+            click.echo(f"{shard_dir}: {which}, {len(part.pairs)} pair(s)")
+    if as_json:
+        click.echo(summary.model_dump_json(indent=2))
+    elif not quiet:
+        counts = ", ".join(f"{n} {name}" for name, n in summary.counts.items() if n)
+        click.echo(f"merged {len(shard_dirs)} shard output(s) into {result.out_dir}: "
+                   f"{len(summary.pairs)} pair(s) ({counts or 'none'})")
+    for k in result.missing_shards:
+        click.echo(f"lean-eval: shard {k}/{result.shard_count} is missing: none of the given "
+                   "outputs scored it, so its pairs are not in the merge", err=True)
+    if result.missing:
+        click.echo(f"lean-eval: {len(result.missing)} pair(s) were scored by no shard:",
+                   err=True)
+        for sid, pid in result.missing:
+            click.echo(f"  {sid}/{pid}", err=True)
+    sys.exit(summary.exit_code)
+
+
+@main.command("report")
+@click.argument("out_dir", metavar="OUT",
+                type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "junit", "json"]),
+              default="table", show_default=True,
+              help="table: for people; markdown: fits $GITHUB_STEP_SUMMARY; junit: JUnit XML "
+                   "for CI test views; json: one document with every pair.")
+@click.option("--output", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write to FILE (atomically) instead of stdout.")
+def report_command(out_dir: Path, fmt: str, output: Path | None) -> None:
+    """Render the output directory OUT of `run-eval` or `merge` for people and CI systems."""
+    from typing import cast
+
+    try:
+        run = report.load_run(out_dir)
+        if fmt == "table" and output is None:
+            report.print_summary(run.summary, Console())
+        else:
+            text = report.render(run, cast("report.Format", fmt))
+            if output is None:
+                click.echo(text, nl=False)
+            else:
+                report.write_text_atomic(output, text)
+    except SetupError as exc:
+        _fail(str(exc))
+        return
+    except OSError as exc:
+        _fail(f"cannot write {output}: {exc.strerror or exc}")
+        return
+    sys.exit(0)
