@@ -14,6 +14,7 @@ import pytest
 from conftest import RunEval, correct, make_submission, sh_payload, standin_only, with_lines
 from hypothesis import given
 from hypothesis import strategies as st
+from test_process import _marker, _processes_with
 
 from lean_eval import process, resources
 from lean_eval.errors import ProcessStartError
@@ -28,25 +29,6 @@ needs_cgroup = pytest.mark.skipif(not CGROUP, reason=f"no cgroup v2 group for th
                                   f"{resources.unavailable_reason()}")
 P = "two_plus_two"
 MECHANISMS = ["watchdog", pytest.param("cgroup_v2", marks=needs_cgroup)]
-
-
-def _marker() -> str:
-    return f"9{secrets.randbelow(10**9):09d}.{secrets.randbelow(10**6):06d}"
-
-
-def _alive_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-            stat = (entry / "stat").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in cmdline and stat[stat.rfind(b")") + 2 :][:1] != b"Z":
-            found.append(int(entry.name))
-    return found
 
 
 def hog(marker: str, size: int = 1 << 30, hold: float = 30) -> str:
@@ -195,7 +177,7 @@ def test_a_memory_hog_is_killed_as_over_its_memory_limit(mechanism: str) -> None
     assert out.limit_exceeded == "memory"
     assert out.limits_mechanism == mechanism
     assert not out.timed_out and out.duration < 30
-    assert _alive_with(marker) == []
+    assert _processes_with(marker) == []
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
@@ -205,7 +187,7 @@ def test_a_fork_storm_is_stopped_at_its_process_limit(mechanism: str) -> None:
     assert out.limit_exceeded == "processes"
     assert out.limits_mechanism == mechanism
     assert not out.timed_out
-    assert _alive_with(marker) == []
+    assert _processes_with(marker) == []
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
@@ -227,7 +209,7 @@ def test_limited_runs_from_several_threads_keep_to_their_own_trees() -> None:
     assert done["hog"].limit_exceeded == "memory"
     assert done["storm"].limit_exceeded == "processes"
     assert (done["calm"].returncode, done["calm"].limit_exceeded) == (0, None)
-    assert _alive_with(marker) == []
+    assert _processes_with(marker) == []
 
 
 def test_without_limits_the_same_hog_and_storm_run_to_the_end() -> None:
@@ -285,9 +267,9 @@ def test_a_hog_and_a_storm_end_resource_exhausted_beside_an_accepted_pair(
         assert v["limits"]["exceeded"] == which and v["limits"]["mechanism"] == expected
     assert run.code == 1  # an infrastructure failure, never a rejection
     deadline = time.monotonic() + 5
-    while _alive_with(marker) and time.monotonic() < deadline:
+    while _processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _alive_with(marker) == []
+    assert _processes_with(marker) == []
 
 
 def _writable_cgroup2() -> Path | None:
