@@ -1,8 +1,8 @@
-"""Read trusted Lean source as text: header imports and top-level declarations.
+"""Read trusted Lean source as text: top-level declarations.
 
-This reads the benchmark's own files (statements, bridges, starters) for consistency checks;
-it is not the fail-closed check of submitted headers. Comments (nested ``/- -/`` and ``--``)
-are skipped; string literals are not interpreted.
+This reads the benchmark's own files (statements, bridges, starters) for consistency checks.
+Comments (nested ``/- -/`` and ``--``) are skipped; string literals are not interpreted. Import
+headers are read by :mod:`lean_eval.header`, the same parser that checks submitted files.
 """
 
 from __future__ import annotations
@@ -26,47 +26,6 @@ class Declaration(NamedTuple):
         rest = self.text[self.signature_start:]
         end = rest.find(":=")
         return " ".join((rest if end < 0 else rest[:end]).split())
-
-
-def skip_comments(text: str, pos: int) -> int:
-    while True:
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-        if text.startswith("--", pos):
-            end = text.find("\n", pos)
-            pos = len(text) if end < 0 else end
-        elif text.startswith("/-", pos):
-            depth, pos = 1, pos + 2
-            while pos < len(text) and depth:
-                if text.startswith("/-", pos):
-                    depth, pos = depth + 1, pos + 2
-                elif text.startswith("-/", pos):
-                    depth, pos = depth - 1, pos + 2
-                else:
-                    pos += 1
-        else:
-            return pos
-
-
-_HEADER_WORD = re.compile(r"(module|prelude|public|meta|import|all)(?![\w.'!?])")
-_MODULE = re.compile(r"[^\s]+")
-
-
-def lean_imports(text: str) -> tuple[str, ...]:
-    """The modules a trusted Lean file's header imports (``«»`` escapes removed)."""
-    found: list[str] = []
-    pos = skip_comments(text, 0)
-    while (word := _HEADER_WORD.match(text, pos)) is not None:
-        pos = skip_comments(text, word.end())
-        if word.group(1) == "import":
-            if (all_kw := re.match(r"all(?![\w.'!?])", text[pos:])) is not None:
-                pos = skip_comments(text, pos + all_kw.end())
-            module = _MODULE.match(text, pos)
-            if module is None:
-                break
-            found.append(module.group(0).replace("«", "").replace("»", ""))
-            pos = skip_comments(text, module.end())
-    return tuple(found)
 
 
 _DECL = re.compile(

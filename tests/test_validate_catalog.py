@@ -177,6 +177,19 @@ def test_names_trusted_lean_importing_the_solution_only_package(outside: Path,
             "declares solution-only") in result.output
 
 
+def test_a_trusted_header_the_checker_refuses_is_a_fault(outside: Path) -> None:
+    """An escaped module name could hide a solution-only import: fail closed, as for
+    submissions (the same parser reads both)."""
+    def change(root: Path) -> None:
+        path = root / "workspaces" / "widget_instance" / "Challenge.lean"
+        path.write_text("import «LeanPool».Basic\n" + path.read_text())
+
+    result = validate(bench(outside, change))
+    assert result.exit_code == 1
+    assert "workspaces/widget_instance/Challenge.lean: import header" in result.output
+    assert "cannot tell what it imports" in result.output
+
+
 def test_names_a_stale_digest_and_an_edited_benchmark_config(outside: Path) -> None:
     def change(root: Path) -> None:
         edit(root / "workspaces" / "two_plus_two" / "README.md", "#", "##")
