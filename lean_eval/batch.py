@@ -149,6 +149,7 @@ class _Run:
         self.stop = stop
         self.jobs = options.jobs or default_jobs(options.memory_limit)
         self.reused = 0
+        self.signed_options = resume.verdict_options(options, preflight)  # what envelopes attest
 
     def _context(self, inputs: Sequence[Path], tools: Tools, caller_env: Mapping[str, str],
                  root: Path, ident: Identity, preflight: Preflight) -> pair.RunContext:
@@ -322,6 +323,12 @@ class _Scheduler:
             execution=verdict.execution, reason=verdict.reason.code,
             path=str(self.run.verdict_path(item).relative_to(self.run.out_dir)))
         self.counts[verdict.verdict] += 1
+        key, run = self.run.options.sign_key, self.run
+        if key is not None:  # --sign-key: sign every verdict recorded, scored or reused
+            fault = key.sign(run.verdict_path(item), run.out_dir, run.signed_options)
+            if fault is not None and run.stop.fault is None:
+                run.stop.fault = fault
+                run.stop.event.set()
         if self.on_verdict is not None:
             self.on_verdict(verdict)
         self.tell(verdict)
@@ -435,7 +442,8 @@ def _summary(started_at: str, ident: Identity, preflight: Preflight, catalog: Ca
             tally=Tally(**tallies[s.submission_id])) for s in plans),
         counts=counts, pairs=pairs, exit_code=exit_code, shard=shard,
         interrupted=signum is not None, not_scored=len(items) - len(pairs),
-        reused=run.reused, jobs=run.jobs)
+        reused=run.reused, jobs=run.jobs,
+        signing_key=run.options.sign_key.fingerprint if run.options.sign_key else None)
     try:
         write_model(out_dir / "summary.json", summary)
     except OSError as exc:

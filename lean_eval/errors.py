@@ -49,3 +49,11 @@ class ProcessStartError(LeanEvalError):
 
 class OutputError(LeanEvalError):
     """The output directory is unwritable or full: no further verdict can be recorded."""
+
+
+class ExportRefusedError(SetupError):
+    """``export-results`` writes nothing: bad metadata, an unreadable run or an invalid store."""
+
+
+class SigningKeyError(SetupError):
+    """A signing or verification key that is missing, unreadable or not an Ed25519 key."""

@@ -112,6 +112,7 @@ def check_compatible(outputs: Sequence[ShardOutput]) -> None:
     _refuse_if_differ(outputs, "identity", _IDENTITY_FIELDS, lambda s: s.identity)
     _refuse_if_differ(outputs, "options", ("options_digest",), lambda s: s.shard)
     _refuse_if_differ(outputs, "probe policy", ("skipped",), lambda s: s.preflight)
+    _refuse_if_differ(outputs, "signing key", ("signing_key",), lambda s: s)
     _refuse_if_differ(outputs, "batch (problem selection)", ("problems",), lambda s: s)
     groups: dict[tuple[int, str | None], list[Path]] = {}
     for out in outputs:
@@ -174,6 +175,9 @@ def _assemble(outputs: Sequence[ShardOutput], staging: Path, out_dir: Path
             log = source.with_suffix(".log")
             if log.is_file():
                 _place(log, staging / rel.with_suffix(".log"))
+            envelope = source.with_name(f"{entry.problem}.intoto.json")  # attest.envelope_path
+            if envelope.is_file():
+                _place(envelope, staging / rel.with_name(envelope.name))
             pairs.append(entry.model_copy(update={
                 "path": _relative(entry.path, out_dir, entry.submission, entry.problem)}))
             verdicts.append(verdict)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from lean_eval import __version__, driver, intake, pair, resources
 from lean_eval.bubblewrap import BwrapInfo
@@ -30,6 +30,9 @@ from lean_eval.verdict import (
     Timings,
     Verdict,
 )
+
+if TYPE_CHECKING:  # cryptography is imported only by runs that sign
+    from lean_eval.attest import SigningKey
 
 DEFAULT_MEMORY_LIMIT = resources.DEFAULT_MEMORY_LIMIT
 DEFAULT_MAX_PROCESSES = resources.DEFAULT_MAX_PROCESSES
@@ -55,6 +58,7 @@ class RunOptions(NamedTuple):
     scoring_root: Path | None = None
     private: tuple[Path, ...] = ()  # --private DIR: also hidden from every sandbox
     private_defaults: bool = True  # also hide the parents of the inputs and of --out
+    sign_key: SigningKey | None = None  # --sign-key: an envelope beside every verdict recorded
 
 
 class Tools(NamedTuple):

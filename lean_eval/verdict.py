@@ -231,6 +231,9 @@ class Summary(_Model):
     not_scored: int = 0  # pairs of this run left for a re-run (interrupted or stopped)
     reused: int = 0  # verdicts whose resume key matched and were kept as they were
     jobs: int = 1
+    # --sign-key: fingerprint (hex SHA-256 of the DER public key) of the key whose envelopes
+    # (<problem>.intoto.json) sign every verdict; None: the run signed nothing
+    signing_key: str | None = None
 
 
 @functools.cache
@@ -273,7 +276,7 @@ def write_model(path: Path, model: BaseModel) -> None:
 
 def schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schema of each committed model, by file name (printed documents included)."""
-    from lean_eval import documents, precheck, report
+    from lean_eval import attest, documents, export, precheck, report, results_store, verify
 
     return {
         "verdict.schema.json": Verdict.model_json_schema(),
@@ -281,6 +284,10 @@ def schemas() -> dict[str, dict[str, Any]]:
         **documents.schemas(),
         "run-report.schema.json": report.RunReport.model_json_schema(),
         "submission-check.schema.json": precheck.SubmissionCheck.model_json_schema(),
+        "results-store.schema.json": results_store.UserFile.model_json_schema(),
+        "verdict-statement.schema.json": attest.Statement.model_json_schema(),
+        "verify-report.schema.json": verify.VerifyReport.model_json_schema(),
+        "export-report.schema.json": export.ExportReport.model_json_schema(),
     }
 
 

@@ -2,8 +2,9 @@
 
 This module holds the group, the options and helpers every command shares; the commands live in
 ``scoring`` (run-eval, probe, the self-checks, test), ``authoring`` (start-problem,
-validate-submission, validate-catalog, prepare) and ``results`` (merge, report), which register
-themselves on :func:`main` when imported at the end of this module.
+validate-submission, validate-catalog, prepare), ``results`` (merge, report) and ``publish``
+(export-results, verify), which register themselves on :func:`main` when imported at the end
+of this module.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from lean_eval.errors import SetupError
 if TYPE_CHECKING:  # "x as x": re-exported to the command modules of this package
     from rich.console import Console as Console
 
+    from lean_eval import attest as attest
     from lean_eval import batch as batch
     from lean_eval import bubblewrap as bubblewrap
     from lean_eval import catalog as catalog
@@ -65,6 +67,7 @@ else:
         call.__name__ = name
         return call
 
+    attest = _Deferred("lean_eval.attest")
     batch = _Deferred("lean_eval.batch")
     bubblewrap = _Deferred("lean_eval.bubblewrap")
     catalog = _Deferred("lean_eval.catalog")
@@ -292,6 +295,6 @@ def _say_kept(run_dirs: set[Path], quiet: bool) -> None:
 
 
 # The commands register themselves on `main`; imported last because they use the above.
-from lean_eval.cli import authoring, results, scoring  # noqa: E402
+from lean_eval.cli import authoring, publish, results, scoring  # noqa: E402
 
-__all__ = ["authoring", "main", "results", "scoring"]
+__all__ = ["authoring", "main", "publish", "results", "scoring"]

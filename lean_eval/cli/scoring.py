@@ -27,6 +27,7 @@ from lean_eval.cli import (
     _scoring_dirs,
     _setup,
     _tools,
+    attest,
     batch,
     bubblewrap,
     catalog,
@@ -91,6 +92,10 @@ from lean_eval.errors import LeanEvalError, SetupError, UsageError
               type=click.Path(path_type=Path, exists=True, file_okay=False),
               help="Also hide this directory from every sandbox (repeatable); the parents of "
                    "the inputs and of --out are hidden by default.")
+@click.option("--sign-key", type=click.Path(path_type=Path, dir_okay=False),
+              envvar="LEAN_EVAL_SIGN_KEY", show_envvar=True,
+              help="Ed25519 private key in PEM (openssl genpkey -algorithm ed25519): write a "
+                   "signed in-toto envelope <problem>.intoto.json beside every verdict.")
 @common_options
 def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, ...],
              timeout: float, work_dir: Path | None, keep_work: bool, skip_probes: bool,
@@ -98,7 +103,8 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
              max_depth: int, max_archive_bytes: int, intake_timeout: float,
              max_written_file_bytes: int, jobs: int | None, memory_limit: int,
              max_processes: int, rescore: bool, shard_text: str | None,
-             private: tuple[Path, ...], benchmark: Path | None, toolchain: Path | None,
+             private: tuple[Path, ...], sign_key: Path | None, benchmark: Path | None,
+             toolchain: Path | None,
              bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
              quiet: bool) -> None:
     """Score SUBMISSION... (directories or .tar/.tar.gz/.tgz archives) against the benchmark.
@@ -111,6 +117,7 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     selected = frozenset(p for item in problems for p in item.split(",") if p) or None
     try:
         shard = parse_shard(shard_text) if shard_text is not None else None
+        signer = attest.load_signing_key(sign_key) if sign_key is not None else None
         inputs.check_run(submissions, out_dir, work_dir, selected,
                          benchmark or _default_benchmark())
         batch.check_inputs(submissions)
@@ -127,7 +134,8 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
                                    max_written_file_bytes=max_written_file_bytes, jobs=jobs,
                                    rescore=rescore, shard=shard, memory_limit=memory_limit,
                                    max_processes=max_processes,
-                                   private=tuple(p.absolute() for p in private))
+                                   private=tuple(p.absolute() for p in private),
+                                   sign_key=signer)
         kept_before = _scoring_dirs(work_dir) if keep_work else set()
         with progress.Display(err, quiet) as display:
             summary = batch.run_batch(list(submissions), cat, tools, options, env,

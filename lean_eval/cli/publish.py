@@ -1,0 +1,97 @@
+"""Commands that publish results and check published ones: export-results and verify."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from lean_eval.cli import EXIT_FAULT, Console, _fail, main
+from lean_eval.errors import LeanEvalError, SetupError
+
+
+@main.command("export-results")
+@click.argument("out_dir", metavar="OUT",
+                type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--metadata", "metadata", required=True, metavar="FILE",
+              type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="JSON (or TOML, named *.toml) object keyed by submission id: user, "
+                   "declared_model, intake, submission and optionally production_metadata.")
+@click.option("--results-dir", required=True, metavar="DIR",
+              type=click.Path(path_type=Path, file_okay=False),
+              help="The results store: one <lowercased user>.json per submitter.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was exported as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+def export_results(out_dir: Path, metadata: Path, results_dir: Path, as_json: bool,
+                   quiet: bool) -> None:
+    """Append the accepted pairs of OUT to the leaderboard results store (schema version 2).
+
+    A result already in the store is left exactly as it is. Refuses (exit 2, writing nothing)
+    metadata with a missing or invalid field, an accepted submission it has no entry for, and
+    a store file that does not validate, naming each.
+    """
+    from lean_eval import export
+
+    try:
+        done = export.export(out_dir, metadata, results_dir)
+    except SetupError as exc:
+        _fail(str(exc))
+        return
+    except LeanEvalError as exc:
+        _fail(str(exc), EXIT_FAULT)
+        return
+    if as_json:
+        click.echo(export.export_report(results_dir, done).model_dump_json(indent=2))
+    elif not quiet:
+        out = Console()
+        for added in done.added:
+            out.print(f"added {added.result_id}  {added.submission}/{added.problem} -> "
+                      f"{added.file}", markup=False, highlight=False, soft_wrap=True)
+        out.print(f"{len(done.added)} new result(s), {done.kept} already in the store (left "
+                  f"as they are); {len(done.written)} file(s) written", highlight=False)
+    sys.exit(0)
+
+
+@main.command("verify")
+@click.argument("out_dir", metavar="OUT",
+                type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--key", "key_file", required=True, metavar="PUB",
+              type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="Ed25519 public key in PEM (openssl pkey -in KEY -pubout).")
+@click.option("--submission", "submissions", multiple=True, metavar="PATH",
+              type=click.Path(path_type=Path, exists=False),
+              help="Also check that this submission is the one scored (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the verification as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the failures.")
+def verify_command(out_dir: Path, key_file: Path, submissions: tuple[Path, ...],
+                   as_json: bool, quiet: bool) -> None:
+    """Check offline that every verdict in OUT is signed by PUB and says what was signed.
+
+    Names every failure (a verdict without envelope, a signature that does not verify, a
+    verdict file or submission whose digest differs, a predicate field that disagrees) and
+    exits 1 on any; 0 when all hold.
+    """
+    from lean_eval import attest, verify
+
+    try:
+        result = verify.verify(out_dir, attest.load_public_key(key_file), submissions)
+    except SetupError as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+    else:
+        out = Console(quiet=quiet and result.ok)
+        for failure in result.failures:
+            out.print(f"FAILED {failure.path}: {failure.problem}", markup=False,
+                      highlight=False, soft_wrap=True)
+        if result.ok:
+            out.print(f"verified {out_dir}: {result.verdicts} verdict(s), "
+                      f"{result.envelopes_verified} envelope(s) signed by "
+                      f"{result.key_fingerprint}; {result.submissions} submission(s) match",
+                      markup=False, highlight=False, soft_wrap=True)
+        else:
+            click.echo(f"lean-eval: verify: {len(result.failures)} failure(s) in {out_dir} "
+                       f"({result.verdicts} verdict(s) checked)", err=True)
+    sys.exit(0 if result.ok else 1)
