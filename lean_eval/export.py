@@ -51,7 +51,7 @@ class Exported(NamedTuple):
     """What an export did: results appended, results already stored, files written."""
 
     added: tuple[Added, ...]
-    kept: int  # accepted pairs whose result id the store already had
+    kept: tuple[Added, ...]  # accepted pairs whose result id the store already had
     written: tuple[Path, ...]
 
 
@@ -68,7 +68,7 @@ class ExportReport(BaseModel):
 
 def export_report(results_dir: Path, done: Exported) -> ExportReport:
     """The ``--json`` document of an export."""
-    return ExportReport(results_dir=str(results_dir), kept=done.kept,
+    return ExportReport(results_dir=str(results_dir), kept=len(done.kept),
                         added=tuple({k: str(v) for k, v in a._asdict().items()}
                                     for a in done.added),
                         written=tuple(str(p) for p in done.written))
@@ -99,9 +99,9 @@ def _decode(data: bytes, path: Path) -> Any:
         raise ExportRefusedError(f"{exc}; nothing was written") from exc
 
 
-def load_metadata(path: Path) -> dict[str, MetadataEntry]:
-    """``--metadata``: an object keyed by submission id; every bad entry is named, with its
-    field."""
+def read_metadata(path: Path) -> tuple[dict[str, MetadataEntry], dict[str, list[str]]]:
+    """``--metadata``: an object keyed by submission id. The valid entries, and the problems
+    of each invalid one (every field named); a file that is not such an object is refused."""
     try:
         raw = _decode(path.read_bytes(), path)
     except OSError as exc:
@@ -110,15 +110,14 @@ def load_metadata(path: Path) -> dict[str, MetadataEntry]:
         raise ExportRefusedError(f"--metadata {path}: expected an object keyed by submission "
                                  "id; nothing was written")
     entries: dict[str, MetadataEntry] = {}
-    errors: list[str] = []
+    invalid: dict[str, list[str]] = {}
     for sid, value in raw.items():
         try:
             entries[sid] = MetadataEntry.model_validate(value)
         except ValidationError as exc:  # noqa: PERF203 - every entry's problems are named
-            errors += [f"--metadata {path}: submission {sid!r}: {p}" for p in _problems(exc)]
-    if errors:
-        raise ExportRefusedError("\n".join([*errors, "nothing was written"]))
-    return entries
+            invalid[sid] = [f"--metadata {path}: submission {sid!r}: {p}"
+                            for p in _problems(exc)]
+    return entries, invalid
 
 
 def utc_seconds(stamp: str) -> str:
@@ -183,7 +182,8 @@ def render(document: Mapping[str, Any]) -> str:
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _candidates(run: report.Run, metadata: Mapping[str, MetadataEntry]
+def _candidates(run: report.Run, metadata: Mapping[str, MetadataEntry],
+                invalid: Mapping[str, object]
                 ) -> tuple[list[tuple[MetadataEntry, Result, PairSummary]], list[str]]:
     errors: list[str] = []
     found: list[tuple[MetadataEntry, Result, PairSummary]] = []
@@ -203,6 +203,8 @@ def _candidates(run: report.Run, metadata: Mapping[str, MetadataEntry]
             continue
         entry = metadata.get(pair.submission)
         if entry is None:
+            if pair.submission in invalid:
+                continue  # its entry's own problems are reported
             missing.setdefault(pair.submission, []).append(pair.problem)
             continue
         commit = verdict.identity.benchmark_commit or ""
@@ -237,13 +239,14 @@ def _existing(path: Path, user: str) -> tuple[dict[str, Any], list[str]]:
 def export(out_dir: Path, metadata_path: Path, results_dir: Path) -> Exported:
     """Append the accepted pairs of ``out_dir`` to the store in ``results_dir`` (see module)."""
     run = report.load_run(out_dir)
-    metadata = load_metadata(metadata_path)
-    candidates, errors = _candidates(run, metadata)
+    metadata, invalid = read_metadata(metadata_path)
+    candidates, errors = _candidates(run, metadata, invalid)
+    errors = [line for lines in invalid.values() for line in lines] + errors
     documents: dict[Path, dict[str, Any]] = {}
     changed: dict[Path, bool] = {}
     ids: dict[Path, set[str]] = {}
     added: list[Added] = []
-    kept = 0
+    kept: list[Added] = []
     for entry, result, pair in candidates:
         path = results_dir / file_name(entry.user)
         if path not in documents:
@@ -252,7 +255,7 @@ def export(out_dir: Path, metadata_path: Path, results_dir: Path) -> Exported:
             changed[path] = False
             ids[path] = {r["result_id"] for r in documents[path]["results"]}
         if result.result_id in ids[path]:
-            kept += 1
+            kept.append(Added(path, result.result_id, pair.submission, pair.problem))
             continue
         ids[path].add(result.result_id)
         documents[path]["results"].append(result.model_dump(mode="json", exclude_none=True))
@@ -269,4 +272,4 @@ def export(out_dir: Path, metadata_path: Path, results_dir: Path) -> Exported:
             done = ", ".join(str(p) for p in written[:i]) or "none"
             raise OutputError(f"cannot write {path}: {exc.strerror or exc} (files already "
                               f"written: {done})") from exc
-    return Exported(tuple(added), kept, written)
+    return Exported(tuple(added), tuple(kept), written)

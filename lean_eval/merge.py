@@ -3,8 +3,8 @@
 Invariants:
 - Shards are merged only when they scored the same batch (same batch digest and shard count)
   with the same identity (harness version, benchmark commit, toolchain, bubblewrap digest and
-  version floor) and the same options; otherwise nothing is written and the refusal names the
-  shard directories that differ.
+  version floor), the same options and the same signing key; otherwise nothing is written and
+  the refusal names the shard directories that differ. Envelopes travel with their verdicts.
 - A pair scored by two shards is refused, never silently picked.
 - The output appears whole or not at all: it is assembled in a hidden sibling directory and
   renamed into place; an existing non-empty ``--out`` is never touched.

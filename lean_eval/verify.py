@@ -44,7 +44,7 @@ class VerifyReport(_Document):
     schema_version: Literal[1] = 1
     out_dir: str
     key_fingerprint: str
-    verdicts: int
+    verdict_files: tuple[str, ...]  # every verdict checked, relative to OUT
     envelopes_verified: int
     submissions: int
     failures: tuple[Failure, ...]
@@ -215,5 +215,5 @@ def verify(out_dir: Path, key: attest.PublicKey, submissions: Sequence[Path] = (
     for path in submissions:
         _submission(checker, path, signed)
     return VerifyReport(out_dir=str(out_dir), key_fingerprint=key.fingerprint,
-                        verdicts=len(files), envelopes_verified=checker.verified,
+                        verdict_files=tuple(files), envelopes_verified=checker.verified,
                         submissions=len(submissions), failures=tuple(checker.failures))

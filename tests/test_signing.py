@@ -7,10 +7,10 @@ correct submission that must stay ``accepted``, then tamper with copies of the o
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -140,7 +140,7 @@ def test_a_re_signed_forgery_fails_under_the_real_key(run_eval: RunEval, outside
     forged = attest.Statement.model_validate_json(
         base64.b64decode(json.loads(envelope_file.read_text())["payload"]))
     assert forged.predicate.verdict == "accepted"
-    assert forged.subject[0].digest["sha256"] == attest.hashlib.sha256(
+    assert forged.subject[0].digest["sha256"] == hashlib.sha256(
         path.read_bytes()).hexdigest()
 
 
@@ -186,11 +186,11 @@ def test_a_resumed_run_signs_the_verdicts_it_reuses(run_eval: RunEval, outside: 
 
 
 def _bad_keys(base: Path) -> dict[str, Path]:
-    rsa_like = ec.generate_private_key(ec.SECP256R1())
+    ec_key = ec.generate_private_key(ec.SECP256R1())
     keys = {"garbage": base / "garbage.pem", "ecdsa": base / "ec.pem",
             "encrypted": base / "enc.pem", "public": base / "only.pub"}
     keys["garbage"].write_text("not a key\n")
-    keys["ecdsa"].write_bytes(rsa_like.private_bytes(
+    keys["ecdsa"].write_bytes(ec_key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption()))
     keys["encrypted"].write_bytes(Ed25519PrivateKey.generate().private_bytes(
@@ -245,7 +245,7 @@ def test_envelope_is_dsse_over_an_in_toto_statement_and_deterministic(tmp_path: 
     assert statement["predicateType"] == attest.PREDICATE_TYPE
     assert statement["subject"] == [
         {"name": "alice/two_plus_two.json",
-         "digest": {"sha256": attest.hashlib.sha256(data).hexdigest()}},
+         "digest": {"sha256": hashlib.sha256(data).hexdigest()}},
         {"name": "submission:alice", "digest": {"sha256": "d" * 64}}]
     predicate = statement["predicate"]
     assert predicate["verdict"] == "accepted" and predicate["reason_code"] == "accepted"

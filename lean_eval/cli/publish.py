@@ -22,9 +22,10 @@ from lean_eval.errors import LeanEvalError, SetupError
               type=click.Path(path_type=Path, file_okay=False),
               help="The results store: one <lowercased user>.json per submitter.")
 @click.option("--json", "as_json", is_flag=True, help="Print what was exported as JSON.")
+@click.option("-v", "--verbose", count=True, help="Also each result already in the store.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def export_results(out_dir: Path, metadata: Path, results_dir: Path, as_json: bool,
-                   quiet: bool) -> None:
+                   verbose: int, quiet: bool) -> None:
     """Append the accepted pairs of OUT to the leaderboard results store (schema version 2).
 
     A result already in the store is left exactly as it is. Refuses (exit 2, writing nothing)
@@ -45,10 +46,12 @@ def export_results(out_dir: Path, metadata: Path, results_dir: Path, as_json: bo
         click.echo(export.export_report(results_dir, done).model_dump_json(indent=2))
     elif not quiet:
         out = Console()
-        for added in done.added:
-            out.print(f"added {added.result_id}  {added.submission}/{added.problem} -> "
-                      f"{added.file}", markup=False, highlight=False, soft_wrap=True)
-        out.print(f"{len(done.added)} new result(s), {done.kept} already in the store (left "
+        lines = [("added", a) for a in done.added] + [("kept ", k) for k in done.kept
+                                                      if verbose]
+        for what, item in lines:
+            out.print(f"{what} {item.result_id}  {item.submission}/{item.problem} -> "
+                      f"{item.file}", markup=False, highlight=False, soft_wrap=True)
+        out.print(f"{len(done.added)} new result(s), {len(done.kept)} already in the store (left "
                   f"as they are); {len(done.written)} file(s) written", highlight=False)
     sys.exit(0)
 
@@ -63,9 +66,10 @@ def export_results(out_dir: Path, metadata: Path, results_dir: Path, as_json: bo
               type=click.Path(path_type=Path, exists=False),
               help="Also check that this submission is the one scored (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the verification as JSON.")
+@click.option("-v", "--verbose", count=True, help="Also name every verdict file checked.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the failures.")
 def verify_command(out_dir: Path, key_file: Path, submissions: tuple[Path, ...],
-                   as_json: bool, quiet: bool) -> None:
+                   as_json: bool, verbose: int, quiet: bool) -> None:
     """Check offline that every verdict in OUT is signed by PUB and says what was signed.
 
     Names every failure (a verdict without envelope, a signature that does not verify, a
@@ -83,15 +87,17 @@ def verify_command(out_dir: Path, key_file: Path, submissions: tuple[Path, ...],
         click.echo(result.model_dump_json(indent=2))
     else:
         out = Console(quiet=quiet and result.ok)
+        for name in result.verdict_files if verbose and not quiet else ():
+            out.print(f"checked {name}", markup=False, highlight=False, soft_wrap=True)
         for failure in result.failures:
             out.print(f"FAILED {failure.path}: {failure.problem}", markup=False,
                       highlight=False, soft_wrap=True)
         if result.ok:
-            out.print(f"verified {out_dir}: {result.verdicts} verdict(s), "
+            out.print(f"verified {out_dir}: {len(result.verdict_files)} verdict(s), "
                       f"{result.envelopes_verified} envelope(s) signed by "
                       f"{result.key_fingerprint}; {result.submissions} submission(s) match",
                       markup=False, highlight=False, soft_wrap=True)
         else:
             click.echo(f"lean-eval: verify: {len(result.failures)} failure(s) in {out_dir} "
-                       f"({result.verdicts} verdict(s) checked)", err=True)
+                       f"({len(result.verdict_files)} verdict(s) checked)", err=True)
     sys.exit(0 if result.ok else 1)
