@@ -54,19 +54,30 @@ class VerifyReport(_Document):
         return not self.failures
 
 
-def _verdict_files(out_dir: Path, pairs: Sequence[PairSummary]) -> dict[str, PairSummary | None]:
+def _verdict_files(out_dir: Path, pairs: Sequence[PairSummary], checker: _Checker
+                   ) -> dict[str, PairSummary | None]:
     found: dict[str, PairSummary | None] = {}
     for path in sorted(out_dir.glob("*/*.json")):
         if path.is_file() and not attest.is_envelope(path):
             found[path.relative_to(out_dir).as_posix()] = None
     for pair in pairs:
-        rel = report.verdict_file(out_dir, pair).relative_to(out_dir).as_posix()
+        rel = f"{pair.submission}/{pair.problem}.json"  # where run-eval and merge write it
+        if len(Path(rel).parts) != 2 or ".." in Path(rel).parts or rel.startswith("/"):
+            checker.fail("summary.json", f"lists a pair outside OUT: {rel!r}")
+            continue
         found[rel] = pair
     return dict(sorted(found.items()))
 
 
+ENVELOPE_MAX = 4 << 20  # an envelope is a few KiB; a published OUT may be hostile
+
+
 def _open(envelope_file: Path) -> Envelope:
-    raw = catalog.strict_json(envelope_file.read_bytes(), str(envelope_file))
+    with envelope_file.open("rb") as handle:
+        data = handle.read(ENVELOPE_MAX + 1)
+    if len(data) > ENVELOPE_MAX:
+        raise ValueError(f"larger than {ENVELOPE_MAX} bytes")
+    raw = catalog.strict_json(data, str(envelope_file))
     if not isinstance(raw, dict):
         raise ValueError("not a JSON object")
     # from_dict rewrites the signatures it is given: hand it copies
@@ -201,7 +212,7 @@ def verify(out_dir: Path, key: attest.PublicKey, submissions: Sequence[Path] = (
     if recorded is not None and recorded != key.fingerprint:
         checker.fail("summary.json", f"the run recorded signing key {recorded}, --key is "
                                      f"{key.fingerprint}")
-    files = _verdict_files(out_dir, summary.pairs)
+    files = _verdict_files(out_dir, summary.pairs, checker)
     signed: dict[str, list[tuple[str, attest.Statement]]] = {}
     for rel, pair in files.items():
         statement = checker.verdict(rel, pair)

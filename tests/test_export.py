@@ -127,6 +127,9 @@ def test_export_then_a_later_run_appends_and_leaves_the_first_result_byte_identi
     report = json.loads(again.output)
     assert report["added"] == [] and report["kept"] == 2 and report["written"] == []
     assert (results / "alice-b.json").stat().st_mtime_ns == stamp
+    verbose = _export(later, meta, results, "-v")
+    assert verbose.output.count("kept  r2_") == 2 and "0 new result(s)" in verbose.output
+    assert _export(later, meta, results, "-q").output == ""
 
 
 def test_a_new_statement_revision_is_a_new_result(tmp_path: Path) -> None:

@@ -292,3 +292,24 @@ def test_verify_json_report_lists_every_failure(tmp_path: Path) -> None:
     assert report["failures"] == [{"path": "bob/two_plus_two.json",
                                    "problem": "has no envelope (bob/two_plus_two.intoto.json "
                                               "is missing)"}]
+
+
+def test_a_garbled_envelope_is_named_and_the_others_still_checked(tmp_path: Path) -> None:
+    from test_merge import write_output
+
+    private, public = _keypair(tmp_path)
+    key = attest.load_signing_key(private)
+    out = write_output(tmp_path / "out", [("alice", "two_plus_two"), ("bob", "two_plus_two"),
+                                          ("carol", "two_plus_two")])
+    for sid in ("alice", "bob", "carol"):
+        assert key.sign(out / sid / "two_plus_two.json", out, {}) is None
+    (out / "alice" / "two_plus_two.intoto.json").write_text('{"payload": "!!", "x": 1}')
+    carol = out / "carol" / "two_plus_two.intoto.json"
+    carol.write_text(carol.read_text().replace("application/vnd.in-toto+json", "text/plain"))
+    result = CliRunner().invoke(main, ["verify", str(out), "--key", str(public), "-v"],
+                                catch_exceptions=False)
+    assert result.exit_code == 1
+    assert "FAILED alice/two_plus_two.intoto.json: not a DSSE envelope" in result.output
+    assert "FAILED carol/two_plus_two.intoto.json: payload type 'text/plain'" in result.output
+    assert "bob/two_plus_two" not in result.output.replace("checked bob/two_plus_two.json", "")
+    assert "checked bob/two_plus_two.json" in result.output
