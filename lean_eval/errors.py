@@ -49,3 +49,7 @@ class ProcessStartError(LeanEvalError):
 
 class OutputError(LeanEvalError):
     """The output directory is unwritable or full: no further verdict can be recorded."""
+
+
+class OutputRefusedError(SetupError):
+    """An output directory holds what no run writes: a bad id, a path off its place, a link."""
