@@ -24,6 +24,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple, overload
 
 from pydantic import ValidationError
 
@@ -78,10 +79,8 @@ def check_summary(where: Path, summary: Summary) -> None:
         _check_id(where, "submission id", ref.submission, "not scored: ")
         _check_id(where, "problem id", ref.problem, f"not scored: {ref.submission}/")
     for text in summary.missing_shards:
-        try:
-            shard.parse_shard(text)
-        except UsageError as exc:
-            raise _refuse(where, f"missing shard {show(text)!r} is not K/N") from exc
+        if not _is_shard(text):
+            raise _refuse(where, f"missing shard {show(text)!r} is not K/N")
     listed = {sub.id for sub in summary.submissions}
     info = summary.shard
     for pair in summary.pairs:
@@ -103,6 +102,13 @@ def check_summary(where: Path, summary: Summary) -> None:
         if shard.batch_digest(shard.batch_pairs(info.batch)) != info.batch_digest:
             raise _refuse(where, "the batch it records does not have its batch digest "
                                  f"{info.batch_digest[:12]}")
+
+
+def _is_shard(text: str) -> bool:
+    try:
+        return str(shard.parse_shard(text)) == text
+    except UsageError:
+        return False
 
 
 @contextmanager
@@ -171,21 +177,69 @@ def _kind(mode: int) -> str:
     return "not a file"
 
 
-def read_verdict(where: Path, fd: int, pair: tuple[str, str]) -> Verdict:
-    """The verdict in the open file ``fd``; it must be one, of ``pair``, else a refusal."""
+@overload
+def read_verdict(where: Path, fd: int, pair: tuple[str, str]) -> Verdict: ...
+@overload
+def read_verdict(where: Path, fd: int, pair: tuple[str, str], *, strict: bool) -> Verdict | None:
+    ...
+
+
+def read_verdict(where: Path, fd: int, pair: tuple[str, str], *,
+                 strict: bool = True) -> Verdict | None:
+    """The verdict in the open file ``fd``, of ``pair``; else a refusal.
+
+    Not ``strict``: a file that is no verdict (too large, not one this lean-eval reads) is None;
+    a verdict of another pair is still a refusal.
+    """
     shown = "/".join(place_of(*pair).parts)
     chunks, size = [], 0
     while chunk := os.read(fd, 1 << 20):
         chunks.append(chunk)
         size += len(chunk)
         if size > VERDICT_CAP:
+            if not strict:
+                return None
             raise _refuse(where, f"{shown} is larger than any verdict ({VERDICT_CAP} bytes)")
     try:
         verdict = Verdict.model_validate_json(b"".join(chunks))
     except ValidationError as exc:
+        if not strict:
+            return None
         raise _refuse(where, f"{shown} is not a verdict this lean-eval can read "
                              f"({exc.errors()[0]['msg']})") from exc
     if (verdict.submission.id, verdict.problem.id) != pair:
         raise _refuse(where, f"{shown} holds the verdict of {show(verdict.submission.id)}/"
                              f"{show(verdict.problem.id)}, not of {pair[0]}/{pair[1]}")
     return verdict
+
+
+class PairFiles(NamedTuple):
+    """What an output directory holds for one pair of its summary, as report reads it."""
+
+    verdict: Verdict | None  # None: absent, or not a verdict this lean-eval can read
+    log: bool  # a regular ``<problem>.log`` is beside it
+
+
+def pair_files(where: Path, summary: Summary) -> tuple[PairFiles, ...]:
+    """Each pair's files, aligned with ``summary.pairs`` (``check_summary`` it first).
+
+    A link, a non-regular file or a verdict of another pair is a refusal; an absent or
+    unreadable verdict is reported as such.
+    """
+    found = []
+    with directory(where) as root_fd:
+        for pair in summary.pairs:
+            sid, pid = pair.submission, pair.problem
+            with submission_dir(where, root_fd, sid) as dir_fd:
+                verdict = None
+                fd = open_regular(where, dir_fd, sid, f"{pid}.json")
+                if fd is not None:
+                    try:
+                        verdict = read_verdict(where, fd, (sid, pid), strict=False)
+                    finally:
+                        os.close(fd)
+                log = open_regular(where, dir_fd, sid, f"{pid}.log")
+                if log is not None:
+                    os.close(log)
+            found.append(PairFiles(verdict, log is not None))
+    return tuple(found)
