@@ -87,7 +87,8 @@ def write_output(out: Path, pairs: Sequence[tuple[str, str]], *, k: int | None =
         counts=counts, pairs=tuple(summaries), exit_code=0,
         shard=None if k is None else ShardInfo(k=k, n=n,
                                                batch_digest=digest or shard.batch_digest(BATCH),
-                                               options_digest=options_digest))
+                                               options_digest=options_digest,
+                                               batch={} if digest else shard.batch_map(BATCH)))
     write_model(out / "summary.json", summary)
     return out
 
