@@ -297,3 +297,32 @@ def test_junit_of_a_real_run_has_a_testcase_per_pair(run_eval, outside: Path) ->
     assert {p["verdict"] for p in pairs if p["submission"] == "good"} == {"accepted"}
     markdown = CliRunner().invoke(main, ["report", str(run.out), "--format", "markdown"])
     assert "| good | 1 | 0 | 0 | 0 | 0 | 1 |" in markdown.output
+
+
+INVISIBLE = ("\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068",
+             "\u2069", "\u200e", "\u200f", "\u061c", "\u200b", "\u200c", "\u200d", "\u2060",
+             "\ufeff")
+
+
+@pytest.mark.parametrize("fmt", report.FORMATS)
+def test_bidi_and_zero_width_controls_are_escaped_in_every_format(tmp_path: Path,
+                                                                  fmt: str) -> None:
+    trick = "accepted " + "".join(INVISIBLE) + " rejected"
+    rows = [("good", "two_plus_two", "rejected", "completed", "kernel_rejected", trick),
+            ("bad", "two_plus_two", "error", "timed_out", "timeout", trick)]
+    out = build(tmp_path / "out", rows, rejected_whole="gone")
+    data = json.loads((out / "summary.json").read_text())
+    data["submissions"][-1]["rejection"] = trick
+    (out / "summary.json").write_text(json.dumps(data))
+    verdict = json.loads((out / "good" / "two_plus_two.json").read_text())
+    verdict["log"]["tail"] = [trick]
+    (out / "good" / "two_plus_two.json").write_text(json.dumps(verdict))
+    result = CliRunner().invoke(main, ["report", str(out), "--format", fmt],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    text = result.output
+    if fmt == "json":  # escaped in the values, not only in the JSON text
+        text = json.dumps(json.loads(text), ensure_ascii=False)
+    found = [f"U+{ord(c):04X}" for c in INVISIBLE if c in text]
+    assert not found, found
+    assert "\\u202e" in text.replace("\\\\", "\\")  # shown, not silently dropped
