@@ -66,7 +66,7 @@ def refused(result: Result, *names: str | Path) -> None:
 def nothing_written(base: Path) -> None:
     assert not (base / "o").exists() or not any((base / "o").iterdir())
     assert not list(base.rglob("pwned")), list(base.rglob("pwned"))
-    assert not [p for p in base.rglob(".*merge-*")]
+    assert not list(base.rglob(".*merge-*"))
 
 
 @pytest.fixture
