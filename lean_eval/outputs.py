@@ -47,7 +47,7 @@ def _refuse(where: Path, what: str) -> OutputRefusedError:
 def _check_id(where: Path, kind: str, value: str, context: str = "") -> None:
     rule = SUBMISSION_ID_RE.fullmatch if kind == "submission id" else PROBLEM_ID.fullmatch
     if not rule(value):
-        raise _refuse(where, f"{context}{kind} {show(value)!r} is not one intake or the "
+        raise _refuse(where, f"{context}{kind} '{show(value)}' is not one intake or the "
                              "catalog would accept")
 
 
@@ -64,7 +64,7 @@ def _check_path(where: Path, pair: PairSummary) -> None:
                              and recorded.parts[-2:] == place.parts):
         return
     raise _refuse(where, f"pair {show(pair.submission)}/{show(pair.problem)} records path "
-                         f"{show(pair.path)!r}; its verdict can only be {place}")
+                         f"'{show(pair.path)}'; its verdict can only be {place}")
 
 
 def check_summary(where: Path, summary: Summary) -> None:
@@ -80,7 +80,7 @@ def check_summary(where: Path, summary: Summary) -> None:
         _check_id(where, "problem id", ref.problem, f"not scored: {ref.submission}/")
     for text in summary.missing_shards:
         if not _is_shard(text):
-            raise _refuse(where, f"missing shard {show(text)!r} is not K/N")
+            raise _refuse(where, f"missing shard '{show(text)}' is not K/N")
     listed = {sub.id for sub in summary.submissions}
     info = summary.shard
     for pair in summary.pairs:
