@@ -35,7 +35,7 @@ from lean_eval.errors import OutputError, UsageError
 from lean_eval.interrupt import Stop, signals, terminate_children
 from lean_eval.limits import max_path_bytes_under
 from lean_eval.resume import Planned, RunOptions, Tools, identity, not_probed
-from lean_eval.shard import batch_digest, in_shard, options_digest
+from lean_eval.shard import batch_digest, batch_map, in_shard, options_digest
 from lean_eval.verdict import (
     INFRASTRUCTURE_FAILURES,
     Identity,
@@ -260,6 +260,7 @@ def _run(inputs: Sequence[Path], ids: Sequence[tuple[str, Path]], catalog: Catal
     preflight = options.preflight or not_probed(tools)
     plans, items = _plan(ids, catalog, options, ident, preflight)
     digest = batch_digest((i.sid, i.pid) for i in items)
+    batch = batch_map((i.sid, i.pid) for i in items) if options.shard is not None else {}
     if options.shard is not None:
         items = [i for i in items if in_shard(i.sid, i.pid, options.shard)]
     run_dir = _run_dir(options)
@@ -272,7 +273,7 @@ def _run(inputs: Sequence[Path], ids: Sequence[tuple[str, Path]], catalog: Catal
         if not options.keep_work:
             workspace.remove_tree(run_dir.path)
     shard = None if options.shard is None else ShardInfo(
-        k=options.shard.k, n=options.shard.n, batch_digest=digest,
+        k=options.shard.k, n=options.shard.n, batch_digest=digest, batch=batch,
         options_digest=options_digest(resume.verdict_options(options, preflight)))
     return _summary(started_at, ident, preflight, catalog, plans, items, results, out_dir,
                     run, shard)

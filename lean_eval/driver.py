@@ -26,7 +26,14 @@ from lean_eval import process, resources, sandbox
 from lean_eval.catalog import ComparatorConfig
 from lean_eval.errors import ToolchainError
 from lean_eval.toolchain import Toolchain
-from lean_eval.verdict import Checker, Execution, Outcome, Reason, ResourceLimits
+from lean_eval.verdict import (
+    Checker,
+    Execution,
+    Outcome,
+    Reason,
+    ResourceLimits,
+    write_bytes_atomic,
+)
 
 REQUIRED_KERNELS = ("nanoda", "Lean default")
 DEFAULT_MAX_FILE_BYTES = 8 << 30
@@ -332,10 +339,7 @@ def write_log(path: Path, argv: tuple[str, ...], outcome: process.Outcome) -> tu
         "## stdout\n" + outcome.stdout.decode("utf-8", errors="replace")
         + "\n## stderr\n" + outcome.stderr.decode("utf-8", errors="replace") + "\n"
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_bytes_atomic(path, text.encode("utf-8"))  # as verdicts are: never through a planted link
     return tuple(text.splitlines()[-LOG_TAIL_LINES:])
 
 

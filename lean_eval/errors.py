@@ -57,3 +57,7 @@ class ExportRefusedError(SetupError):
 
 class SigningKeyError(SetupError):
     """A signing or verification key that is missing, unreadable or not an Ed25519 key."""
+
+
+class OutputRefusedError(SetupError):
+    """An output directory holds what no run writes: a bad id, a path off its place, a link."""

@@ -22,7 +22,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from lean_eval import catalog, report
+from lean_eval import catalog, outputs, report
 from lean_eval.errors import CatalogError, ExportRefusedError, OutputError
 from lean_eval.results_store import (
     STORE_SCHEMA_VERSION,
@@ -196,7 +196,7 @@ def _candidates(run: report.Run, metadata: Mapping[str, MetadataEntry],
     for pair, verdict in zip(run.summary.pairs, run.verdicts, strict=True):
         if pair.verdict != "accepted":
             continue
-        where = report.verdict_file(run.out_dir, pair)
+        where = run.out_dir / outputs.place_of(pair.submission, pair.problem)
         if verdict is None or verdict.verdict != "accepted":
             errors.append(f"{where}: summary.json says accepted but the verdict file "
                           + ("is unreadable" if verdict is None else f"says {verdict.verdict}"))

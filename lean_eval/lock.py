@@ -137,10 +137,20 @@ def reclaim(parent: Path, remove: Callable[[Path], object]) -> list[Path]:
     return reclaimed
 
 
-def remove_stray_temps(out_dir: Path) -> list[Path]:
-    """Delete half-written ``.*.tmp`` files a killed run left in ``out_dir`` and one level down.
+def _stray_temp(item: os.DirEntry[str]) -> bool:
+    # ``.<name>.<random>.tmp``: verdict.temporary_name; ``<problem>.log.tmp``: the fixed name
+    # older releases wrote logs through. A regular file or a (planted) symlink: unlinking
+    # removes the link itself and never follows it.
+    named = (item.name.startswith(".") and item.name.endswith(".tmp")) or \
+        item.name.endswith(".log.tmp")
+    return named and (item.is_file(follow_symlinks=False) or item.is_symlink())
 
-    Call only while holding the ``OutLock``: then no live writer owns them.
+
+def remove_stray_temps(out_dir: Path) -> list[Path]:
+    """Delete the temporary files (and links there) a killed run left in ``out_dir`` and below.
+
+    Verdicts, summaries and logs alike, at the top and one level down. Call only while holding
+    the ``OutLock``: then no live writer owns them.
     """
     removed: list[Path] = []
     try:
@@ -155,8 +165,7 @@ def remove_stray_temps(out_dir: Path) -> list[Path]:
             except OSError:
                 continue
         for item in candidates:
-            if (item.name.startswith(".") and item.name.endswith(".tmp")
-                    and item.is_file(follow_symlinks=False)):
+            if _stray_temp(item):
                 Path(item.path).unlink(missing_ok=True)
                 removed.append(Path(item.path))
     return removed

@@ -8,12 +8,17 @@ Invariants:
 - A pair scored by two shards is refused, never silently picked.
 - The output appears whole or not at all: it is assembled in a hidden sibling directory and
   renamed into place; an existing non-empty ``--out`` is never touched.
-- Pairs that no shard scored are listed, not guessed: the merged summary is written without
-  them and its exit code is 1.
+- Only what a shard really holds is merged (``lean_eval/outputs.py``): ids by intake's and the
+  catalog's rules, each pair in the shard that claims it, files at the place its ids give, opened
+  without following links and regular; anything else is a refusal naming the shard and entry.
+- Pairs that no shard scored are listed, not guessed: the merged summary names the missing
+  shards and those pairs (``missing_shards``, ``not_scored_pairs``, counted in ``not_scored``)
+  and its exit code is 1.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
@@ -24,10 +29,12 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
+from lean_eval import outputs as outdir
 from lean_eval import shard as shards
 from lean_eval.errors import MergeRefusedError, OutputError
 from lean_eval.verdict import (
     INFRASTRUCTURE_FAILURES,
+    PairRef,
     PairSummary,
     SubmissionSummary,
     Summary,
@@ -37,6 +44,9 @@ from lean_eval.verdict import (
 )
 
 Pair = tuple[str, str]
+
+# The files a shard may hold beside a pair's verdict ``<problem>.json``, carried when present.
+BESIDE_VERDICT = (".log", ".intoto.json")  # the capped log; attest.envelope_path
 
 # What must be equal across shards for their verdicts to mean the same thing. Paths (benchmark,
 # toolchain, bubblewrap) legitimately differ between machines and are not compared.
@@ -76,6 +86,7 @@ def load_shard(path: Path) -> ShardOutput:
         raise MergeRefusedError(f"{summary_path}: not a summary this lean-eval can read "
                                 f"({exc.error_count()} problem(s), first: "
                                 f"{exc.errors()[0]['msg']})") from exc
+    outdir.check_summary(path, summary)
     return ShardOutput(path, summary)
 
 
@@ -125,62 +136,78 @@ def check_compatible(outputs: Sequence[ShardOutput]) -> None:
                                 f"refusing to merge: {detail}")
 
 
-def _verdict_source(out: ShardOutput, pair: PairSummary) -> Path:
-    recorded = Path(pair.path)
-    if not recorded.is_absolute():
-        return out.path / recorded
-    try:  # an absolute path of the machine that ran the shard: keep the part under its --out
-        return out.path / recorded.relative_to(recorded.parents[1])
-    except (ValueError, IndexError):
-        return out.path / pair.submission / f"{pair.problem}.json"
+def _hard_link(fd: int, dir_fd: int, name: str) -> None:
+    # linkat(2) of /proc/self/fd/N with AT_SYMLINK_FOLLOW (dst_dir_fd makes Python use linkat):
+    # the inode that was opened and checked, not whatever the shard's name holds by now
+    os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=dir_fd, follow_symlinks=True)
 
 
-def _place(source: Path, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
+def _place(fd: int, dir_fd: int, name: str) -> None:
+    """Give ``name`` (new, in ``dir_fd``) the content of the open regular file ``fd``."""
+    try:  # same filesystem: no copy; later atomic rewrites of the shard replace its inode, so
+        _hard_link(fd, dir_fd, name)  # the merged file never changes under us
+        return
+    except OSError as exc:
+        if exc.errno == errno.EEXIST:  # never replace a file, by link or by copy
+            raise
+    # another filesystem, hard links not allowed here, or no /proc: copy from the open file
+    target = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o666, dir_fd=dir_fd)
     try:
-        os.link(source, target)  # same filesystem: no copy; later atomic rewrites of the shard
-    except OSError:  # replace its inode, so the merged file never changes under us
-        shutil.copy2(source, target)
+        os.lseek(fd, 0, os.SEEK_SET)
+        while chunk := os.read(fd, 1 << 20):
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(target, view):]
+    finally:
+        os.close(target)
 
 
-def _relative(path: str, out_dir: Path, sid: str, pid: str) -> str:
-    return path if not Path(path).is_absolute() else str(out_dir / sid / f"{pid}.json")
+def _carry(out: ShardOutput, root_fd: int, entry: PairSummary, staging: Path) -> Verdict:
+    """Link or copy one pair's verdict, and the files beside it, into ``staging``."""
+    sid, pid = entry.submission, entry.problem
+    (staging / sid).mkdir(exist_ok=True)  # sid passed intake's id rule: one plain name
+    target = os.open(staging / sid, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        with outdir.submission_dir(out.path, root_fd, sid) as dir_fd:
+            fd = outdir.open_regular(out.path, dir_fd, sid, f"{pid}.json")
+            if fd is None:
+                raise MergeRefusedError(f"{out.path}: the verdict of {sid}/{pid} is missing "
+                                        f"({outdir.place_of(sid, pid)})")
+            try:
+                verdict = outdir.read_verdict(out.path, fd, (sid, pid))
+                _place(fd, target, f"{pid}.json")
+            finally:
+                os.close(fd)
+            for suffix in BESIDE_VERDICT:
+                fd = outdir.open_regular(out.path, dir_fd, sid, f"{pid}{suffix}")
+                if fd is not None:
+                    try:
+                        _place(fd, target, f"{pid}{suffix}")
+                    finally:
+                        os.close(fd)
+    finally:
+        os.close(target)
+    return verdict
 
 
-def _assemble(outputs: Sequence[ShardOutput], staging: Path, out_dir: Path
+def _assemble(outputs: Sequence[ShardOutput], staging: Path
               ) -> tuple[list[PairSummary], list[Verdict]]:
     owner: dict[Pair, Path] = {}
     pairs: list[PairSummary] = []
     verdicts: list[Verdict] = []
     for out in outputs:
-        for entry in out.summary.pairs:
-            key = (entry.submission, entry.problem)
-            if key in owner:
-                raise MergeRefusedError(f"pair {entry.submission}/{entry.problem} was scored "
-                                        f"by both {owner[key]} and {out.path}; refusing to "
-                                        "merge")
-            owner[key] = out.path
-            source = _verdict_source(out, entry)
-            try:
-                verdict = Verdict.model_validate_json(source.read_bytes())
-            except (OSError, ValidationError) as exc:
-                raise MergeRefusedError(f"{out.path}: verdict of {entry.submission}/"
-                                        f"{entry.problem} unreadable at {source}: "
-                                        f"{type(exc).__name__}") from exc
-            if (verdict.submission.id, verdict.problem.id) != key:
-                raise MergeRefusedError(f"{source} holds {verdict.submission.id}/"
-                                        f"{verdict.problem.id}, not {key[0]}/{key[1]}")
-            rel = Path(entry.submission) / f"{entry.problem}.json"
-            _place(source, staging / rel)
-            log = source.with_suffix(".log")
-            if log.is_file():
-                _place(log, staging / rel.with_suffix(".log"))
-            envelope = source.with_name(f"{entry.problem}.intoto.json")  # attest.envelope_path
-            if envelope.is_file():
-                _place(envelope, staging / rel.with_name(envelope.name))
-            pairs.append(entry.model_copy(update={
-                "path": _relative(entry.path, out_dir, entry.submission, entry.problem)}))
-            verdicts.append(verdict)
+        with outdir.directory(out.path) as root_fd:
+            for entry in out.summary.pairs:
+                key = (entry.submission, entry.problem)
+                if key in owner:
+                    raise MergeRefusedError(f"pair {entry.submission}/{entry.problem} was "
+                                            f"scored by both {owner[key]} and {out.path}; "
+                                            "refusing to merge")
+                owner[key] = out.path
+                verdicts.append(_carry(out, root_fd, entry, staging))
+                pairs.append(entry.model_copy(update={
+                    "path": str(outdir.place_of(entry.submission, entry.problem))}))
     return pairs, verdicts
 
 
@@ -194,7 +221,8 @@ _TALLIES = "tally" in SubmissionSummary.model_fields
 
 
 def _summary(outputs: Sequence[ShardOutput], submissions: list[SubmissionSummary],
-             pairs: list[PairSummary], missing: int, *, incomplete: bool) -> Summary:
+             pairs: list[PairSummary], missing: Sequence[Pair], absent: Sequence[str], *,
+             incomplete: bool) -> Summary:
     order = {key: i for i, key in enumerate(_expected(submissions))}
     pairs.sort(key=lambda p: order.get((p.submission, p.problem), len(order)))
     counts = {name: 0 for out in outputs for name in out.summary.counts}
@@ -216,12 +244,13 @@ def _summary(outputs: Sequence[ShardOutput], submissions: list[SubmissionSummary
         "pairs": [p.model_dump() for p in pairs],
         "exit_code": 1 if failed or missing or incomplete else 0,
         "shard": None,
+        # the merged batch's totals, not the first shard's
+        "interrupted": any(o.summary.interrupted for o in outputs),
+        "not_scored": len(missing),
+        "reused": sum(o.summary.reused for o in outputs),
+        "missing_shards": tuple(absent),
+        "not_scored_pairs": tuple(PairRef(submission=s, problem=p) for s, p in missing),
     })
-    # Fields a newer summary has: the merged batch's totals, not the first shard's.
-    extra = {"interrupted": any(getattr(o.summary, "interrupted", False) for o in outputs),
-             "not_scored": missing,
-             "reused": sum(getattr(o.summary, "reused", 0) for o in outputs)}
-    data.update({k: v for k, v in extra.items() if k in data})
     return Summary.model_validate(data)
 
 
@@ -232,8 +261,18 @@ def _instant(stamp: str) -> tuple[float, str]:
         return float("inf"), stamp
 
 
+def _batch(outputs: Sequence[ShardOutput]) -> dict[str, tuple[str, ...]] | None:
+    """The whole batch as a shard recorded it (all record the same: same digest), if one did."""
+    return next((o.summary.shard.batch for o in outputs
+                 if o.summary.shard is not None and o.summary.shard.batch), None)
+
+
 def _submissions(outputs: Sequence[ShardOutput]) -> list[SubmissionSummary]:
-    """Every submission once, in input order, with the problems of every shard."""
+    """Every submission once, in input order, with its problems in the whole batch.
+
+    The batch a shard recorded when there is one (so a missing shard's pairs are listed), else
+    the problems of every given shard.
+    """
     found: dict[str, SubmissionSummary] = {}
     problems: dict[str, list[str]] = {}
     for out in outputs:
@@ -241,6 +280,12 @@ def _submissions(outputs: Sequence[ShardOutput]) -> list[SubmissionSummary]:
             found.setdefault(sub.id, sub)
             seen = problems.setdefault(sub.id, [])
             seen.extend(p for p in sub.problems if p not in seen)
+    for sid, pids in (_batch(outputs) or {}).items():
+        if sid not in found:
+            raise MergeRefusedError(f"the batch the shards record names submission {sid}, "
+                                    "which no shard lists; refusing to merge")
+        seen = problems[sid]
+        seen.extend(p for p in pids if p not in seen)
     catalog = {pid: i for i, pid in enumerate(outputs[0].summary.problems)}
     return [sub.model_copy(update={"problems": tuple(sorted(
         problems[sid], key=lambda p: (catalog.get(p, len(catalog)), p)))})
@@ -268,17 +313,19 @@ def merge(shard_dirs: Sequence[Path], out_dir: Path) -> MergeResult:
         raise OutputError(f"cannot create the merged output {target}: "
                           f"{exc.strerror or exc}") from exc
     try:
-        pairs, _ = _assemble(outputs, staging, target)
+        pairs, _ = _assemble(outputs, staging)
         submissions = _submissions(outputs)
         scored = {(p.submission, p.problem) for p in pairs}
         missing = tuple(key for key in _expected(submissions) if key not in scored)
         n, digest = _shard_key(outputs[0].summary)
         given = {o.summary.shard.k for o in outputs if o.summary.shard}
         absent = tuple(k for k in range(1, n + 1) if k not in given) if given else ()
-        # A shard's summary lists its own pairs only: when the given shards do not add up to
-        # the batch (the digest says so), the absent shards are named though their pairs cannot be.
+        # Shards that recorded no batch (older runs) list their own pairs only: when the given
+        # shards do not add up to the batch (the digest says so), the absent shards are named
+        # though their pairs cannot be.
         complete = digest is None or shards.batch_digest(_expected(submissions)) == digest
-        summary = _summary(outputs, submissions, pairs, len(missing),
+        summary = _summary(outputs, submissions, pairs, missing,
+                           tuple(f"{k}/{n}" for k in absent),
                            incomplete=bool(absent) or not complete)
         write_model(staging / "summary.json", summary)
         staging.chmod(0o777 & ~file_umask())  # what mkdir would give, not mkdtemp's 0700

@@ -5,6 +5,12 @@ Invariants:
   log tails, rejection texts, hints) reaches the console as ``rich.text.Text`` or through
   ``rich.markup.escape``: a name such as ``[bold red]x`` or ``a[/x]`` can neither raise
   ``MarkupError`` nor restyle or hide console text.
+- Bidi and zero-width controls (U+202A-U+202E, U+2066-U+2069, U+200E/F, U+061C, U+200B-U+200D,
+  U+2060, U+FEFF) are shown as ``\\uXXXX`` in every format, so no text can be reordered or
+  hidden in a review; the console and markdown show other control characters as ``\\xNN``.
+- ``report`` renders only what the output directory really holds (``lean_eval/outputs.py``),
+  and a summary's pairs no run scored (missing shards, interrupted runs) are shown in every
+  format: a "not scored" section, an ``error`` testcase each in JUnit, entries in JSON.
 - JUnit XML is built with ``xml.etree`` and stripped of characters XML 1.0 forbids, so any
   standard parser reads it whatever a build printed.
 - Markdown escapes table and inline syntax in user strings; a step summary stays under the size
@@ -14,10 +20,9 @@ Invariants:
 from __future__ import annotations
 
 import io
-import os
 import re
-import secrets
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
@@ -27,8 +32,16 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from lean_eval import outputs
 from lean_eval.errors import UsageError
-from lean_eval.verdict import INFRASTRUCTURE_FAILURES, PairSummary, Summary, Verdict
+from lean_eval.shard import shard_of
+from lean_eval.verdict import (
+    INFRASTRUCTURE_FAILURES,
+    PairRef,
+    Summary,
+    Verdict,
+    write_bytes_atomic,
+)
 
 if TYPE_CHECKING:
     from lean_eval.selfcheck import SelfCheck
@@ -42,15 +55,30 @@ _TALLY = {"accepted": "solved", "rejected": "rejected", "invalid_submission": "i
 STEP_SUMMARY_BUDGET = 900_000  # bytes; GitHub refuses a step summary over 1 MiB
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Bidi embeddings, overrides, isolates and marks, and zero-width characters: they reorder or
+# hide text without being seen (the "Trojan Source" characters).
+_INVISIBLE = "\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff"
+_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{_INVISIBLE}]")
+_HIDDEN = re.compile(f"[{_INVISIBLE}]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def printable(text: str) -> str:
     """``text`` with control characters (escape sequences, newlines) shown as ``\\xNN``.
 
-    A name or message can then not move the cursor, recolour or hide what the console shows.
+    A name or message can then not move the cursor, recolour or hide what the console shows;
+    bidi and zero-width controls are shown as ``\\uXXXX``.
     """
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROL.sub(_escaped, text)
+
+
+def visible(text: str) -> str:
+    """``text`` with bidi and zero-width controls shown as ``\\uXXXX`` (lines kept)."""
+    return _HIDDEN.sub(_escaped, text)
 
 
 def _t(text: str, style: str = "") -> Text:
@@ -87,8 +115,36 @@ def verdict_text(verdict: Verdict) -> Text:
     return line
 
 
+def not_scored(summary: Summary) -> tuple[PairRef, ...]:
+    """The pairs no run scored: those a merge lists, and those a submission names without a pair
+    (an interrupted run's), in submission order."""
+    scored = {(p.submission, p.problem) for p in summary.pairs}
+    found = dict.fromkeys((r.submission, r.problem) for r in summary.not_scored_pairs)
+    for sub in summary.submissions:
+        found.update(dict.fromkeys(key for key in ((sub.id, pid) for pid in sub.problems)
+                                   if key not in scored))
+    return tuple(PairRef(submission=s, problem=p) for s, p in found if (s, p) not in scored)
+
+
+def why_not_scored(summary: Summary, ref: PairRef) -> str:
+    """One sentence on why a pair has no verdict."""
+    for text in summary.missing_shards:
+        k, n = (int(x) for x in text.split("/"))
+        if shard_of(ref.submission, ref.problem, n) == k:
+            return f"not scored: its shard {text} is missing from the merge"
+    return ("not scored: no run recorded a verdict for it (interrupted or stopped); a re-run "
+            "scores it")
+
+
+def _unscored_count(summary: Summary, missing: Sequence[PairRef]) -> str:
+    n = max(summary.not_scored, len(missing))
+    shards = f" (missing shard(s) {', '.join(summary.missing_shards)})" \
+        if summary.missing_shards else ""
+    return f"{n} not scored{shards}" if n or shards else ""
+
+
 def summary_table(summary: Summary) -> Table:
-    """Every pair of the run."""
+    """Every pair of the run, then every pair no run scored."""
     table = Table(title=f"lean-eval: {len(summary.pairs)} pair(s)")
     for column in ("submission", "problem", "verdict", "detail"):
         table.add_column(column, overflow="fold")
@@ -96,19 +152,27 @@ def summary_table(summary: Summary) -> Table:
         table.add_row(_t(pair.submission), _t(pair.problem),
                       _t(pair.verdict, _STYLE.get(pair.verdict, "")),
                       _t(_detail(pair.verdict, pair.reason, pair.execution)))
+    for ref in not_scored(summary):
+        table.add_row(_t(ref.submission), _t(ref.problem), _t("not scored", "bold yellow"),
+                      _t(why_not_scored(summary, ref)))
     return table
 
 
 def print_summary(summary: Summary, console: Console) -> None:
     """The table, submission-level rejections, the counts and the exit code."""
-    if summary.pairs:
+    missing = not_scored(summary)
+    if summary.pairs or missing:
         console.print(summary_table(summary))
     for sub in summary.submissions:
         if sub.rejection:
             console.print(Text.assemble((printable(sub.id), "magenta"),
                                         ": rejected as a whole: ", printable(sub.rejection)))
+    for text in summary.missing_shards:
+        console.print(_t(f"shard {text} is missing: none of the merged outputs scored it",
+                         "bold yellow"))
     counts = ", ".join(f"{n} {name}" for name, n in summary.counts.items() if n) or "no pairs"
-    console.print(Text(f"{counts}; exit {summary.exit_code}"))
+    unscored = _unscored_count(summary, missing)
+    console.print(_t(f"{counts}{'; ' + unscored if unscored else ''}; exit {summary.exit_code}"))
 
 
 def print_selfcheck(name: str, result: SelfCheck, console: Console) -> None:
@@ -190,26 +254,21 @@ class RunReport(_Document):
     counts: dict[str, int]
     submissions: tuple[SubmissionReport, ...]
     pairs: tuple[PairReport, ...]
+    not_scored: tuple[PairRef, ...] = ()  # pairs no run scored (none has a verdict)
+    missing_shards: tuple[str, ...] = ()  # merge: shards "K/N" none of its outputs scored
 
 
 class Run(NamedTuple):
-    """An output directory: its summary and each pair's verdict (None when unreadable)."""
+    """An output directory: its summary and what it holds for each pair."""
 
     out_dir: Path
     summary: Summary
-    verdicts: tuple[Verdict | None, ...]  # aligned with summary.pairs
-
-
-def verdict_file(out_dir: Path, pair: PairSummary) -> Path:
-    """Where a summary line's verdict file is, for relative and (older) absolute paths."""
-    recorded = Path(pair.path)
-    if not recorded.is_absolute():
-        return out_dir / recorded
-    return out_dir / pair.submission / f"{pair.problem}.json"
+    verdicts: tuple[Verdict | None, ...]  # aligned with summary.pairs; None when unreadable
+    logs: tuple[bool, ...] = ()  # aligned with summary.pairs: a log is beside the verdict
 
 
 def load_run(out_dir: Path) -> Run:
-    """Read ``out_dir/summary.json`` and the verdicts it lists."""
+    """Read ``out_dir/summary.json`` and what it lists, checked as merge checks a shard."""
     try:
         summary = Summary.model_validate_json((out_dir / "summary.json").read_bytes())
     except OSError as exc:
@@ -218,44 +277,40 @@ def load_run(out_dir: Path) -> Run:
     except ValidationError as exc:
         raise UsageError(f"{out_dir}/summary.json is not a summary this lean-eval can read: "
                          f"{exc.errors()[0]['msg']}") from exc
-    return Run(out_dir, summary, tuple(_read_verdict(verdict_file(out_dir, pair))
-                                       for pair in summary.pairs))
-
-
-def _read_verdict(path: Path) -> Verdict | None:
-    try:
-        return Verdict.model_validate_json(path.read_bytes())
-    except (OSError, ValidationError):
-        return None
+    outputs.check_summary(out_dir, summary)
+    files = outputs.pair_files(out_dir, summary)
+    return Run(out_dir, summary, tuple(f.verdict for f in files), tuple(f.log for f in files))
 
 
 def run_report(run: Run) -> RunReport:
-    """The output directory as one JSON document."""
+    """The output directory as one JSON document (bidi and zero-width controls escaped)."""
     tallies: dict[str, dict[str, int]] = {s.id: dict.fromkeys(_TALLY.values(), 0)
                                           for s in run.summary.submissions}
     pairs = []
-    for pair, verdict in zip(run.summary.pairs, run.verdicts, strict=True):
+    logs = run.logs or (False,) * len(run.verdicts)
+    for pair, verdict, beside in zip(run.summary.pairs, run.verdicts, logs, strict=True):
         tally = tallies.setdefault(pair.submission, dict.fromkeys(_TALLY.values(), 0))
         tally[_TALLY[pair.verdict]] += 1
         # The log beside the verdict file, as the summary names it (relative to the output
         # directory, which may have moved or been merged); else what the verdict recorded.
-        beside = verdict_file(run.out_dir, pair).with_suffix(".log")
-        log = str(Path(pair.path).with_suffix(".log")) if beside.is_file() else \
+        log = str(outputs.place_of(pair.submission, pair.problem, ".log")) if beside else \
             verdict.log.path if verdict is not None else None
         pairs.append(PairReport(
             submission=pair.submission, problem=pair.problem, verdict=pair.verdict,
-            execution=pair.execution, reason=pair.reason,
-            message=verdict.reason.message if verdict else "(verdict file unreadable)",
+            execution=pair.execution, reason=visible(pair.reason),
+            message=visible(verdict.reason.message) if verdict else "(verdict file unreadable)",
             wall_seconds=verdict.timings.wall_seconds if verdict else None,
-            verdict_path=pair.path, log_path=log))
+            verdict_path=pair.path, log_path=visible(log) if log is not None else None))
     rejections = {s.id: s.rejection for s in run.summary.submissions}
     return RunReport(
-        started_at=run.summary.started_at, finished_at=run.summary.finished_at,
-        exit_code=run.summary.exit_code, counts=dict(run.summary.counts),
+        started_at=visible(run.summary.started_at), finished_at=visible(run.summary.finished_at),
+        exit_code=run.summary.exit_code,
+        counts={visible(k): v for k, v in run.summary.counts.items()},
         submissions=tuple(SubmissionReport(id=sid, **t, pairs=sum(t.values()),
-                                           rejection=rejections.get(sid))
+                                           rejection=visible(rejections.get(sid) or "") or None)
                           for sid, t in tallies.items()),
-        pairs=tuple(pairs))
+        pairs=tuple(pairs), not_scored=not_scored(run.summary),
+        missing_shards=run.summary.missing_shards)
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -268,12 +323,39 @@ def md(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", flat)
 
 
+NOT_SCORED_ROWS = 1000  # markdown rows listing unscored pairs; the rest are counted
+
+
+def _not_scored_section(summary: Summary, doc: RunReport) -> list[str]:
+    """The "Not scored" section: missing shards and pairs without a verdict (kept short)."""
+    if not doc.not_scored and not doc.missing_shards and not summary.not_scored:
+        return []
+    lines = ["### Not scored", "",
+             f"**Incomplete:** {_unscored_count(summary, doc.not_scored)}; no verdict for these.",
+             ""]
+    lines += [f"- shard {md(k)} is missing: none of the merged outputs scored it"
+              for k in doc.missing_shards]
+    if doc.missing_shards:
+        lines.append("")
+    if doc.not_scored:
+        lines += ["| submission | problem | why |", "|---|---|---|"]
+        lines += [f"| {md(r.submission)} | {md(r.problem)} | {md(why_not_scored(summary, r))} |"
+                  for r in doc.not_scored[:NOT_SCORED_ROWS]]
+        if len(doc.not_scored) > NOT_SCORED_ROWS:
+            lines.append(f"\n{len(doc.not_scored) - NOT_SCORED_ROWS} more unscored pair(s) "
+                         "not shown; see summary.json.")
+        lines.append("")
+    return lines
+
+
 def render_markdown(run: Run, budget: int = STEP_SUMMARY_BUDGET) -> str:
     """Per-submission solved counts, then a per-pair table; fits ``$GITHUB_STEP_SUMMARY``."""
     doc = run_report(run)
-    counts = ", ".join(f"{n} {name}" for name, n in doc.counts.items() if n) or "no pairs"
-    lines = ["## lean-eval results", "",
-             f"{len(doc.pairs)} pair(s): {counts}; exit code {doc.exit_code}.", "",
+    counts = ", ".join(f"{n} {md(name)}" for name, n in doc.counts.items() if n) or "no pairs"
+    unscored = _unscored_count(run.summary, doc.not_scored)
+    head = f"{len(doc.pairs)} pair(s): {counts}{'; ' + unscored if unscored else ''}"
+    lines = ["## lean-eval results", "", f"{head}; exit code {doc.exit_code}.", "",
+             *_not_scored_section(run.summary, doc),
              "| submission | solved | rejected | invalid | unchanged | error | pairs |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     for s in doc.submissions:
@@ -302,14 +384,43 @@ _XML_ILLEGAL = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff
 
 
 def _x(text: str) -> str:
-    return _XML_ILLEGAL.sub("\ufffd", text)
+    return _XML_ILLEGAL.sub("\ufffd", visible(text))
+
+
+def _junit_case(suite: ET.Element, p: PairReport, tail: Sequence[str]) -> str | None:
+    """One pair's testcase; the counter it adds to besides ``tests``, if any."""
+    case = ET.SubElement(suite, "testcase", classname=_x(p.submission), name=_x(p.problem),
+                         time=f"{p.wall_seconds or 0.0:.3f}")
+    body = "\n".join((p.message, *tail))
+    if p.verdict in ("rejected", "invalid_submission"):
+        node = ET.SubElement(case, "failure", type=_x(p.reason), message=_x(p.message))
+        node.text = _x(body)
+        return "failures"
+    if p.verdict == "error" or p.execution in INFRASTRUCTURE_FAILURES:
+        node = ET.SubElement(case, "error", type=_x(f"{p.execution}/{p.reason}"),
+                             message=_x(p.message))
+        node.text = _x(body)
+        return "errors"
+    if p.verdict == "unchanged":
+        ET.SubElement(case, "skipped", message="unchanged: the starter was submitted")
+        return "skipped"
+    return None
+
+
+def _junit_error(suite: ET.Element, classname: str, name: str, kind: str, message: str) -> str:
+    case = ET.SubElement(suite, "testcase", classname=_x(classname), name=_x(name),
+                         time="0.000")
+    ET.SubElement(case, "error", type=kind, message=_x(message))
+    return "errors"
 
 
 def render_junit(run: Run) -> str:
     """JUnit XML: a testsuite per submission, a testcase per problem.
 
     ``rejected`` and ``invalid_submission`` are failures, ``error`` an error, ``unchanged``
-    skipped. A submission rejected as a whole, with no pair, is one failing testcase.
+    skipped. A submission rejected as a whole, with no pair, is one failing testcase. A pair no
+    run scored is an ``error`` testcase (``not_scored``), and so is each missing shard (in the
+    testsuite ``(missing shards)``): a CI view of a partial merge is red.
     """
     doc = run_report(run)
     tails = {(p.submission.id, p.problem.id): p.log.tail for p in run.verdicts if p is not None}
@@ -317,37 +428,32 @@ def render_junit(run: Run) -> str:
     by_sub: dict[str, list[PairReport]] = {s.id: [] for s in doc.submissions}
     for p in doc.pairs:
         by_sub.setdefault(p.submission, []).append(p)
+    unscored: dict[str, list[PairRef]] = {}
+    for ref in doc.not_scored:
+        unscored.setdefault(ref.submission, []).append(ref)
+        by_sub.setdefault(ref.submission, [])
     totals = dict.fromkeys(("tests", "failures", "errors", "skipped"), 0)
     rejections = {s.id: s.rejection for s in doc.submissions}
+    suites: list[tuple[ET.Element, list[str | None], float]] = []
     for sid, pairs in by_sub.items():
         suite = ET.SubElement(root, "testsuite", name=_x(sid))
-        n = dict.fromkeys(totals, 0)
-        wall = 0.0
-        for p in pairs:
-            case = ET.SubElement(suite, "testcase", classname=_x(sid), name=_x(p.problem),
-                                 time=f"{p.wall_seconds or 0.0:.3f}")
-            wall += p.wall_seconds or 0.0
-            n["tests"] += 1
-            body = "\n".join((p.message, *tails.get((p.submission, p.problem), ())))
-            if p.verdict in ("rejected", "invalid_submission"):
-                n["failures"] += 1
-                node = ET.SubElement(case, "failure", type=_x(p.reason), message=_x(p.message))
-                node.text = _x(body)
-            elif p.verdict == "error" or p.execution in INFRASTRUCTURE_FAILURES:
-                n["errors"] += 1
-                node = ET.SubElement(case, "error", type=_x(f"{p.execution}/{p.reason}"),
-                                     message=_x(p.message))
-                node.text = _x(body)
-            elif p.verdict == "unchanged":
-                n["skipped"] += 1
-                ET.SubElement(case, "skipped", message="unchanged: the starter was submitted")
-        if not pairs and rejections.get(sid):
+        added = [_junit_case(suite, p, tails.get((p.submission, p.problem), ())) for p in pairs]
+        added += [_junit_error(suite, sid, r.problem, "not_scored",
+                               why_not_scored(run.summary, r)) for r in unscored.get(sid, ())]
+        if not pairs and not unscored.get(sid) and rejections.get(sid):
             case = ET.SubElement(suite, "testcase", classname=_x(sid), name="(submission)",
                                  time="0.000")
             ET.SubElement(case, "failure", type="rejected_submission",
                           message=_x(rejections[sid] or ""))
-            n["tests"] += 1
-            n["failures"] += 1
+            added.append("failures")
+        suites.append((suite, added, sum(p.wall_seconds or 0.0 for p in pairs)))
+    if doc.missing_shards:  # "(...)" is no submission id, so this suite is no submission's
+        suite = ET.SubElement(root, "testsuite", name="(missing shards)")
+        suites.append((suite, [_junit_error(suite, "(missing shards)", k, "missing_shard",
+                                            f"shard {k} is missing: none of the merged outputs "
+                                            "scored it") for k in doc.missing_shards], 0.0))
+    for suite, added, wall in suites:
+        n = {"tests": len(added), **{k: added.count(k) for k in totals if k != "tests"}}
         for key, value in n.items():
             suite.set(key, str(value))
             totals[key] += value
@@ -384,16 +490,4 @@ def render(run: Run, fmt: Format) -> str:
 
 def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path``: readers see the old file or the new one, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
-    # 0o666 through the umask, as open() would; O_EXCL: never through a planted file or link
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_bytes_atomic(path, text.encode("utf-8"))

@@ -5,7 +5,8 @@ Invariants:
   the other pairs, on the machine or on the interpreter (SHA-256, not Python's salted ``hash``).
 - For any N the shards 1..N are disjoint and together cover every pair.
 - ``batch_digest`` names the whole batch's pair set independently of order and of sharding, so
-  ``merge`` can tell shards of one batch from shards of another.
+  ``merge`` can tell shards of one batch from shards of another; ``batch_map`` is the pair set
+  itself as a shard records it, so a merge missing a shard can name that shard's pairs.
 """
 
 from __future__ import annotations
@@ -85,3 +86,18 @@ def batch_digest(pairs: Iterable[Pair]) -> str:
     ordered: Sequence[Pair] = sorted({(s, p) for s, p in pairs})
     payload = json.dumps([list(p) for p in ordered], ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def batch_map(pairs: Iterable[Pair]) -> dict[str, tuple[str, ...]]:
+    """Each submission's problems, in input order: how a shard's summary records its batch."""
+    found: dict[str, list[str]] = {}
+    for sid, pid in pairs:
+        problems = found.setdefault(sid, [])
+        if pid not in problems:
+            problems.append(pid)
+    return {sid: tuple(problems) for sid, problems in found.items()}
+
+
+def batch_pairs(batch: Mapping[str, Sequence[str]]) -> list[Pair]:
+    """The pairs of a ``batch_map``."""
+    return [(sid, pid) for sid, problems in batch.items() for pid in problems]

@@ -3,7 +3,8 @@
 Invariants:
 - Both models are frozen, reject unknown keys, and carry ``schema_version`` first; their JSON
   Schema is committed under ``lean_eval/schemas`` and a test fails on drift.
-- Files are written to a temporary file in the same directory, fsynced, then ``os.replace``d.
+- Files are written to a private temporary file in the same directory (``O_EXCL|O_NOFOLLOW``),
+  fsynced, then ``os.replace``d; logs and reports use the same writer.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any, Literal
 
@@ -202,6 +203,13 @@ class SubmissionSummary(_Model):
     tally: Tally = Tally()
 
 
+class PairRef(_Model):
+    """One (submission, problem) pair by its ids."""
+
+    submission: str
+    problem: str
+
+
 class ShardInfo(_Model):
     """Which shard of a batch a run scored (``--shard K/N``, 1-based) and which batch it was."""
 
@@ -211,6 +219,9 @@ class ShardInfo(_Model):
     # SHA-256 of every option that can change a verdict (shard.options_digest); merge refuses
     # shards whose digests differ. None: not recorded by the run.
     options_digest: str | None = None
+    # Every submission's problems in the whole batch (all shards), which ``batch_digest`` is the
+    # digest of: a merge missing a shard lists that shard's pairs from it. Empty: not recorded.
+    batch: dict[str, tuple[str, ...]] = {}
 
 
 class Summary(_Model):
@@ -229,6 +240,10 @@ class Summary(_Model):
     shard: ShardInfo | None = None  # None: the run scored the whole batch
     interrupted: bool = False  # SIGINT/SIGTERM stopped admission; a re-run resumes
     not_scored: int = 0  # pairs of this run left for a re-run (interrupted or stopped)
+    # merge: the shards ("K/N") no given output scored, and the pairs no shard scored (counted
+    # in not_scored). A run-eval summary lists its unscored pairs through submissions' problems.
+    missing_shards: tuple[str, ...] = ()
+    not_scored_pairs: tuple[PairRef, ...] = ()
     reused: int = 0  # verdicts whose resume key matched and were kept as they were
     jobs: int = 1
     # --sign-key: fingerprint (hex SHA-256 of the DER public key) of the key whose envelopes
@@ -247,26 +262,48 @@ def file_umask() -> int:
         return 0o022
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON to ``path``: readers see the old file or the new, never half."""
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def temporary_name(path: Path) -> Path:
+    """A private name beside ``path`` for its next version: ``.<name>.<random>.tmp``.
+
+    Unguessable, so nothing can be planted there in advance; ``lock.remove_stray_temps`` removes
+    the ones a killed run left.
+    """
+    return path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp"
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path``: readers see the old file or the new, never half.
+
+    The one atomic writer of verdicts, summaries, logs and reports. The temporary file is
+    created with ``O_EXCL|O_NOFOLLOW``, so a file or symlink already at its name is never
+    written through, and ``rename(2)`` replaces a link at ``path`` itself, never its target.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = temporary_name(path)
+    fd = os.open(tmp, _TEMP_FLAGS, 0o666)  # through the umask, as open() would
     try:
-        os.fchmod(fd, 0o666 & ~file_umask())  # what open() would give, not mkstemp's 0600
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, sort_keys=False, ensure_ascii=False)
-            handle.write("\n")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
+    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON to ``path`` (see ``write_bytes_atomic``)."""
+    text = json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def write_model(path: Path, model: BaseModel) -> None:

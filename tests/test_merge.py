@@ -87,7 +87,8 @@ def write_output(out: Path, pairs: Sequence[tuple[str, str]], *, k: int | None =
         counts=counts, pairs=tuple(summaries), exit_code=0,
         shard=None if k is None else ShardInfo(k=k, n=n,
                                                batch_digest=digest or shard.batch_digest(BATCH),
-                                               options_digest=options_digest))
+                                               options_digest=options_digest,
+                                               batch={} if digest else shard.batch_map(BATCH)))
     write_model(out / "summary.json", summary)
     return out
 
@@ -322,3 +323,120 @@ def test_merged_files_get_the_usual_modes(tmp_path: Path) -> None:
     out = merge.merge(parts, tmp_path / "m").out_dir
     assert out.stat().st_mode & 0o777 == 0o777 & ~file_umask()
     assert (out / "summary.json").stat().st_mode & 0o777 == 0o666 & ~file_umask()
+
+
+def test_a_merge_of_2_of_3_shards_says_so_in_the_summary_and_every_report_format(
+        tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    from lean_eval import report
+
+    parts = shards_of(tmp_path, 3)
+    lost = shard.select(BATCH, 2, 3)
+    assert lost  # shard 2 of 3 holds pairs of this batch
+    result = CliRunner().invoke(main, ["merge", str(parts[0]), str(parts[2]), "--out",
+                                       str(tmp_path / "m")], catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    assert "shard 2/3 is missing" in result.output
+    assert f"{len(lost)} pair(s) were scored by no shard" in result.output
+    merged = Summary.model_validate_json((tmp_path / "m" / "summary.json").read_bytes())
+    assert merged.missing_shards == ("2/3",)
+    assert [(r.submission, r.problem) for r in merged.not_scored_pairs] == lost
+    assert merged.not_scored == len(lost) and merged.exit_code == 1
+    # every submission still lists its whole batch, scored or not
+    assert [(s.id, p) for s in merged.submissions for p in s.problems] == BATCH
+    assert len(merged.pairs) + len(lost) == len(BATCH)
+
+    def render(fmt: str) -> str:
+        done = CliRunner().invoke(main, ["report", str(tmp_path / "m"), "--format", fmt],
+                                  catch_exceptions=False)
+        assert done.exit_code == 0, done.output
+        return done.output
+
+    markdown = render("markdown")
+    assert "### Not scored" in markdown and "shard 2/3 is missing" in markdown
+    assert f"{len(lost)} not scored (missing shard(s) 2/3)" in markdown
+    for sid, pid in lost:
+        assert f"| {report.md(sid)} | {report.md(pid)} | not scored: its shard 2/3 is missing" \
+            in markdown
+    table = " ".join(render("table").split())
+    assert table.count("not scored") >= len(lost) and "shard 2/3 is missing" in table
+    root = ET.fromstring(render("junit").encode())  # noqa: S314 - our own output
+    unscored = root.findall("./testsuite/testcase/error[@type='not_scored']")
+    assert len(unscored) == len(lost)
+    cases = {(c.get("classname"), c.get("name")) for c in root.iter("testcase")
+             if c.find("error[@type='not_scored']") is not None}
+    assert cases == set(lost)
+    assert root.findall("./testsuite[@name='(missing shards)']/testcase/error")
+    assert int(root.get("errors") or 0) == len(lost) + 1  # a CI view of this merge is red
+    doc = report.RunReport.model_validate_json(render("json"))
+    assert [(r.submission, r.problem) for r in doc.not_scored] == lost
+    assert doc.missing_shards == ("2/3",)
+
+
+def test_a_complete_merge_reports_nothing_unscored(tmp_path: Path) -> None:
+    from lean_eval import report
+
+    merge.merge(shards_of(tmp_path, 3), tmp_path / "m")
+    run = report.load_run(tmp_path / "m")
+    assert run.summary.not_scored_pairs == () and run.summary.missing_shards == ()
+    assert "Not scored" not in report.render_markdown(run)
+    assert 'errors="0"' in report.render_junit(run)
+    assert "not scored" not in report.render_table(run)
+
+
+def test_run_eval_shards_merged_partially_then_whole(run_eval: Any, outside: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    from conftest import correct, make_submission, no_survivor
+
+    inputs = outside / "in"
+    subs = [make_submission(inputs, "good", {
+                "two_plus_two": {"Submission.lean": correct("two_plus_two")},
+                "double_def": {"Submission.lean": correct("double_def")}}),
+            make_submission(inputs, "other", {
+                "add_comm_explicit": {"Submission.lean": correct("add_comm_explicit")}}),
+            make_submission(inputs, "bad", {
+                "two_plus_two": {"Submission.lean": "theorem x : 1 = 1 := rfl\n"}})]
+    batch = [("good", "double_def"), ("good", "two_plus_two"), ("other", "add_comm_explicit"),
+             ("bad", "two_plus_two")]
+    lost = shard.select(batch, 2, 3)
+    assert lost and not shard.select(batch, 1, 3)  # shard 1 scores nothing, shard 2 two pairs
+    parts = {k: run_eval(*subs, out=outside / f"s{k}", extra=("--shard", f"{k}/3"))
+             for k in (1, 3)}
+    for part in parts.values():
+        assert part.code in (0, 1) and "Traceback" not in part.result.output, part.result.output
+        assert (part.out / "summary.json").is_file()
+    assert parts[3].verdict("good", "two_plus_two")["verdict"] == "accepted"
+    partial = CliRunner().invoke(main, ["merge", str(parts[1].out), str(parts[3].out),
+                                        "--out", str(outside / "partial")],
+                                 catch_exceptions=False)
+    assert partial.exit_code == 1 and "shard 2/3 is missing" in partial.output, partial.output
+    merged = json.loads((outside / "partial" / "summary.json").read_text())
+    assert [(p["submission"], p["problem"]) for p in merged["not_scored_pairs"]] == \
+        sorted(lost, key=lambda p: [s.name for s in subs].index(p[0]))
+    junit = CliRunner().invoke(main, ["report", str(outside / "partial"), "--format", "junit"],
+                               catch_exceptions=False)
+    root = ET.fromstring(junit.output.encode())  # noqa: S314 - our own output
+    assert int(root.get("errors") or 0) == len(lost) + 1
+    # the missing shard scored afterwards: the merge is whole, every correct pair accepted
+    parts[2] = run_eval(*subs, out=outside / "s2", extra=("--shard", "2/3"))
+    whole = CliRunner().invoke(main, ["merge", *(str(parts[k].out) for k in (1, 2, 3)),
+                                      "--out", str(outside / "whole")], catch_exceptions=False)
+    assert whole.exit_code == 0, whole.output
+    summary = json.loads((outside / "whole" / "summary.json").read_text())
+    assert summary["not_scored"] == 0 and summary["not_scored_pairs"] == []
+    verdicts = {(p["submission"], p["problem"]): p["verdict"] for p in summary["pairs"]}
+    assert verdicts == {("good", "two_plus_two"): "accepted", ("good", "double_def"): "accepted",
+                        ("other", "add_comm_explicit"): "accepted",
+                        ("bad", "two_plus_two"): "rejected"}
+    # the same real shard with its log replaced by a link to a host file: refused
+    log = parts[3].out / "good" / "two_plus_two.log"
+    log.unlink()
+    log.symlink_to(inputs / "good" / "two_plus_two" / "Submission.lean")
+    tampered = CliRunner().invoke(main, ["merge", *(str(parts[k].out) for k in (1, 2, 3)),
+                                         "--out", str(outside / "tampered")],
+                                  catch_exceptions=False)
+    assert tampered.exit_code == 2 and "good/two_plus_two.log" in tampered.output
+    assert str(parts[3].out) in tampered.output and not (outside / "tampered").exists()
+    no_survivor(outside)

@@ -43,9 +43,12 @@ PAIRS = [
     ("bad", "two_plus_two", "invalid_submission", "not_run", "path_rejected", "a[/x] bad"),
     ("bad", "double_def", "unchanged", "not_run", "unchanged", "starter"),
     ("bad", "multi_hole", "error", "timed_out", "timeout", "deadline \x1b[31m\x00 reached"),
-    (HOSTILE[0], "two_plus_two", "rejected", "completed", "kernel_rejected", HOSTILE[1]),
-    (HOSTILE[3], "two_plus_two", "accepted", "completed", "accepted", "ok"),
+    # ids follow intake's rules (report refuses others); messages and rejections are free text
+    ("hostile", "two_plus_two", "rejected", "completed", "kernel_rejected",
+     f"{HOSTILE[1]} {HOSTILE[3]}"),
+    ("dotted.name_1-x", "two_plus_two", "accepted", "completed", "accepted", "ok"),
 ]
+REJECTION = f"corrupt [blink]archive {HOSTILE[0]} {HOSTILE[3]}"
 IDENT = Identity(harness_version="0.1.0", benchmark_path="/b", benchmark_commit=None,
                  toolchain_name="t", toolchain_path="/t", bwrap_path="/usr/bin/bwrap",
                  bwrap_version="0.12.0", bwrap_owner="root", bwrap_setuid=False,
@@ -63,7 +66,7 @@ def make_verdict(sid: str, pid: str, outcome: str, execution: str, code: str,
 
 
 def build(out: Path, pairs: list[tuple[str, str, str, str, str, str]] = PAIRS,
-          rejected_whole: str | None = "[dim]gone") -> Path:
+          rejected_whole: str | None = "gone") -> Path:
     lines = []
     for row in pairs:
         write_model(out / row[0] / f"{row[1]}.json", make_verdict(*row))
@@ -74,7 +77,7 @@ def build(out: Path, pairs: list[tuple[str, str, str, str, str, str]] = PAIRS,
                               problems=tuple(r[1] for r in pairs if r[0] == s)) for s in ids]
     if rejected_whole:
         subs.append(SubmissionSummary(id=rejected_whole, source="/in", digest="d" * 64,
-                                      problems=(), rejection="corrupt [blink]archive"))
+                                      problems=(), rejection=REJECTION))
     counts = dict.fromkeys(("accepted", "rejected", "invalid_submission", "unchanged", "error"),
                            0)
     for row in pairs:
@@ -106,7 +109,7 @@ def test_junit_parses_with_one_testcase_per_pair_and_one_failure_per_rejection(
     assert root.get("tests") == str(len(PAIRS) + 1)
     assert root.get("failures") == str(len(rejections) + 1)
     suites = {s.get("name"): s for s in root.findall("testsuite")}
-    assert set(suites) == {"good", "bad", *HOSTILE[0::3], "[dim]gone"}
+    assert set(suites) == {"good", "bad", "hostile", "dotted.name_1-x", "gone"}
     assert suites["good"].get("failures") == "1" and suites["bad"].get("errors") == "1"
     error = root.find("./testsuite[@name='bad']/testcase[@name='multi_hole']/error")
     assert error is not None and "reached" in (error.text or "")  # control chars replaced
@@ -117,7 +120,7 @@ def test_markdown_has_tallies_and_pairs_and_escapes_names(tmp_path: Path) -> Non
     text = report.render_markdown(report.load_run(out))
     assert "| good | 1 | 1 | 0 | 0 | 0 | 2 |" in text
     assert "| bad | 0 | 0 | 1 | 1 | 1 | 3 |" in text
-    assert r"pipe\|star\*\_\[b\]" in text  # a name cannot add a column or markup
+    assert r"pipe\|star\*\_\[b\]" in text  # a message cannot add a column or markup
     assert "| good | two\\_plus\\_two | accepted |  | 0.7 s |" in text
     assert "statement\\_mismatch: x differs" in text
     assert "\x1b" not in text and "\x00" not in text
@@ -172,7 +175,7 @@ def test_table_prints_hostile_names_literally(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["report", str(out)], catch_exceptions=False)
     assert result.exit_code == 0
     flat = result.output.replace("\n", "").replace("│", "").replace(" ", "")
-    for name in (HOSTILE[0], HOSTILE[3], "[dim]gone", "corrupt[blink]archive"):
+    for name in (HOSTILE[0], HOSTILE[3], "corrupt[blink]archive"):
         assert name.replace(" ", "") in flat
 
 
@@ -294,3 +297,32 @@ def test_junit_of_a_real_run_has_a_testcase_per_pair(run_eval, outside: Path) ->
     assert {p["verdict"] for p in pairs if p["submission"] == "good"} == {"accepted"}
     markdown = CliRunner().invoke(main, ["report", str(run.out), "--format", "markdown"])
     assert "| good | 1 | 0 | 0 | 0 | 0 | 1 |" in markdown.output
+
+
+INVISIBLE = ("\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068",
+             "\u2069", "\u200e", "\u200f", "\u061c", "\u200b", "\u200c", "\u200d", "\u2060",
+             "\ufeff")
+
+
+@pytest.mark.parametrize("fmt", report.FORMATS)
+def test_bidi_and_zero_width_controls_are_escaped_in_every_format(tmp_path: Path,
+                                                                  fmt: str) -> None:
+    trick = "accepted " + "".join(INVISIBLE) + " rejected"
+    rows = [("good", "two_plus_two", "rejected", "completed", "kernel_rejected", trick),
+            ("bad", "two_plus_two", "error", "timed_out", "timeout", trick)]
+    out = build(tmp_path / "out", rows, rejected_whole="gone")
+    data = json.loads((out / "summary.json").read_text())
+    data["submissions"][-1]["rejection"] = trick
+    (out / "summary.json").write_text(json.dumps(data))
+    verdict = json.loads((out / "good" / "two_plus_two.json").read_text())
+    verdict["log"]["tail"] = [trick]
+    (out / "good" / "two_plus_two.json").write_text(json.dumps(verdict))
+    result = CliRunner().invoke(main, ["report", str(out), "--format", fmt],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    text = result.output
+    if fmt == "json":  # escaped in the values, not only in the JSON text
+        text = json.dumps(json.loads(text), ensure_ascii=False)
+    found = [f"U+{ord(c):04X}" for c in INVISIBLE if c in text]
+    assert not found, found
+    assert "\\u202e" in text.replace("\\\\", "\\")  # shown, not silently dropped

@@ -96,3 +96,12 @@ def test_parse_shard_errors(text: str, says: str) -> None:
 def test_in_shard_without_shard_is_everything() -> None:
     assert shard.in_shard("a", "b", None)
     assert shard.in_shard("a", "b", shard.Shard(1, 1))
+
+
+@settings(max_examples=200, deadline=None)
+@given(pairs=st.lists(st.tuples(ids, ids), max_size=40))
+def test_the_recorded_batch_is_the_digested_pair_set(pairs: list[tuple[str, str]]) -> None:
+    batch = shard.batch_map(pairs)
+    assert shard.batch_digest(shard.batch_pairs(batch)) == shard.batch_digest(pairs)
+    assert list(batch) == list(dict.fromkeys(s for s, _ in pairs))  # input order kept
+    assert sorted(shard.batch_pairs(batch)) == sorted(set(pairs))

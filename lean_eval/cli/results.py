@@ -31,9 +31,11 @@ def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool, ve
                   quiet: bool) -> None:
     """Combine the --out directories of `run-eval --shard K/N` runs into one output directory.
 
-    Refuses (exit 2, writing nothing) shards of different batches, identities or options, and a
-    pair scored twice; exits 1 after merging when some pairs were scored by no shard (listed)
-    or a pair ended in an infrastructure failure.
+    Refuses (exit 2, writing nothing) shards of different batches, identities or options, a
+    pair scored twice, and anything a shard does not really hold (an id intake would refuse, a
+    path off its place, a link or special file, a pair outside its shard). Exits 1 after
+    merging when a shard is missing or some pairs were scored by no shard (listed here and in
+    the merged summary.json) or a pair ended in an infrastructure failure.
     """
     from lean_eval import merge
 
@@ -78,7 +80,10 @@ def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool, ve
 @click.option("--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write to FILE (atomically) instead of stdout.")
 def report_command(out_dir: Path, fmt: str, output: Path | None) -> None:
-    """Render the output directory OUT of `run-eval` or `merge` for people and CI systems."""
+    """Render the output directory OUT of `run-eval` or `merge` for people and CI systems.
+
+    Pairs no run scored are shown in every format; OUT is checked as `merge` checks a shard.
+    """
     from typing import cast
 
     try:

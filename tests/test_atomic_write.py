@@ -1,0 +1,112 @@
+"""Logs are written like verdicts, and a run starts by removing what killed runs left.
+
+One writer (``verdict.write_bytes_atomic``) gives every verdict, summary, log and report a
+private temporary name opened ``O_EXCL|O_NOFOLLOW`` and renames it into place: a file or link
+planted at the temporary name or at the final name is never written through. Stale temporary
+files of either kind, and links planted at the name older releases wrote logs through
+(``<problem>.log.tmp``), are removed at the start of a run, without following them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import correct, make_submission, no_survivor
+
+from lean_eval import driver, lock, process, verdict
+from lean_eval.verdict import write_bytes_atomic
+
+
+def outcome() -> process.Outcome:
+    return process.Outcome(returncode=0, signal=None, timed_out=False, duration=0.1,
+                           stdout=b"built\n", stderr=b"", stdout_truncated=False,
+                           stderr_truncated=False, orphans_killed=0)
+
+
+def test_a_planted_temporary_name_is_never_written_through(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    monkeypatch.setattr(verdict.secrets, "token_hex", lambda n: "guessed")
+    (tmp_path / ".p.log.guessed.tmp").symlink_to(victim)  # the name, had it been guessable
+    with pytest.raises(FileExistsError):
+        write_bytes_atomic(tmp_path / "p.log", b"attacker-controlled build output")
+    assert victim.read_text() == "precious"
+    assert not (tmp_path / "p.log").exists()
+    assert (tmp_path / ".p.log.guessed.tmp").is_symlink()  # ours to leave: not ours to remove
+
+
+def test_a_link_at_the_final_name_is_replaced_not_followed(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (tmp_path / "p.log").symlink_to(victim)
+    write_bytes_atomic(tmp_path / "p.log", b"log\n")
+    assert victim.read_text() == "precious"
+    assert not (tmp_path / "p.log").is_symlink() and (tmp_path / "p.log").read_text() == "log\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.log", "victim"]
+
+
+def test_the_log_writer_never_follows_a_planted_log_tmp(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    log = tmp_path / "out" / "good" / "two_plus_two.log"
+    log.parent.mkdir(parents=True)
+    (log.parent / "two_plus_two.log.tmp").symlink_to(victim)  # the fixed name of old releases
+    tail = driver.write_log(log, ("lake", "env"), outcome())
+    assert victim.read_text() == "precious"
+    assert log.is_file() and not log.is_symlink() and "built" in log.read_text()
+    assert "built" in "\n".join(tail)
+    assert not [p for p in log.parent.iterdir() if p.name.startswith(".")]
+
+
+def test_stale_temporaries_of_either_kind_are_removed_without_following_links(
+        tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    out = tmp_path / "out"
+    (out / "good").mkdir(parents=True)
+    stale = [out / ".summary.json.0a1b.tmp", out / "good" / ".two_plus_two.json.0a1b.tmp",
+             out / "good" / ".two_plus_two.log.0a1b.tmp", out / "good" / "double_def.log.tmp"]
+    for path in stale:
+        path.write_text("half")
+    planted = [out / "good" / "two_plus_two.log.tmp", out / "good" / ".x.json.1.tmp"]
+    for path in planted:
+        path.symlink_to(victim)
+    kept = [out / "good" / "two_plus_two.json", out / "good" / "two_plus_two.log",
+            out / "summary.json"]
+    for path in kept:
+        path.write_text("{}")
+    (out / "sub.log.tmp").mkdir()  # a directory of that name is a submission's, not a temp
+    removed = lock.remove_stray_temps(out)
+    assert sorted(removed) == sorted([*stale, *planted])
+    assert victim.read_text() == "precious"
+    assert all(p.is_file() for p in kept) and (out / "sub.log.tmp").is_dir()
+
+
+def test_run_eval_never_follows_a_planted_log_tmp_and_removes_stale_temporaries(
+        run_eval, outside: Path) -> None:
+    subs = [make_submission(outside / "in", name, {
+        "two_plus_two": {"Submission.lean": correct("two_plus_two")}}) for name in ("good", "also")]
+    out = outside / "out"
+    victim = outside / "victim.txt"
+    victim.write_text("precious")
+    (out / "good").mkdir(parents=True)
+    (out / "good" / "two_plus_two.log.tmp").symlink_to(victim)
+    stale = [out / ".summary.json.dead.tmp", out / "also" / ".two_plus_two.log.dead.tmp"]
+    stale[1].parent.mkdir()
+    for path in stale:
+        path.write_text("half-written by a killed run")
+    run = run_eval(*subs, out=out)
+    assert run.code == 0, run.result.output
+    assert "Traceback" not in run.result.output
+    assert (out / "summary.json").is_file()
+    for name in ("good", "also"):
+        assert run.verdict(name, "two_plus_two")["verdict"] == "accepted"
+        log = out / name / "two_plus_two.log"
+        assert log.is_file() and not log.is_symlink() and "# argv:" in log.read_text()
+    assert victim.read_text() == "precious"
+    assert not list(out.rglob("*.tmp")), list(out.rglob("*.tmp"))
+    assert json.loads((out / "summary.json").read_text())["counts"]["accepted"] == 2
+    no_survivor(outside)
