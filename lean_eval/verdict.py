@@ -231,6 +231,9 @@ class Summary(_Model):
     not_scored: int = 0  # pairs of this run left for a re-run (interrupted or stopped)
     reused: int = 0  # verdicts whose resume key matched and were kept as they were
     jobs: int = 1
+    # Why the run scored nothing although its arguments were usable (a preflight probe did not
+    # pass); None: the run planned and scored. A refused run exits 2 (design §5.5).
+    refused: str | None = None
 
 
 @functools.cache

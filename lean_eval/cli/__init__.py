@@ -270,10 +270,18 @@ def _preflight(tools: batch.Tools, env: dict[str, str], work_dir: Path | None,
     # A failure is printed even under -q: it is the error that stops the run.
     _print_probes(failed if quiet else entries, Console(stderr=True), verbose)
     if failed:
-        raise SetupError("preflight probe(s) did not pass: "
-                         + ", ".join(f"{e.name} ({e.status}: {e.message})" for e in failed)
-                         + "; nothing was scored")
+        raise ProbesFailed("preflight probe(s) did not pass: "
+                           + ", ".join(f"{e.name} ({e.status}: {e.message})" for e in failed)
+                           + "; nothing was scored", record)
     return record
+
+
+class ProbesFailed(SetupError):
+    """A preflight probe did not pass; ``preflight`` is every probe's outcome, for the summary."""
+
+    def __init__(self, message: str, preflight: Preflight) -> None:
+        super().__init__(message)
+        self.preflight = preflight
 
 
 def _scoring_dirs(work_dir: Path | None) -> set[Path]:

@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from lean_eval.cli import (
     EXIT_FAULT,
     EXIT_INTERRUPTED,
     PROBE_NAMES,
+    ProbesFailed,
     ByteSize,
     Console,
     _default_benchmark,
@@ -108,6 +110,7 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     """
     err = Console(stderr=True)
     env = dict(os.environ)
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     selected = frozenset(p for item in problems for p in item.split(",") if p) or None
     try:
         shard = parse_shard(shard_text) if shard_text is not None else None
@@ -121,7 +124,10 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
                                      max_total_bytes=max_total_bytes, max_files=max_files,
                                      max_depth=max_depth, max_archive_bytes=max_archive_bytes,
                                      intake_seconds=intake_timeout)
-        preflight = _preflight(tools, env, work_dir, skip_probes, quiet, verbose)
+        try:
+            preflight = _preflight(tools, env, work_dir, skip_probes, quiet, verbose)
+        except ProbesFailed as exc:
+            raise SetupError(_record_refusal(out_dir, cat, tools, exc, started_at)) from None
         options = batch.RunOptions(out_dir=out_dir, timeout=timeout, work_dir=work_dir,
                                    limits=limits, keep_work=keep_work, preflight=preflight,
                                    max_written_file_bytes=max_written_file_bytes, jobs=jobs,
@@ -149,6 +155,16 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     elif not quiet:
         report.print_summary(summary, Console())
     sys.exit(summary.exit_code)
+
+
+def _record_refusal(out_dir: Path, cat: catalog.Catalog, tools: batch.Tools,
+                    exc: ProbesFailed, started_at: str) -> str:
+    """The refused run's summary in --out (design §5.5), and the message that says where."""
+    try:
+        written = batch.write_refusal(out_dir, cat, tools, exc.preflight, str(exc), started_at)
+    except LeanEvalError as why:  # --out held by another run, or unwritable: say so, go on
+        return f"{exc}; no summary was written: {why}"
+    return f"{exc}; the probes' outcome is in {written}"
 
 
 @main.command("probe")
