@@ -100,3 +100,20 @@ def test_toolchain_inside_the_work_dir_is_refused(run_eval: RunEval, outside: Pa
     assert run.code == 2, run.result.output
     assert "lies inside a writable scoring directory" in run.result.output
     _assert_nothing_scored(run.out)
+
+
+def test_a_pin_drift_in_a_workspace_not_selected_is_refused(outside: Path, bench_copy: Path,
+                                                           bwrap: str) -> None:
+    """Pins are checked for the whole catalog, not only the --problem selection (design §5.1):
+    a drift committed in another workspace (index regenerated) refuses the run, naming it."""
+    bench = _copy(bench_copy, outside / "bench")
+    pin = bench / "workspaces" / "double_def" / "lean-toolchain"
+    pin.write_text("leanprover/lean4:v4.0.0\n")
+    _rehash(bench, "double_def", "lean-toolchain")
+    run = RunEval(bench, outside)(CORRECT, extra=("--problem", "two_plus_two"))
+    assert run.code == 2, run.result.output
+    assert "workspaces/double_def/lean-toolchain differs from the root lean-toolchain" \
+        in run.result.output
+    assert "(workspace double_def)" in run.result.output
+    assert "Traceback" not in run.result.output
+    _assert_nothing_scored(run.out)
