@@ -9,7 +9,7 @@ Invariants:
 - Archive members are unpacked only when they are regular files with plain relative names.
 - Commands go through ``lean_eval.process`` with argv tuples and explicit env and cwd.
 - The steps run in order (elan, lean, bubblewrap, dependencies) and the first failure stops
-  them: ``StepFailed`` names that step and carries the steps finished before it.
+  them: ``StepFailedError`` names that step and carries the steps finished before it.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class Step(NamedTuple):
     detail: str
 
 
-class StepFailed(PrepareError):
+class StepFailedError(PrepareError):
     """A step could not finish: which one, why, and the steps already finished before it."""
 
     def __init__(self, step: str, cause: str, done: tuple[Step, ...]) -> None:
@@ -324,10 +324,14 @@ def prepare(settings: Settings) -> tuple[Step, ...]:
     done: list[Step] = []
     try:
         for step, run in steps:
-            try:
-                done.append(run())
-            except (SetupError, OSError, tarfile.TarError) as exc:
-                raise StepFailed(step, str(exc), tuple(done)) from exc
+            done.append(_attempt(step, run, tuple(done)))
         return tuple(done)
     finally:
         scratch.remove()
+
+
+def _attempt(step: str, run: Callable[[], Step], done: tuple[Step, ...]) -> Step:
+    try:
+        return run()
+    except (SetupError, OSError, tarfile.TarError) as exc:
+        raise StepFailedError(step, str(exc), done) from exc

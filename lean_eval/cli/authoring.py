@@ -196,10 +196,10 @@ def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
     settings = prepare.Settings(benchmark=(benchmark or _default_benchmark()).resolve(),
                                 env=dict(os.environ), offline=offline, dry_run=dry_run,
                                 toolchain=toolchain.resolve() if toolchain else None)
-    failed: prepare.StepFailed | None = None
+    failed: prepare.StepFailedError | None = None
     try:
         steps = prepare.prepare(settings)
-    except prepare.StepFailed as exc:  # name the step; show what was finished before it
+    except prepare.StepFailedError as exc:  # name the step; show what was finished before it
         failed, steps = exc, exc.done
     except SetupError as exc:
         _fail(str(exc))

@@ -16,21 +16,21 @@ from lean_eval.cli import (
     EXIT_FAULT,
     EXIT_INTERRUPTED,
     PROBE_NAMES,
-    ProbesFailed,
     ByteSize,
     Console,
+    ProbesFailedError,
     _default_benchmark,
     _fail,
     _load,
     _preflight,
     _print_probes,
+    _resolve_tools,
     _run_probes,
     _say_kept,
     _scoring_dirs,
     _setup,
     _tools,
     batch,
-    bubblewrap,
     catalog,
     common_options,
     documents,
@@ -41,7 +41,6 @@ from lean_eval.cli import (
     parse_shard,
     progress,
     report,
-    resolve_toolchain,
     selfcheck,
     tool_options,
 )
@@ -126,7 +125,7 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
                                      intake_seconds=intake_timeout)
         try:
             preflight = _preflight(tools, env, work_dir, skip_probes, quiet, verbose)
-        except ProbesFailed as exc:
+        except ProbesFailedError as exc:
             raise SetupError(_record_refusal(out_dir, cat, tools, exc, started_at)) from None
         options = batch.RunOptions(out_dir=out_dir, timeout=timeout, work_dir=work_dir,
                                    limits=limits, keep_work=keep_work, preflight=preflight,
@@ -158,7 +157,7 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
 
 
 def _record_refusal(out_dir: Path, cat: catalog.Catalog, tools: batch.Tools,
-                    exc: ProbesFailed, started_at: str) -> str:
+                    exc: ProbesFailedError, started_at: str) -> str:
     """The refused run's summary in --out (design §5.5), and the message that says where."""
     try:
         written = batch.write_refusal(out_dir, cat, tools, exc.preflight, str(exc), started_at)
@@ -268,10 +267,8 @@ def test(workspace: Path | None, timeout: float, keep_work: bool, toolchain: Pat
         config = catalog.parse_config((ws / "config.json").read_bytes(), f"{ws}/config.json")
         name = (ws / "lean-toolchain").read_text(encoding="utf-8").strip() \
             if (ws / "lean-toolchain").is_file() else ""
-        tools = batch.Tools(toolchain=resolve_toolchain(toolchain, env, name),
-                            bwrap=bubblewrap.resolve_bwrap(bwrap_path, env,
-                                                           [Path(tempfile.gettempdir())],
-                                                           allow_bwrap))
+        tools = _resolve_tools(name, toolchain, bwrap_path, allow_bwrap, env,
+                               [Path(tempfile.gettempdir())])
         state = Path(tempfile.mkdtemp(prefix="lean-eval-test-"))
         settings = driver.DriverSettings(toolchain=tools.toolchain, bwrap=tools.bwrap.path,
                                          caller_env=env, timeout=timeout,
