@@ -439,6 +439,7 @@ def _summary(started_at: str, ident: Identity, preflight: Preflight, catalog: Ca
         reused=run.reused, jobs=run.jobs)
     try:
         write_model(out_dir / "summary.json", summary)
+        (out_dir / REFUSED_SUMMARY).unlink(missing_ok=True)  # this run supersedes a refusal
     except OSError as exc:
         raise OutputError(f"cannot write {out_dir / 'summary.json'}: {exc}") from exc
     if run.stop.fault is not None:

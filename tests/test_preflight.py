@@ -86,7 +86,7 @@ def test_a_broken_sandbox_stops_the_run_before_any_submission_is_read(
 def _failing_probes(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every probe reports fail at once (the CLI's probe runner replaced; nothing runs)."""
     entry = documents.ProbeEntry(name="sandbox_engaged", status="fail", proves="the sandbox",
-                                 message="writes reached the host", seconds=0.0)
+                                 message="writes reached the host", seconds=0.0, checks=())
     monkeypatch.setattr(cli, "_run_probes", lambda *a, **k: (entry,))
 
 
@@ -104,6 +104,13 @@ def test_a_refusal_keeps_an_earlier_runs_summary_and_respects_the_out_lock(
     refused = json.loads((out / batch.REFUSED_SUMMARY).read_text())
     assert refused["pairs"] == [] and "sandbox_engaged" in refused["refused"]
     assert f"the probes' outcome is in {out / batch.REFUSED_SUMMARY}" in output
+    monkeypatch.undo()  # a run that scores again supersedes the refusal
+    code, output, _ = _run(bench_copy, outside, "--allow-bwrap-version", BWRAP_FLOOR,
+                           "--skip-probes")
+    assert code == 0, output
+    assert not (out / batch.REFUSED_SUMMARY).exists()
+
+    _failing_probes(monkeypatch)
 
     other = outside / "held"
     other.mkdir()
