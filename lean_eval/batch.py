@@ -51,9 +51,10 @@ from lean_eval.verdict import (
 )
 
 __all__ = ["Progress", "RunOptions", "Tools", "check_inputs", "identity", "not_probed",
-           "run_batch"]
+           "run_batch", "write_refusal"]
 
-RESERVED_IDS = frozenset({"summary.json"})  # names a run writes at the top of --out
+REFUSED_SUMMARY = "summary.refused.json"  # a refusal beside an earlier run's summary.json
+RESERVED_IDS = frozenset({"summary.json", REFUSED_SUMMARY})  # names a run writes atop --out
 _TALLY = {"accepted": "solved", "rejected": "rejected", "invalid_submission": "invalid",
           "unchanged": "unchanged", "error": "error"}
 _OUTCOMES = ("accepted", "rejected", "invalid_submission", "unchanged", "error")
@@ -447,8 +448,48 @@ def _summary(started_at: str, ident: Identity, preflight: Preflight, catalog: Ca
         signing_key=run.options.sign_key.fingerprint if run.options.sign_key else None)
     try:
         write_model(out_dir / "summary.json", summary)
+        (out_dir / REFUSED_SUMMARY).unlink(missing_ok=True)  # this run supersedes a refusal
     except OSError as exc:
         raise OutputError(f"cannot write {out_dir / 'summary.json'}: {exc}") from exc
     if run.stop.fault is not None:
         raise OutputError(run.stop.fault)
     return summary
+
+
+def _scored_summary(path: Path) -> bool:
+    """Whether ``path`` is the summary of a run that planned and scored (not a refusal)."""
+    try:
+        return Summary.model_validate_json(path.read_bytes()).refused is None
+    except (OSError, ValueError):
+        return False
+
+
+def write_refusal(out_dir: Path, catalog: Catalog, tools: Tools, preflight: Preflight,
+                  reason: str, started_at: str) -> Path:
+    """Record a run refused after its probes ran (no submission read, no pair) in ``out_dir``.
+
+    The summary has the probes' outcome, zero pairs, ``exit_code`` 2 and ``refused``. It is
+    written atomically while holding ``out_dir``'s lock (a run holding it makes this raise
+    ``UsageError``). It goes to ``summary.json`` unless that file is an earlier run's summary of
+    scored pairs, which describes verdicts still on disk and is kept: then to
+    ``summary.refused.json``. Returns the path written.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out_lock = lock.OutLock(out_dir.resolve())
+    try:
+        summary = Summary(
+            started_at=started_at,
+            finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            identity=identity(catalog, tools), preflight=preflight,
+            problems=tuple(catalog.problems), submissions=(),
+            counts=dict.fromkeys(_OUTCOMES, 0), pairs=(), exit_code=2, refused=reason)
+        target = out_dir / "summary.json"
+        if _scored_summary(target):
+            target = out_dir / REFUSED_SUMMARY
+        try:
+            write_model(target, summary)
+        except OSError as exc:
+            raise OutputError(f"cannot write {target}: {exc}") from exc
+        return target
+    finally:
+        out_lock.close()

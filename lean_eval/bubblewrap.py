@@ -70,7 +70,8 @@ def _find(explicit: str | None, env: Mapping[str, str],
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate
     raise SandboxUnavailableError(
-        "bubblewrap (bwrap) was not found on PATH; install it (`lean-eval prepare`, or "
+        f"bubblewrap (bwrap) was found neither in {prepared} (where `lean-eval prepare` "
+        "installs it) nor on the filtered PATH; install it (`lean-eval prepare`, or "
         "apt-get install bubblewrap) or pass --bwrap PATH. lean-eval has no unsandboxed mode."
     )
 

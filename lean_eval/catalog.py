@@ -7,7 +7,8 @@ Invariants:
   difference is a setup failure, so a tampered checkout cannot score.
 - ``config.json`` is decoded strictly: duplicate keys, NaN/Infinity and wrong types are errors.
 - Every workspace's ``lean-toolchain``, ``[[require]]`` entries and ``lake-manifest.json``
-  package pins (name, url, rev) equal the root's, and trusted Lean (``Challenge.lean``,
+  package pins (name, url, rev) equal the root's (checked for every workspace, also when
+  ``only`` selects some), and trusted Lean (``Challenge.lean``,
   ``ChallengeDeps.lean``) imports no module the benchmark declares solution-only in
   ``benchmark.toml``; otherwise the catalog is refused before any submission is read.
 """
@@ -414,6 +415,7 @@ def load_catalog(root: Path, *, revision: str | None = "HEAD",
     for pid in ids:
         if not PROBLEM_ID.match(pid):
             raise CatalogError(f"problems/{pid}.toml: invalid problem id {pid!r}")
+    every_id = ids
     if only is not None:
         unknown = sorted(only - set(ids))
         if unknown:
@@ -427,6 +429,13 @@ def load_catalog(root: Path, *, revision: str | None = "HEAD",
             raise DigestMismatchError(f"{name} does not match workspaces/index.json")
     reserved = solution_only_modules(files)
     problems = {pid: _load_problem(pid, files, index["problems"]) for pid in ids}
+    # Pins of every workspace, selected or not (design §5.1): a drift anywhere means the revision
+    # is not the benchmark its maintainers validated, and a --problem or --shard run must not
+    # score what a full run of the same revision refuses.
+    for pid in every_id:
+        for path, message in pin_differences(pid, files):
+            raise CatalogError(f"{path} {message} (workspace {pid}); run `lean-eval "
+                               "validate-catalog`")
     for pid in ids:
         for path, message in forbidden_imports(pid, files, reserved):
             raise CatalogError(f"{path} {message}")

@@ -175,7 +175,10 @@ class PrepareReport(_Document):
 
     schema_version: int = DOCUMENT_SCHEMA_VERSION
     dry_run: bool
-    steps: tuple[PrepareStep, ...]
+    steps: tuple[PrepareStep, ...]  # on failure: the steps finished before the failing one
+    ok: bool = True
+    failed_step: str | None = None  # elan, lean, bubblewrap or dependencies
+    error: str | None = None  # why failed_step failed
 
 
 def schemas() -> dict[str, dict[str, Any]]:

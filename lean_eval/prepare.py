@@ -8,6 +8,8 @@ Invariants:
   so a second run is a no-op. ``dry_run`` starts no command and writes nothing.
 - Archive members are unpacked only when they are regular files with plain relative names.
 - Commands go through ``lean_eval.process`` with argv tuples and explicit env and cwd.
+- The steps run in order (elan, lean, bubblewrap, dependencies) and the first failure stops
+  them: ``StepFailedError`` names that step and carries the steps finished before it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import stat
 import tarfile
 import tempfile
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Literal, NamedTuple
 
@@ -59,6 +61,16 @@ class Step(NamedTuple):
     name: str
     status: Literal["done", "present", "planned"]
     detail: str
+
+
+class StepFailedError(PrepareError):
+    """A step could not finish: which one, why, and the steps already finished before it."""
+
+    def __init__(self, step: str, cause: str, done: tuple[Step, ...]) -> None:
+        before = (", ".join(f"{s.name} ({s.status})" for s in done) if done
+                  else "none")
+        super().__init__(f"step {step} failed: {cause}; steps already finished: {before}")
+        self.step, self.cause, self.done = step, cause, done
 
 
 class Settings(NamedTuple):
@@ -229,7 +241,7 @@ def _step_bwrap(settings: Settings, scratch: _Scratch) -> Step:
     prepared = prefix / "bin" / "bwrap"
     usable = _usable_bwrap(None, settings.env)
     if usable is not None:
-        return Step("bwrap", "present", f"bubblewrap {usable} (>= {bubblewrap.MIN_VERSION})")
+        return Step("bubblewrap", "present", f"bubblewrap {usable} (>= {bubblewrap.MIN_VERSION})")
     installer = settings.bwrap_installer or settings.benchmark / "scripts" / "install_bwrap.sh"
     argv = ("bash", str(installer), "--prefix", str(prefix))
     env = _command_env(settings)
@@ -239,7 +251,7 @@ def _step_bwrap(settings: Settings, scratch: _Scratch) -> Step:
             raise PrepareError(f"--offline: {env['BWRAP_TARBALL']} does not exist")
     if settings.dry_run:
         origin = env.get("BWRAP_TARBALL", "its release URL")
-        return Step("bwrap", "planned", f"{' '.join(argv)} (tarball from {origin}, SHA-256 "
+        return Step("bubblewrap", "planned", f"{' '.join(argv)} (tarball from {origin}, SHA-256 "
                                         "checked by the script before unpacking)")
     if not installer.is_file():
         raise PrepareError(f"{installer} does not exist; run prepare from a benchmark checkout "
@@ -250,7 +262,7 @@ def _step_bwrap(settings: Settings, scratch: _Scratch) -> Step:
         raise PrepareError(f"{installer} finished but {prepared} is not a usable bubblewrap "
                            f">= {bubblewrap.MIN_VERSION}")
     line = outcome.stdout.decode(errors="replace").strip()
-    return Step("bwrap", "done", f"installed {usable}" + (f" ({line})" if line else ""))
+    return Step("bubblewrap", "done", f"installed {usable}" + (f" ({line})" if line else ""))
 
 
 def _set_writable(root: Path, writable: bool) -> None:
@@ -304,8 +316,22 @@ def prepare(settings: Settings) -> tuple[Step, ...]:
                            "lakefile.toml); pass --benchmark DIR")
     name = (root / "lean-toolchain").read_text(encoding="utf-8").strip()
     scratch = _Scratch(settings.scratch)  # never made in a dry run: nothing is fetched or run
+    steps: tuple[tuple[str, Callable[[], Step]], ...] = (
+        ("elan", lambda: _step_elan(settings, scratch)),
+        ("lean", lambda: _step_lean(settings, name)),
+        ("bubblewrap", lambda: _step_bwrap(settings, scratch)),
+        ("dependencies", lambda: _step_dependencies(settings, name)))
+    done: list[Step] = []
     try:
-        return (_step_elan(settings, scratch), _step_lean(settings, name),
-                _step_bwrap(settings, scratch), _step_dependencies(settings, name))
+        for step, run in steps:
+            done.append(_attempt(step, run, tuple(done)))
+        return tuple(done)
     finally:
         scratch.remove()
+
+
+def _attempt(step: str, run: Callable[[], Step], done: tuple[Step, ...]) -> Step:
+    try:
+        return run()
+    except (SetupError, OSError, tarfile.TarError) as exc:
+        raise StepFailedError(step, str(exc), done) from exc

@@ -10,20 +10,17 @@ Invariants:
   sockets, ``/proc``), never on what a build printed or on the verdict text alone (printed
   markers and leaked values in the log can only make a probe fail).
 - :func:`run_probes` never raises for a probe: an exception becomes status ``error``. Nothing
-  here prints except :func:`script_main`.
+  here prints, parses options or reads the environment: the scripts' command line is
+  ``lean_eval/cli/probe_script.py``, whose environment defaults are click's, as for the CLI.
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import importlib
 import json
-import os
 import secrets
 import shlex
-import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -329,66 +326,13 @@ def summary_line(scored: Scored) -> str:
     return f"{v.verdict}/{v.execution} ({v.reason.code}: {v.reason.message[:160]})"
 
 
-# --- the scripts' entry point ------------------------------------------------------------------
+# --- for the scripts' command line (lean_eval/cli/probe_script.py) ----------------------------
 
 
-def _pinned_name() -> str:
+def pinned_toolchain_name() -> str:
+    """The ``lean-toolchain`` of the checkout this package runs from (else the current dir)."""
     for base in (Path(__file__).resolve().parent.parent, Path.cwd()):
         pin = base / "lean-toolchain"
         if pin.is_file():
             return pin.read_text(encoding="utf-8").strip()
     return ""
-
-
-def script_main(name: str, argv: Sequence[str] | None = None) -> int:
-    """``scripts/..._probe.py``: resolve tools like the CLI, run one probe, print one line per
-    check. Exit 0 pass, 1 fail, 2 could not run."""
-    from lean_eval import bubblewrap
-    from lean_eval.toolchain import resolve_toolchain
-
-    parser = argparse.ArgumentParser(description=f"lean-eval probe {name}: {proves(name)}")
-    env_default = os.environ.get  # the same environment defaults as the CLI's options
-    parser.add_argument("--toolchain", type=Path, default=env_default("LEAN_EVAL_TOOLCHAIN")
-                        or None, help="Lean toolchain directory (bin/lake; LEAN_EVAL_TOOLCHAIN)")
-    parser.add_argument("--bwrap", default=env_default("LEAN_EVAL_BWRAP") or None,
-                        help="bubblewrap executable (LEAN_EVAL_BWRAP; default: bwrap on PATH)")
-    parser.add_argument("--allow-bwrap-version", metavar="MIN",
-                        default=env_default("LEAN_EVAL_ALLOW_BWRAP_VERSION") or None,
-                        help="accept bwrap down to MIN (LEAN_EVAL_ALLOW_BWRAP_VERSION)")
-    parser.add_argument("--scratch", type=Path, help="keep the probe's files under this dir")
-    parser.add_argument("--timeout", type=float, default=300.0, help="deadline per pair (s)")
-    parser.add_argument("--json", action="store_true", help="machine output on stdout")
-    args = parser.parse_args(argv)
-    env = dict(os.environ)
-    try:
-        writable = [Path(tempfile.gettempdir()), *([args.scratch] if args.scratch else [])]
-        tools = batch.Tools(
-            toolchain=resolve_toolchain(args.toolchain, env, _pinned_name()),
-            bwrap=bubblewrap.resolve_bwrap(args.bwrap, env, writable, args.allow_bwrap_version))
-    except (LeanEvalError, OSError) as exc:
-        print(f"ERROR {name}: could not resolve the tools: {exc}")
-        return 2
-    try:
-        if args.scratch is not None:
-            args.scratch.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(prefix="probe-", dir=args.scratch)).resolve()
-        scratch.chmod(0o755)
-    except OSError as exc:
-        print(f"ERROR {name}: could not create a scratch directory: {exc}")
-        return 2
-    try:
-        (result,) = run_probes(ProbeContext(tools, env, scratch, args.timeout), [name])
-    finally:
-        if args.scratch is None:
-            shutil.rmtree(scratch, ignore_errors=True)
-    if args.json:
-        print(result.model_dump_json(indent=2))
-    else:
-        for check in result.checks:
-            print(f"{'PASS' if check.ok else 'FAIL'} {name}/{check.name}: {check.evidence}")
-        print(f"{result.status.upper()} {name}: {result.message}")
-    return {"pass": 0, "fail": 1}.get(result.status, 2)
-
-
-if __name__ == "__main__":  # pragma: no cover - use scripts/ or `lean-eval probe`
-    sys.exit(script_main(sys.argv[1], sys.argv[2:]))

@@ -39,10 +39,11 @@ OBVIOUSLY_WRONG = _variant("theorem two_plus_two : 2 + 2 = 4 := by sorry")
 
 
 class Expectation(NamedTuple):
-    """What one generated submission must score."""
+    """What one generated submission must score, and its own deadline (None: ``--timeout``)."""
 
     verdicts: frozenset[str]
     reasons: frozenset[str]
+    seconds: float | None = None
 
 
 class Finding(NamedTuple):
@@ -72,8 +73,17 @@ class SelfCheck(NamedTuple):
         return all(f.ok for f in self.findings) and self.counts == self.expected_counts
 
 
-def _expect(verdict: str, *reasons: str) -> Expectation:
-    return Expectation(frozenset({verdict}), frozenset(reasons))
+def _expect(verdict: str, *reasons: str, seconds: float | None = None) -> Expectation:
+    return Expectation(frozenset({verdict}), frozenset(reasons), seconds)
+
+
+# The infrastructure-failure case: a correct proof whose build never ends (a Lean `#eval` that
+# sleeps, and the stand-in's model of it), scored under a short deadline of its own. It must
+# end `error`/`timeout` however fast the machine is; an installation that turns a hang into a
+# verdict on the proof (or never stops it) fails the check.
+HANG_SECONDS = 5.0
+HANG = _variant("theorem two_plus_two : 2 + 2 = 4 := by decide",
+                "-- standin-io: sleep 3600", "#eval IO.sleep 3600000")
 
 
 # name -> (Submission.lean or None for a symlink, expectation)
@@ -94,6 +104,7 @@ WORKFLOW: dict[str, tuple[str | None, Expectation]] = {
                        _expect("rejected", "build_failed")),
     "wf_invalid": (None, _expect("invalid_submission", "path_rejected")),
     "wf_unchanged": ("", _expect("unchanged", "unchanged")),
+    "wf_timeout": (HANG, _expect("error", "timeout", seconds=HANG_SECONDS)),
 }
 
 
@@ -123,14 +134,23 @@ def _score(catalog: Catalog, tools: batch.Tools, caller_env: Mapping[str, str],
     starter = _starter(catalog)
     only = catalog.model_copy(update={"problems": {PROBLEM: catalog.problems[PROBLEM]}})
     base = Path(tempfile.mkdtemp(prefix="lean-eval-selfcheck-", dir=work))
-    inputs = [_write(base / "subs", name, text, starter) for name, (text, _) in cases.items()]
-    options = batch.RunOptions(out_dir=base / "out", timeout=timeout, work_dir=base / "work")
-    summary = batch.run_batch(inputs, only, tools, options, caller_env)
+    # One batch per deadline: the cases with their own (the hang) beside the others.
+    deadlines = sorted({e.seconds for _, e in cases.values()}, key=lambda d: d is not None)
     by_name: dict[str, Verdict] = {}
-    for pair in summary.pairs:
-        # summary paths are relative to --out (absolute ones are kept as they are)
-        by_name[pair.submission] = Verdict.model_validate_json(
-            Path(options.out_dir, pair.path).read_bytes())
+    counts: dict[str, int] = {}
+    for number, seconds in enumerate(deadlines):
+        names = [name for name, (_, e) in cases.items() if e.seconds == seconds]
+        inputs = [_write(base / "subs", name, cases[name][0], starter) for name in names]
+        options = batch.RunOptions(out_dir=base / f"out{number or ''}", work_dir=base / "work",
+                                   timeout=timeout if seconds is None else min(timeout, seconds))
+        summary = batch.run_batch(inputs, only, tools, options, caller_env)
+        for pair in summary.pairs:
+            # summary paths are relative to --out (absolute ones are kept as they are)
+            by_name[pair.submission] = Verdict.model_validate_json(
+                Path(options.out_dir, pair.path).read_bytes())
+        for kind, n in summary.counts.items():
+            if n:  # the summary lists zeros
+                counts[kind] = counts.get(kind, 0) + n
     findings = []
     for name, (_, expected) in cases.items():
         v = by_name.get(name)
@@ -141,7 +161,6 @@ def _score(catalog: Catalog, tools: batch.Tools, caller_env: Mapping[str, str],
     for _, expectation in cases.values():
         (verdict,) = expectation.verdicts
         expected_counts[verdict] = expected_counts.get(verdict, 0) + 1
-    counts = {kind: n for kind, n in summary.counts.items() if n}  # the summary lists zeros
     result = SelfCheck(tuple(findings), dict(sorted(counts.items())),
                        dict(sorted(expected_counts.items())), base)
     if result.ok:
@@ -160,5 +179,6 @@ def check_comparator_installation(catalog: Catalog, tools: batch.Tools,
 
 def check_eval_workflow(catalog: Catalog, tools: batch.Tools, caller_env: Mapping[str, str],
                         work: Path | None = None, timeout: float = 600) -> SelfCheck:
-    """A generated batch covering every verdict kind, checked against expected verdicts."""
+    """A generated batch covering every verdict kind (``error`` included: a build that never
+    ends, under its own short deadline), checked against expected verdicts."""
     return _score(catalog, tools, caller_env, WORKFLOW, work, timeout)

@@ -249,6 +249,9 @@ class Summary(_Model):
     # --sign-key: fingerprint (hex SHA-256 of the DER public key) of the key whose envelopes
     # (<problem>.intoto.json) sign every verdict; None: the run signed nothing
     signing_key: str | None = None
+    # Why the run scored nothing although its arguments were usable (a preflight probe did not
+    # pass); None: the run planned and scored. A refused run exits 2 (design §5.5).
+    refused: str | None = None
 
 
 @functools.cache

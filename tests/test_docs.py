@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import re
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -95,3 +97,128 @@ def test_example_command_runs_as_written() -> None:
     for submission in sub_ctx.params["submissions"]:
         assert (REPO / submission).is_dir()
     assert CliRunner().invoke(main, [args[0], "--help"]).exit_code == 0
+
+
+# --- SECURITY.md names its tests by node id, and each one runs in CI ---------------------------
+
+NODE_ID = re.compile(r"tests/(test_\w+\.py)::(test_\w+)")
+BARE_NAME = re.compile(r"(?<![\w/:.])test_\w+")  # a test named without its file
+LEAN_ONLY_NOTE = "(real Lean only)"  # written right after a node id whose test needs real Lean
+# Marks that keep a test from running in CI. `skipif` is not one: its conditions are about the
+# machine (Linux, a cgroup v2 group), which CI provides.
+SKIPPING = {"skip", "xfail", "lean"}
+
+
+def _marks(decorators: list[ast.expr]) -> set[str]:
+    """The ``pytest.mark.<name>`` names among ``decorators`` (called or not)."""
+    found = set()
+    for decorator in decorators:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Attribute)
+                and target.value.attr == "mark"):
+            found.add(target.attr)
+    return found
+
+
+def _collected(tests_dir: Path, file: str) -> dict[str, set[str]] | None:
+    """The test functions pytest collects from ``tests_dir/file`` and their skipping marks
+    (the module's ``pytestmark`` included); None when there is no such file."""
+    path = tests_dir / file
+    if not path.is_file():
+        return None
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    module_marks: set[str] = set()
+    functions: dict[str, set[str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
+            values = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) \
+                else [node.value]
+            module_marks |= _marks(values)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and node.name.startswith("test"):
+            functions[node.name] = _marks(node.decorator_list)
+    return {name: (marks | module_marks) & SKIPPING for name, marks in functions.items()}
+
+
+def security_reference_problems(text: str, tests_dir: Path) -> list[str]:
+    """Why each test reference of SECURITY.md ``text`` does not hold: a bare name (not a node
+    id), a node id whose file or function does not exist, or a test CI never runs (skipped,
+    xfail, or real-Lean only without saying so)."""
+    problems = []
+    cache: dict[str, dict[str, set[str]] | None] = {}
+    for match in NODE_ID.finditer(text):
+        file, name = match.groups()
+        node = match.group(0)
+        collected = cache.setdefault(file, _collected(tests_dir, file))
+        if collected is None:
+            problems.append(f"{node}: tests/{file} does not exist")
+        elif name not in collected:
+            problems.append(f"{node}: tests/{file} defines no test function {name}")
+        elif collected[name] - {"lean"}:
+            problems.append(f"{node}: marked {sorted(collected[name])}, so CI does not run it")
+        elif "lean" in collected[name] and not text[match.end():].lstrip("`").lstrip() \
+                .startswith(LEAN_ONLY_NOTE):
+            problems.append(f"{node}: runs only with real Lean; say {LEAN_ONLY_NOTE} after it")
+    for match in BARE_NAME.finditer(text):
+        line = text.count("\n", 0, match.start()) + 1
+        where = sorted(f.name for f in tests_dir.glob("test_*.py")
+                       if re.search(rf"^def {match.group(0)}\b",
+                                    f.read_text(encoding="utf-8"), re.M))
+        hint = f"write tests/{where[0]}::{match.group(0)}" if len(where) == 1 else \
+            f"write it as tests/<file>.py::{match.group(0)} (defined in {where or 'no file'})"
+        problems.append(f"SECURITY.md line {line}: bare test name {match.group(0)}; {hint}")
+    return problems
+
+
+def test_security_md_names_every_test_by_a_node_id_that_ci_runs() -> None:
+    text = (REPO / "SECURITY.md").read_text(encoding="utf-8")
+    assert len(NODE_ID.findall(text)) >= 90  # the references are there to be checked
+    problems = security_reference_problems(text, REPO / "tests")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_security_md_checker_reports_renamed_bare_missing_and_skipped_tests(
+        tmp_path: Path) -> None:
+    """Negative control of the test above, on a small tests directory of its own."""
+    (tmp_path / "test_x.py").write_text(
+        "import pytest\n\n\ndef test_kept():\n    pass\n\n\n@pytest.mark.skip(reason='x')\n"
+        "def test_skipped():\n    pass\n\n\n@pytest.mark.lean\ndef test_lean():\n    pass\n")
+    good = ("`tests/test_x.py::test_kept` and `tests/test_x.py::test_lean` "
+            f"{LEAN_ONLY_NOTE}")
+    assert security_reference_problems(good, tmp_path) == []
+    text = ("`tests/test_x.py::test_renamed`, `tests/test_y.py::test_kept`, "
+            "`tests/test_x.py::test_skipped`, `tests/test_x.py::test_lean` and `test_kept`")
+    problems = security_reference_problems(text, tmp_path)
+    assert problems == [
+        "tests/test_x.py::test_renamed: tests/test_x.py defines no test function test_renamed",
+        "tests/test_y.py::test_kept: tests/test_y.py does not exist",
+        "tests/test_x.py::test_skipped: marked ['skip'], so CI does not run it",
+        f"tests/test_x.py::test_lean: runs only with real Lean; say {LEAN_ONLY_NOTE} after it",
+        "SECURITY.md line 1: bare test name test_kept; write tests/test_x.py::test_kept"]
+
+
+# --- wording the code must keep true (issue: every documented claim holds) ---------------------
+
+def test_bwrap_help_says_prepares_prefix_comes_before_path() -> None:
+    result = CliRunner().invoke(main, ["run-eval", "--help"], catch_exceptions=False)
+    help_text = re.sub(r"-\s+", "-", " ".join(result.output.split()))  # click wraps at "-"
+    assert ("bubblewrap executable (default: the one `lean-eval prepare` installed, else bwrap "
+            "on the filtered PATH)") in help_text
+
+
+def test_only_the_cli_reads_the_environment() -> None:
+    """Design §3: environment defaults are click's; no module outside lean_eval/cli reads
+    os.environ (the probe scripts' command line is lean_eval/cli/probe_script.py)."""
+    readers = []
+    for path in sorted((REPO / "lean_eval").rglob("*.py")):
+        if path.parent.name == "cli":
+            continue
+        readers.extend(
+            f"{path.relative_to(REPO)}:{node.lineno}"
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id == "os" and node.attr in {"environ", "environb", "getenv"})
+    assert readers == []
+    design = " ".join(DESIGN.read_text(encoding="utf-8").split())
+    assert "Environment defaults are click `envvar=` settings" in design

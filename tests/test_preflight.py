@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import BWRAP_FLOOR, CORRECT, STANDIN
 
-from lean_eval import intake
+from lean_eval import batch, cli, documents, intake, lock
 from lean_eval.cli import main
 
 UNSANDBOXED = """#!/bin/sh
@@ -71,4 +71,57 @@ def test_a_broken_sandbox_stops_the_run_before_any_submission_is_read(
     assert "preflight probe(s) did not pass" in output and "sandbox_engaged" in output
     assert "nothing was scored" in output
     assert read and CORRECT not in read  # the probes scored their own synthetic submissions
-    assert not out.exists() or not any(out.rglob("*.json"))
+    # The refusal is recorded in --out: the probes' outcome, zero pairs, the reason.
+    assert f"the probes' outcome is in {out / 'summary.json'}" in output
+    assert sorted(p.name for p in out.iterdir()) == [".lean-eval.lock", "summary.json"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["exit_code"] == 2 and summary["pairs"] == [] and summary["submissions"] == []
+    assert summary["preflight"]["skipped"] is False
+    statuses = {p["name"]: p["status"] for p in summary["preflight"]["probes"]}
+    assert statuses["sandbox_engaged"] != "pass"
+    assert "sandbox_engaged" in summary["refused"] and "nothing was scored" in summary["refused"]
+    assert summary["identity"]["bwrap_path"] == str(fake)
+
+
+def _failing_probes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every probe reports fail at once (the CLI's probe runner replaced; nothing runs)."""
+    entry = documents.ProbeEntry(name="sandbox_engaged", status="fail", proves="the sandbox",
+                                 message="writes reached the host", seconds=0.0, checks=())
+    monkeypatch.setattr(cli, "_run_probes", lambda *a, **k: (entry,))
+
+
+def test_a_refusal_keeps_an_earlier_runs_summary_and_respects_the_out_lock(
+        bench_copy: Path, outside: Path, bwrap: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reused --out keeps the summary of the verdicts on disk; a held --out gets nothing."""
+    code, output, out = _run(bench_copy, outside, "--allow-bwrap-version", BWRAP_FLOOR,
+                             "--skip-probes")
+    assert code == 0, output
+    earlier = (out / "summary.json").read_bytes()
+    _failing_probes(monkeypatch)
+    code, output, _ = _run(bench_copy, outside, "--allow-bwrap-version", BWRAP_FLOOR)
+    assert code == 2, output
+    assert (out / "summary.json").read_bytes() == earlier
+    refused = json.loads((out / batch.REFUSED_SUMMARY).read_text())
+    assert refused["pairs"] == [] and "sandbox_engaged" in refused["refused"]
+    assert f"the probes' outcome is in {out / batch.REFUSED_SUMMARY}" in output
+    monkeypatch.undo()  # a run that scores again supersedes the refusal
+    code, output, _ = _run(bench_copy, outside, "--allow-bwrap-version", BWRAP_FLOOR,
+                           "--skip-probes")
+    assert code == 0, output
+    assert not (out / batch.REFUSED_SUMMARY).exists()
+
+    _failing_probes(monkeypatch)
+
+    other = outside / "held"
+    other.mkdir()
+    held = lock.OutLock(other.resolve())
+    try:
+        result = CliRunner().invoke(main, [
+            "run-eval", str(CORRECT), "--out", str(other), "--benchmark", str(bench_copy),
+            "--toolchain", str(STANDIN), "--allow-bwrap-version", BWRAP_FLOOR],
+            catch_exceptions=False)
+    finally:
+        held.close()
+    assert result.exit_code == 2
+    assert "no summary was written" in result.output and "is in use by" in result.output
+    assert sorted(p.name for p in other.iterdir()) == [".lean-eval.lock"]

@@ -92,7 +92,7 @@ def test_offline_install_into_a_prefix_then_a_second_run_changes_nothing(tmp_pat
     machine = Machine(tmp_path, requires=REQUIRE_MATHLIB)
     steps = prepare.prepare(machine.settings())
     assert [(s.name, s.status) for s in steps] == [
-        ("elan", "done"), ("lean", "done"), ("bwrap", "done"), ("dependencies", "done")]
+        ("elan", "done"), ("lean", "done"), ("bubblewrap", "done"), ("dependencies", "done")]
     prefix = machine.data / "lean-eval" / "bwrap"
     dirname = TOOLCHAIN.replace("/", "--").replace(":", "---")
     lake = f"{machine.elan_home}/toolchains/{dirname}/bin/lake"
@@ -181,7 +181,7 @@ def test_cli_dry_run_prints_the_plan_and_changes_nothing(tmp_path: Path) -> None
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert [line.split()[:2] for line in lines[:4]] == [
-        ["elan", "planned"], ["lean", "planned"], ["bwrap", "planned"],
+        ["elan", "planned"], ["lean", "planned"], ["bubblewrap", "planned"],
         ["dependencies", "planned"]]
     assert str(machine.offline / prepare.ELAN.name) in lines[0]
     assert "lake exe cache get" in lines[3]
@@ -197,6 +197,9 @@ def test_cli_offline_without_the_archive_is_a_setup_failure(tmp_path: Path) -> N
                "--json"], env=machine.env, catch_exceptions=False)
     assert result.exit_code == 2
     assert f"{machine.offline / prepare.ELAN.name} does not exist" in result.stderr
+    assert "step elan failed" in result.stderr and "steps already finished: none" in result.stderr
+    report = json.loads(result.stdout)
+    assert (report["ok"], report["failed_step"], report["steps"]) == (False, "elan", [])
     assert not machine.elan_home.exists()
     assert "Traceback" not in result.output
 
@@ -209,7 +212,7 @@ def test_json_reports_every_step(tmp_path: Path) -> None:
     assert result.exit_code == 0
     data = json.loads(result.stdout)
     assert data["dry_run"] is True
-    assert [s["name"] for s in data["steps"]] == ["elan", "lean", "bwrap", "dependencies"]
+    assert [s["name"] for s in data["steps"]] == ["elan", "lean", "bubblewrap", "dependencies"]
 
 
 def test_cli_prepare_twice_offline(tmp_path: Path) -> None:
@@ -225,7 +228,7 @@ def test_cli_prepare_twice_offline(tmp_path: Path) -> None:
     first = CliRunner().invoke(main, args, env=machine.env, catch_exceptions=False)
     assert first.exit_code == 0, first.output
     assert [line.split()[:2] for line in first.stdout.splitlines()] == [
-        ["elan", "present"], ["lean", "done"], ["bwrap", "done"], ["dependencies", "done"]]
+        ["elan", "present"], ["lean", "done"], ["bubblewrap", "done"], ["dependencies", "done"]]
     before = machine.snapshot()
     second = CliRunner().invoke(main, args, env=machine.env, catch_exceptions=False)
     assert second.exit_code == 0, second.output
@@ -259,7 +262,7 @@ def test_an_explicit_toolchain_makes_elan_moot_and_builds_with_its_lake(tmp_path
     lake.chmod(0o755)
     steps = prepare.prepare(machine.settings(toolchain=toolchain))
     assert [(s.name, s.status) for s in steps] == [
-        ("elan", "present"), ("lean", "present"), ("bwrap", "done"), ("dependencies", "done")]
+        ("elan", "present"), ("lean", "present"), ("bubblewrap", "done"), ("dependencies", "done")]
     assert f"{lake} build" in steps[3].detail
     assert not machine.elan_home.exists()
     assert machine.calls()[1:] == ["lake exe cache get", "lake build"]
@@ -274,3 +277,35 @@ def test_a_failing_step_stops_prepare_naming_it(tmp_path: Path) -> None:
                                            r"install_bwrap.sh: missing required tool: meson"):
         prepare.prepare(machine.settings(bwrap_installer=failing))
     assert not (machine.data / "lean-eval").exists()
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_a_failure_names_its_step_and_the_steps_already_done(tmp_path: Path,
+                                                              as_json: bool) -> None:
+    """elan is there, Lean gets installed, then the bubblewrap installer fails: the error names
+    `bubblewrap` (not a file) and lists elan and lean, on the console and in the --json report."""
+    machine = Machine(tmp_path)
+    (machine.elan_home / "bin").mkdir(parents=True)
+    (machine.elan_home / "bin" / "elan").write_bytes((FIXTURES / "fake-elan").read_bytes())
+    (machine.elan_home / "bin" / "elan").chmod(0o755)
+    (machine.bench / "scripts").mkdir()
+    (machine.bench / "scripts" / "install_bwrap.sh").write_text(
+        '#!/bin/bash\necho "install_bwrap.sh: missing required tool: meson" >&2\nexit 1\n')
+    result = CliRunner().invoke(
+        main, ["prepare", "--offline", str(machine.offline), "--benchmark", str(machine.bench),
+               *(["--json"] if as_json else [])], env=machine.env, catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    assert "lean-eval: error: prepare step bubblewrap failed: installing bubblewrap" \
+        in result.stderr
+    assert "missing required tool: meson" in result.stderr
+    assert "steps already finished: elan (present), lean (done)" in result.stderr
+    if as_json:
+        report = json.loads(result.stdout)
+        assert report["ok"] is False and report["failed_step"] == "bubblewrap"
+        assert [(s["name"], s["status"]) for s in report["steps"]] == [
+            ("elan", "present"), ("lean", "done")]
+        assert "meson" in report["error"]
+    else:
+        assert [line.split()[:2] for line in result.stdout.splitlines()] == [
+            ["elan", "present"], ["lean", "done"], ["bubblewrap", "FAILED"]]
+    assert "Traceback" not in result.output

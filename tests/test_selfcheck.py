@@ -4,6 +4,7 @@ against deliberately broken installations, which they must report."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,44 @@ def test_negative_control_an_unusable_sandbox_is_an_installation_problem(
     findings = {f["submission"]: f for f in json.loads(output)["findings"]}
     assert findings["known_good"]["verdict"] == "error"
     assert findings["known_good"]["reason"] == "sandbox"
+
+
+HANG_IS_A_REJECTION = """#!/bin/sh
+# The stand-in's lake, except that a build which would hang ends at once as a rejection: an
+# installation that turns an infrastructure failure into a verdict on the proof.
+if grep -q 'standin-io: sleep' Submission.lean 2>/dev/null; then
+  echo 'Building Solution'
+  echo 'error: Child exited with 1' >&2
+  exit 1
+fi
+exec "$(dirname "$0")/lake-standin" "$@"
+"""
+
+
+def _hang_is_a_rejection_toolchain(outside: Path) -> Path:
+    root = outside / "hang-rejects"
+    shutil.copytree(STANDIN, root)
+    (root / "bin" / "lake").rename(root / "bin" / "lake-standin")
+    (root / "bin" / "lake").write_text(HANG_IS_A_REJECTION)
+    (root / "bin" / "lake").chmod(0o755)
+    return root
+
+
+def test_the_workflow_check_expects_an_infrastructure_failure(
+        bench_copy: Path, outside: Path, bwrap: str) -> None:
+    """A build that never ends must be `error`/`timeout` (under its own short deadline); a
+    toolchain that reports it as a rejection instead fails check-eval-workflow."""
+    code, output = _invoke("check-eval-workflow", bench_copy, outside, STANDIN, "--json")
+    assert code == 0, output
+    findings = {f["submission"]: f for f in json.loads(output)["findings"]}
+    assert (findings["wf_timeout"]["verdict"], findings["wf_timeout"]["reason"]) == (
+        "error", "timeout")
+    assert json.loads(output)["expected_counts"]["error"] == 1
+
+    code, output = _invoke("check-eval-workflow", bench_copy, outside,
+                           _hang_is_a_rejection_toolchain(outside), "--json")
+    assert code == 1, output
+    data = json.loads(output)
+    bad = [f["submission"] for f in data["findings"] if not f["ok"]]
+    assert bad == ["wf_timeout"], output
+    assert data["counts"] != data["expected_counts"]

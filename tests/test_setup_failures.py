@@ -100,3 +100,37 @@ def test_toolchain_inside_the_work_dir_is_refused(run_eval: RunEval, outside: Pa
     assert run.code == 2, run.result.output
     assert "lies inside a writable scoring directory" in run.result.output
     _assert_nothing_scored(run.out)
+
+
+def test_a_pin_drift_in_a_workspace_not_selected_is_refused(outside: Path, bench_copy: Path,
+                                                           bwrap: str) -> None:
+    """Pins are checked for the whole catalog, not only the --problem selection (design §5.1):
+    a drift committed in another workspace (index regenerated) refuses the run, naming it."""
+    bench = _copy(bench_copy, outside / "bench")
+    pin = bench / "workspaces" / "double_def" / "lean-toolchain"
+    pin.write_text("leanprover/lean4:v4.0.0\n")
+    _rehash(bench, "double_def", "lean-toolchain")
+    run = RunEval(bench, outside)(CORRECT, extra=("--problem", "two_plus_two"))
+    assert run.code == 2, run.result.output
+    assert "workspaces/double_def/lean-toolchain differs from the root lean-toolchain" \
+        in run.result.output
+    assert "(workspace double_def)" in run.result.output
+    assert "Traceback" not in run.result.output
+    _assert_nothing_scored(run.out)
+
+
+def test_missing_toolchain_and_bwrap_are_named_in_one_message(run_eval: RunEval,
+                                                              outside: Path) -> None:
+    """Neither can be used: the one error says both, not only the first it met."""
+    empty = outside / "emptybin"
+    empty.mkdir()
+    run = run_eval(CORRECT, toolchain=None, env={
+        "HOME": str(outside), "ELAN_HOME": str(outside), "XDG_DATA_HOME": str(outside / "data"),
+        "LEAN_EVAL_TOOLCHAIN": "", "LEAN_EVAL_BWRAP": "", "PATH": str(empty)})
+    assert run.code == 2, run.result.output
+    (line,) = [x for x in run.result.output.splitlines() if x.startswith("lean-eval: error:")]
+    assert "leanprover/lean4:v4.35.0 is not installed" in line
+    assert "Also, bubblewrap (bwrap) was found neither in" in line
+    assert str(outside / "data" / "lean-eval" / "bwrap" / "bin") in line
+    assert "nor on the filtered PATH" in line
+    _assert_nothing_scored(run.out)

@@ -156,7 +156,8 @@ def _options(func: F, benchmark: bool) -> F:
                           "of lean-toolchain)."),
         click.option("--bwrap", "bwrap_path", type=str, envvar="LEAN_EVAL_BWRAP",
                      show_envvar=True,
-                     help="bubblewrap executable (default: bwrap on the filtered PATH)."),
+                     help="bubblewrap executable (default: the one `lean-eval prepare` "
+                          "installed, else bwrap on the filtered PATH)."),
         click.option("--allow-bwrap-version", "allow_bwrap", metavar="MIN",
                      envvar="LEAN_EVAL_ALLOW_BWRAP_VERSION", show_envvar=True,
                      help="Accept bubblewrap older than 0.12.0, down to MIN. Recorded in every "
@@ -196,8 +197,26 @@ def main() -> None:
 
 def _tools(cat: catalog.Catalog, toolchain: Path | None, bwrap_path: str | None,
            allow_bwrap: str | None, env: dict[str, str], writable: list[Path]) -> batch.Tools:
-    return batch.Tools(toolchain=resolve_toolchain(toolchain, env, cat.toolchain_name),
-                       bwrap=bubblewrap.resolve_bwrap(bwrap_path, env, writable, allow_bwrap))
+    return _resolve_tools(cat.toolchain_name, toolchain, bwrap_path, allow_bwrap, env, writable)
+
+
+def _resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
+                   allow_bwrap: str | None, env: dict[str, str],
+                   writable: list[Path]) -> batch.Tools:
+    """The toolchain and bwrap; when neither can be used, one error names both."""
+    errors: list[SetupError] = []
+    lean = bwrap = None
+    try:
+        lean = resolve_toolchain(toolchain, env, name)
+    except SetupError as exc:
+        errors.append(exc)
+    try:
+        bwrap = bubblewrap.resolve_bwrap(bwrap_path, env, writable, allow_bwrap)
+    except SetupError as exc:
+        errors.append(exc)
+    if lean is None or bwrap is None:
+        raise errors[0] if len(errors) == 1 else SetupError(f"{errors[0]} Also, {errors[1]}")
+    return batch.Tools(toolchain=lean, bwrap=bwrap)
 
 
 def _load(benchmark: Path | None, revision: str = "HEAD",
@@ -273,10 +292,18 @@ def _preflight(tools: batch.Tools, env: dict[str, str], work_dir: Path | None,
     # A failure is printed even under -q: it is the error that stops the run.
     _print_probes(failed if quiet else entries, Console(stderr=True), verbose)
     if failed:
-        raise SetupError("preflight probe(s) did not pass: "
-                         + ", ".join(f"{e.name} ({e.status}: {e.message})" for e in failed)
-                         + "; nothing was scored")
+        raise ProbesFailedError("preflight probe(s) did not pass: "
+                           + ", ".join(f"{e.name} ({e.status}: {e.message})" for e in failed)
+                           + "; nothing was scored", record)
     return record
+
+
+class ProbesFailedError(SetupError):
+    """A preflight probe did not pass; ``preflight`` is every probe's outcome, for the summary."""
+
+    def __init__(self, message: str, preflight: Preflight) -> None:
+        super().__init__(message)
+        self.preflight = preflight
 
 
 def _scoring_dirs(work_dir: Path | None) -> set[Path]:

@@ -196,18 +196,26 @@ def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
     settings = prepare.Settings(benchmark=(benchmark or _default_benchmark()).resolve(),
                                 env=dict(os.environ), offline=offline, dry_run=dry_run,
                                 toolchain=toolchain.resolve() if toolchain else None)
+    failed: prepare.StepFailedError | None = None
     try:
         steps = prepare.prepare(settings)
+    except prepare.StepFailedError as exc:  # name the step; show what was finished before it
+        failed, steps = exc, exc.done
     except SetupError as exc:
         _fail(str(exc))
         return
     if as_json:
         click.echo(documents.PrepareReport(
-            dry_run=dry_run, steps=tuple(documents.PrepareStep(**s._asdict()) for s in steps)
-        ).model_dump_json(indent=2))
+            dry_run=dry_run, steps=tuple(documents.PrepareStep(**s._asdict()) for s in steps),
+            ok=failed is None, failed_step=failed.step if failed else None,
+            error=failed.cause if failed else None).model_dump_json(indent=2))
     elif not quiet:
         for step in steps:
             click.echo(f"{step.name:<13} {step.status:<8} {step.detail}")
-        if dry_run:
+        if failed is not None:
+            click.echo(f"{failed.step:<13} {'FAILED':<8} {failed.cause}")
+        elif dry_run:
             click.echo("dry run: nothing was changed")
+    if failed is not None:
+        _fail(f"prepare {failed}")
     sys.exit(0)

@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,13 @@ from lean_eval.cli import (
     PROBE_NAMES,
     ByteSize,
     Console,
+    ProbesFailedError,
     _default_benchmark,
     _fail,
     _load,
     _preflight,
     _print_probes,
+    _resolve_tools,
     _run_probes,
     _say_kept,
     _scoring_dirs,
@@ -29,7 +32,6 @@ from lean_eval.cli import (
     _tools,
     attest,
     batch,
-    bubblewrap,
     catalog,
     common_options,
     documents,
@@ -40,7 +42,6 @@ from lean_eval.cli import (
     parse_shard,
     progress,
     report,
-    resolve_toolchain,
     selfcheck,
     tool_options,
 )
@@ -114,6 +115,7 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     """
     err = Console(stderr=True)
     env = dict(os.environ)
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     selected = frozenset(p for item in problems for p in item.split(",") if p) or None
     try:
         shard = parse_shard(shard_text) if shard_text is not None else None
@@ -128,7 +130,10 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
                                      max_total_bytes=max_total_bytes, max_files=max_files,
                                      max_depth=max_depth, max_archive_bytes=max_archive_bytes,
                                      intake_seconds=intake_timeout)
-        preflight = _preflight(tools, env, work_dir, skip_probes, quiet, verbose)
+        try:
+            preflight = _preflight(tools, env, work_dir, skip_probes, quiet, verbose)
+        except ProbesFailedError as exc:
+            raise SetupError(_record_refusal(out_dir, cat, tools, exc, started_at)) from None
         options = batch.RunOptions(out_dir=out_dir, timeout=timeout, work_dir=work_dir,
                                    limits=limits, keep_work=keep_work, preflight=preflight,
                                    max_written_file_bytes=max_written_file_bytes, jobs=jobs,
@@ -157,6 +162,16 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     elif not quiet:
         report.print_summary(summary, Console())
     sys.exit(summary.exit_code)
+
+
+def _record_refusal(out_dir: Path, cat: catalog.Catalog, tools: batch.Tools,
+                    exc: ProbesFailedError, started_at: str) -> str:
+    """The refused run's summary in --out (design §5.5), and the message that says where."""
+    try:
+        written = batch.write_refusal(out_dir, cat, tools, exc.preflight, str(exc), started_at)
+    except LeanEvalError as why:  # --out held by another run, or unwritable: say so, go on
+        return f"{exc}; no summary was written: {why}"
+    return f"{exc}; the probes' outcome is in {written}"
 
 
 @main.command("probe")
@@ -260,10 +275,8 @@ def test(workspace: Path | None, timeout: float, keep_work: bool, toolchain: Pat
         config = catalog.parse_config((ws / "config.json").read_bytes(), f"{ws}/config.json")
         name = (ws / "lean-toolchain").read_text(encoding="utf-8").strip() \
             if (ws / "lean-toolchain").is_file() else ""
-        tools = batch.Tools(toolchain=resolve_toolchain(toolchain, env, name),
-                            bwrap=bubblewrap.resolve_bwrap(bwrap_path, env,
-                                                           [Path(tempfile.gettempdir())],
-                                                           allow_bwrap))
+        tools = _resolve_tools(name, toolchain, bwrap_path, allow_bwrap, env,
+                               [Path(tempfile.gettempdir())])
         state = Path(tempfile.mkdtemp(prefix="lean-eval-test-"))
         settings = driver.DriverSettings(toolchain=tools.toolchain, bwrap=tools.bwrap.path,
                                          caller_env=env, timeout=timeout,

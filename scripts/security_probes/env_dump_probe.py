@@ -18,7 +18,7 @@ try:
 except ImportError:  # run from a checkout without the package installed
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from lean_eval.probe import script_main
+from lean_eval.cli.probe_script import main
 
 if __name__ == "__main__":
-    sys.exit(script_main("env_dump"))
+    main("env_dump")
