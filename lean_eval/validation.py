@@ -21,7 +21,9 @@ from lean_eval.documents import CatalogFinding as Finding
 from lean_eval.documents import CatalogReport
 from lean_eval.errors import CatalogError
 
-_KEYWORDS = {"theorem": ("theorem", "lemma"), "def": ("def", "abbrev"), "instance": ("instance",)}
+# A theorem hole may be an `instance` of a Prop-valued class (Lean makes it a theorem).
+_KEYWORDS = {"theorem": ("theorem", "lemma", "instance"), "def": ("def", "abbrev"),
+             "instance": ("instance",)}
 
 
 def _text(files: Mapping[str, bytes], path: str) -> str:
@@ -73,10 +75,37 @@ def _lean_findings(pid: str, problem: catalog.Problem,
             found.append(Finding(path=prefix + "Solution.lean",
                                  message=f"bridge {hole.name!r} does not use "
                                          f"Submission.{hole.name}"))
+    found.extend(_repeat_findings(prefix, problem, challenge, bridge, starter))
+    return found
+
+
+def _repeat_findings(prefix: str, problem: catalog.Problem, challenge: dict[str, Declaration],
+                     bridge: dict[str, Declaration],
+                     starter: dict[str, Declaration]) -> list[Finding]:
+    """Bridges and starters may repeat the Challenge's auxiliary (non-hole) declarations, as
+    the lean-eval generator writes them; a repeat must state exactly what the Challenge does.
+    A bridge declaration that is neither a hole nor such a repeat is a fault."""
     holes = {h.name for h in problem.holes}
-    found.extend(Finding(path=prefix + "Solution.lean",
-                         message=f"bridge declares {name!r}, which is not a hole")
-                 for name in sorted(set(bridge) - holes))
+    found: list[Finding] = []
+    repeats = [("Solution.lean", name, decl) for name, decl in bridge.items() if name not in holes]
+    repeats += [("Submission.lean", name.removeprefix("Submission."), decl)
+                for name, decl in starter.items()
+                if name.startswith("Submission.") and name.removeprefix("Submission.") not in holes]
+    for file, name, decl in sorted(repeats, key=lambda r: (r[0], r[2].line)):
+        original = challenge.get(name)
+        if original is None:
+            if file == "Solution.lean":
+                found.append(Finding(path=prefix + file,
+                                     message=f"bridge declares {name!r}, which is not a hole "
+                                             "nor a declaration of Challenge.lean"))
+            continue
+        if (decl.keyword, decl.statement) != (original.keyword, original.statement):
+            found.append(Finding(path=prefix + file,
+                                 message=f"repeats {name!r} of {prefix}Challenge.lean "
+                                         f"(line {original.line}) as {decl.keyword} "
+                                         f"{decl.statement!r} (line {decl.line}), "
+                                         f"Challenge.lean as {original.keyword} "
+                                         f"{original.statement!r}"))
     return found
 
 
