@@ -227,3 +227,63 @@ def test_run_eval_refuses_a_challenge_importing_the_solution_only_package(
     assert run.code == 2
     assert "workspaces/two_plus_two/Challenge.lean imports LeanPool" in run.result.stderr
     assert not (run.out / "summary.json").exists()
+
+
+def _with_auxiliary(root: Path, bridge_repeat: str, starter_repeat: str) -> None:
+    """two_plus_two with an auxiliary (non-hole) definition in its Challenge, repeated by the
+    bridge and the starter as the lean-eval generator writes them."""
+    ws = root / "workspaces" / "two_plus_two"
+    edit(ws / "Challenge.lean", "/-- Hole (theorem)",
+         "def Scale (r : Nat) (f : Nat → Nat) : Nat := f (r + 0)\n\n/-- Hole (theorem)")
+    edit(ws / "Solution.lean", "theorem two_plus_two", bridge_repeat + "\n\ntheorem two_plus_two")
+    edit(ws / "Submission.lean", "theorem two_plus_two",
+         starter_repeat + "\n\ntheorem two_plus_two")
+
+
+def test_bridges_and_starters_may_repeat_challenge_declarations_verbatim(outside: Path) -> None:
+    repeat = "def Scale (r : Nat) (f : Nat → Nat) : Nat := f (r + 0)"
+    result = validate(bench(outside, lambda root: _with_auxiliary(root, repeat, repeat)))
+    assert result.exit_code == 0, result.output
+
+
+def test_a_repeat_stating_a_challenge_declaration_differently_names_both_files(
+        outside: Path) -> None:
+    good = "def Scale (r : Nat) (f : Nat → Nat) : Nat := f (r + 0)"
+    bad = "def Scale (r : Nat) (f : Nat → Nat) : Int := f (r + 0)"
+    result = validate(bench(outside, lambda root: _with_auxiliary(root, bad, good)))
+    assert result.exit_code == 1
+    lines = [ln for ln in result.output.splitlines() if "Scale" in ln]
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith("workspaces/two_plus_two/Solution.lean: repeats 'Scale' of "
+                               "workspaces/two_plus_two/Challenge.lean")
+    assert "': Int'" not in lines[0] and "Int" in lines[0]
+    result = validate(bench(outside / "s", lambda root: _with_auxiliary(root, good, bad)))
+    assert result.exit_code == 1
+    assert ("workspaces/two_plus_two/Submission.lean: repeats 'Scale' of "
+            "workspaces/two_plus_two/Challenge.lean") in result.output
+
+
+def test_a_change_after_a_named_argument_in_a_bridge_is_a_fault(outside: Path) -> None:
+    def change(root: Path) -> None:
+        ws = root / "workspaces" / "two_plus_two"
+        for name in ("Challenge.lean", "Solution.lean", "Submission.lean"):
+            edit(ws / name, "2 + 2 = 4", "Nat.add (n := 2) 2 = 4")
+    assert validate(bench(outside, change)).exit_code == 0
+
+    def mutate(root: Path) -> None:
+        change(root)
+        edit(root / "workspaces" / "two_plus_two" / "Solution.lean", "(n := 2) 2", "(n := 2) 3")
+    result = validate(bench(outside / "m", mutate))
+    assert result.exit_code == 1
+    assert ("workspaces/two_plus_two/Solution.lean: bridge states 'two_plus_two' as "
+            "': Nat.add (n := 2) 3 = 4', Challenge.lean as ': Nat.add (n := 2) 2 = 4'"
+            ) in result.output
+
+
+def test_a_theorem_hole_may_be_a_prop_valued_instance(outside: Path) -> None:
+    def change(root: Path) -> None:
+        ws = root / "workspaces" / "two_plus_two"
+        for name in ("Challenge.lean", "Solution.lean", "Submission.lean"):
+            edit(ws / name, "theorem two_plus_two : 2 + 2 = 4", "instance two_plus_two : Fact (2 + 2 = 4)")
+    result = validate(bench(outside, change))
+    assert result.exit_code == 0, result.output
