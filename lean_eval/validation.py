@@ -20,6 +20,7 @@ from lean_eval.declarations import Declaration, declarations
 from lean_eval.documents import CatalogFinding as Finding
 from lean_eval.documents import CatalogReport
 from lean_eval.errors import CatalogError
+from lean_eval.lakefile import lakefile_faults
 
 # A theorem hole may be an `instance` of a Prop-valued class (Lean makes it a theorem).
 _KEYWORDS = {"theorem": ("theorem", "lemma", "instance"), "def": ("def", "abbrev"),
@@ -120,25 +121,36 @@ def _problem_findings(pid: str, files: Mapping[str, bytes],
             found.append(Finding(path=manifest, message=f"id {problem.id!r} differs from the "
                                                         "file name"))
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(part) for part in first["loc"])
-        return [Finding(path=manifest, message=f"{loc}: {first['msg']}")]
+        return [Finding(path=manifest, message=m) for m in catalog.manifest_errors(exc)]
     except CatalogError as exc:
         return [Finding(path=manifest, message=str(exc))]
-    missing = [n for n in (*catalog.TRUSTED_FILES, "Submission.lean") if prefix + n not in files]
+    try:
+        derived = {n: catalog.workspace_file(pid, n, files) for n in catalog.DERIVED_FILES}
+    except CatalogError as exc:
+        derived = {}
+        found.append(Finding(path=prefix + "lakefile.toml", message=str(exc)))
+    missing = [n for n in (*catalog.TRUSTED_FILES, "Submission.lean")
+               if prefix + n not in files and derived.get(n) is None]
     found.extend(Finding(path=prefix + n, message="missing") for n in missing)
+    found.extend(Finding(path=path, message="not a trusted or starter file: scoring would "
+                                            "leave it out (remove it, or drop what needs it)")
+                 for path in catalog.unexpected_files(pid, files))
+    found.extend(_lakefile_findings(pid, files))
     entry = index.get(pid)
     if not isinstance(entry, dict):
         found.append(Finding(path="workspaces/index.json", message=f"no entry for {pid!r}"))
     else:
         recorded = {**entry.get("trusted", {}), **entry.get("starter", {})}
-        present = [n for n in (*catalog.TRUSTED_FILES, *catalog.OPTIONAL_TRUSTED_FILES,
-                               *catalog.STARTER_FILES) if prefix + n in files]
+        actual = {n: files.get(prefix + n, derived.get(n))
+                  for n in (*catalog.TRUSTED_FILES, *catalog.OPTIONAL_TRUSTED_FILES,
+                            *catalog.STARTER_FILES)}
+        digests = {n: catalog.sha256(data) for n, data in actual.items() if data is not None}
         found.extend(Finding(path=prefix + n, message="differs from its digest in "
-                                                      "workspaces/index.json")
-                     for n in sorted(set(present) | set(recorded))
-                     if recorded.get(n) != (catalog.sha256(files[prefix + n])
-                                            if prefix + n in files else None))
+                                                      "workspaces/index.json"
+                                                      + (" (derived from the root's)"
+                                                         if prefix + n not in files else ""))
+                     for n in sorted(set(digests) | set(recorded))
+                     if recorded.get(n) != digests.get(n))
     try:
         found.extend(Finding(path=p, message=m) for p, m in catalog.pin_differences(pid, files))
         found.extend(Finding(path=p, message=m)
@@ -159,6 +171,19 @@ def _problem_findings(pid: str, files: Mapping[str, bytes],
             found.append(Finding(path=prefix + "config.json", message=str(exc)))
     found.extend(_lean_findings(pid, problem, files))
     return found
+
+
+def _lakefile_findings(pid: str, files: Mapping[str, bytes]) -> list[Finding]:
+    path = f"workspaces/{pid}/lakefile.toml"
+    if path not in files:
+        return []
+    try:
+        table = catalog.toml_table(files[path], path)
+    except CatalogError as exc:
+        return [Finding(path=path, message=str(exc))]
+    present = {n.removeprefix(f"workspaces/{pid}/") for n in files
+               if n.startswith(f"workspaces/{pid}/")}
+    return [Finding(path=path, message=m) for m in lakefile_faults(table, present)]
 
 
 def _table(index: dict[str, Any], key: str) -> dict[str, Any]:

@@ -15,6 +15,9 @@ Layout (design §4.2). For each problem ``<id>`` (one ``problems/<id>.toml`` and
   ``ChallengeDeps.lean``;
 * starter: ``Submission.lean`` and ``Submission/Helpers.lean``.
 
+A workspace without ``lake-manifest.json`` is indexed with the digest of the one scoring
+derives from the root's (``lean_eval.catalog.derived_lake_manifest``).
+
 The index is::
 
     {"schema_version": 1,
@@ -46,7 +49,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 # The harness's own lists, so the index covers exactly what scoring checks.
 from lean_eval.catalog import (
     BENCHMARK_CONFIG,
+    DERIVED_FILES,
+    derived_lake_manifest,
 )
+from lean_eval.errors import CatalogError
 from lean_eval.catalog import (
     OPTIONAL_TRUSTED_FILES as OPTIONAL_TRUSTED,
 )
@@ -93,6 +99,20 @@ def _unexpected_files(workspace: Path, known: set[str]) -> list[str]:
     return found
 
 
+def _derived(root: Path, ws: Path) -> bytes | str:
+    """The lake-manifest.json scoring derives for a workspace without one, or why it cannot."""
+    for path in (root / "lake-manifest.json", ws / "lakefile.toml"):
+        problem = _file_problem(path)
+        if problem is not None:
+            return f"missing, and cannot be derived: {path.relative_to(root)} {problem}"
+    try:
+        return derived_lake_manifest((root / "lake-manifest.json").read_bytes(),
+                                     (ws / "lakefile.toml").read_bytes(),
+                                     str(ws.relative_to(root) / "lakefile.toml"))
+    except CatalogError as exc:
+        return str(exc)
+
+
 def compute_index(root: Path) -> dict[str, Any]:
     """Return the index for the benchmark checkout at ``root``; raise LayoutError on bad layout."""
     problems_dir = root / "problems"
@@ -124,6 +144,12 @@ def compute_index(root: Path) -> dict[str, Any]:
                 problem = _file_problem(ws / name)
                 if problem is None:
                     entry[group][name] = hashlib.sha256((ws / name).read_bytes()).hexdigest()
+                elif problem == "missing" and name in DERIVED_FILES:
+                    derived = _derived(root, ws)
+                    if isinstance(derived, bytes):
+                        entry[group][name] = hashlib.sha256(derived).hexdigest()
+                    else:
+                        errors.append(f"workspaces/{pid}/{name}: {derived}")
                 else:
                     errors.append(f"workspaces/{pid}/{name}: {problem}")
         known = set(trusted_names) | set(STARTER)

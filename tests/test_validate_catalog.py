@@ -287,3 +287,105 @@ def test_a_theorem_hole_may_be_a_prop_valued_instance(outside: Path) -> None:
             edit(ws / name, "theorem two_plus_two : 2 + 2 = 4", "instance two_plus_two : Fact (2 + 2 = 4)")
     result = validate(bench(outside, change))
     assert result.exit_code == 0, result.output
+
+
+def test_manifests_accept_the_descriptive_keys_and_report_every_unknown_key(
+        outside: Path, bwrap: str) -> None:
+    def describe(root: Path) -> None:
+        path = root / "problems" / "two_plus_two.toml"
+        path.write_text(path.read_text() + (
+            'group = "formalization-evaluation"\nmodule = "Bench.TwoPlusTwo"\n'
+            'informal_solution = "Compute."\ntest = false\n\n'
+            '[[status_history]]\nstatus = "active"\neffective_date = "2026-01-02"\n'
+            'reason = "policy"\n\n[[revision_history]]\nrevision = 1\n'
+            'effective_date = "2026-01-01"\nreason = "initial"\n'
+            'statement_digest = "sha256:' + "0" * 64 + '"\n'))
+    assert validate(bench(outside, describe)).exit_code == 0
+
+    def unknown(root: Path) -> None:
+        path = root / "problems" / "two_plus_two.toml"
+        path.write_text(path.read_text() + 'colour = "red"\nflavour = "sour"\ntest = "yes"\n')
+    root = bench(outside / "u", unknown)
+    result = validate(root)
+    assert result.exit_code == 1
+    for key in ("colour", "flavour", "test"):
+        assert f"problems/two_plus_two.toml: {key}: " in result.output, result.output
+    submission = make_submission(outside, "alice",
+                                 {"two_plus_two": {"Submission.lean": correct("two_plus_two")}})
+    run = RunEval(root, outside / "u")(submission)
+    assert run.code == 2
+    assert "colour" in run.result.stderr and "flavour" in run.result.stderr
+    assert not (run.out / "summary.json").exists()
+
+
+def test_extra_workspace_files_are_refused_alike_by_the_index_validate_catalog_and_run_eval(
+        outside: Path, bwrap: str) -> None:
+    def change(root: Path) -> None:
+        (root / "workspaces" / "two_plus_two" / "holes.json").write_text("{}\n")
+    root = bench(outside, change, reindex=False)
+    assert UPDATE_INDEX.main(["--root", str(root)]) == 2
+    result = validate(root)
+    assert result.exit_code == 1
+    assert ("workspaces/two_plus_two/holes.json: not a trusted or starter file"
+            in result.output)
+    submission = make_submission(outside, "alice",
+                                 {"two_plus_two": {"Submission.lean": correct("two_plus_two")}})
+    run = RunEval(root, outside)(submission)
+    assert run.code == 2
+    assert "workspaces/two_plus_two/holes.json is not a trusted or starter file" in (
+        run.result.stderr)
+    assert not (run.out / "summary.json").exists()
+
+
+def test_a_workspace_without_a_lake_manifest_scores_with_the_one_derived_from_the_root(
+        outside: Path, bwrap: str) -> None:
+    from lean_eval import catalog
+    root = bench(outside, lambda r: (r / "workspaces" / "two_plus_two" /
+                                     "lake-manifest.json").unlink())
+    assert validate(root).exit_code == 0
+    derived = catalog.load_catalog(root, revision=None).problems["two_plus_two"].trusted[
+        "lake-manifest.json"]
+    assert json.loads(derived)["name"] == "two_plus_two"
+    assert json.loads(derived)["packages"] == json.loads((root / "lake-manifest.json").read_text())[
+        "packages"]
+    index = json.loads((root / "workspaces" / "index.json").read_text())
+    assert index["problems"]["two_plus_two"]["trusted"]["lake-manifest.json"] == (
+        catalog.sha256(derived))
+    submission = make_submission(outside, "alice",
+                                 {"two_plus_two": {"Submission.lean": correct("two_plus_two")}})
+    run = RunEval(root, outside)(submission)
+    assert run.code == 0, run.result.output
+    assert run.verdict("alice", "two_plus_two")["verdict"] == "accepted"
+    # the derived bytes are covered: a root manifest edited afterwards is a digest fault
+    (root / "lake-manifest.json").write_text((root / "lake-manifest.json").read_text()
+                                             .replace('"lakeDir": ".lake"', '"lakeDir": ".lake2"'))
+    result = validate(root)
+    assert ("workspaces/two_plus_two/lake-manifest.json: differs from its digest in "
+            "workspaces/index.json (derived from the root's)") in result.output
+
+
+@pytest.mark.parametrize(("old", "new", "fault"), [
+    ('defaultTargets = ["Challenge"]', 'defaultTargets = ["Challenge", "Solution"]',
+     "defaultTargets includes 'Solution', which builds submitted code"),
+    ('globs = ["Submission", "Submission.+"]', "",
+     "[[lean_lib]] 'Submission' must have globs"),
+    ('defaultTargets = ["Challenge"]',
+     'defaultTargets = ["Challenge"]\ntestDriver = "workspace_test"\n\n[[lean_exe]]\n'
+     'name = "workspace_test"\nroot = "WorkspaceTest"',
+     "[[lean_exe]] 'workspace_test' root 'WorkspaceTest' has no file WorkspaceTest.lean"),
+    ('name = "Solution"', 'name = "Solutions"', "declares no [[lean_lib]] 'Solution'"),
+])
+def test_names_a_workspace_lakefile_the_harness_cannot_rely_on(outside: Path, old: str,
+                                                                new: str, fault: str) -> None:
+    def change(root: Path) -> None:
+        text = (root / "workspaces" / "multi_hole" / "lakefile.toml").read_text()
+        assert old in text
+        if new.startswith("defaultTargets") and "[[lean_exe]]" in new:
+            text = text.replace(old, 'defaultTargets = ["Challenge"]\ntestDriver = '
+                                     '"workspace_test"') + new.split("testDriver = \"workspace_test\"")[1] + "\n"
+        else:
+            text = text.replace(old, new)
+        (root / "workspaces" / "multi_hole" / "lakefile.toml").write_text(text)
+    result = validate(bench(outside, change))
+    assert result.exit_code == 1
+    assert f"workspaces/multi_hole/lakefile.toml: {fault}" in result.output, result.output
