@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from lean_eval import process
 from lean_eval.errors import CatalogError, DigestMismatchError, TrustedConfigError
 from lean_eval.header import HeaderError, parse_header
+from lean_eval.sets import SETS_DIR, ProblemSet, load_sets, set_files
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -52,7 +53,7 @@ STARTER_FILES = ("Submission.lean", "Submission/Helpers.lean")
 ROOT_PIN_FILES = ("lean-toolchain", "lakefile.toml", "lake-manifest.json")
 BENCHMARK_CONFIG = "benchmark.toml"  # trusted benchmark settings; digest in workspaces/index.json
 TRUSTED_LEAN = ("Challenge.lean", "ChallengeDeps.lean")
-_GIT_PATHS = ("problems", "workspaces", *ROOT_PIN_FILES, BENCHMARK_CONFIG)
+_GIT_PATHS = ("problems", "workspaces", *ROOT_PIN_FILES, BENCHMARK_CONFIG, SETS_DIR)
 _MAX_ARCHIVE = 512 * 1024 * 1024
 
 
@@ -203,6 +204,7 @@ class Catalog(BaseModel):
     shared_packages: Path | None
     warnings: tuple[str, ...] = ()
     solution_only_modules: tuple[str, ...] = ()
+    sets: dict[str, ProblemSet] = Field(default_factory=dict)
 
 
 def sha256(data: bytes) -> str:
@@ -493,8 +495,9 @@ def load_catalog(root: Path, *, revision: str | None = "HEAD",
             raise CatalogError(f"unknown problem id(s): {', '.join(unknown)}")
         ids = [pid for pid in ids if pid in only]
     root_digests = index.get("root", {})
-    for name in (BENCHMARK_CONFIG,):
-        expected = root_digests.get(name) if isinstance(root_digests, dict) else None
+    root_digests = root_digests if isinstance(root_digests, dict) else {}
+    for name in sorted({BENCHMARK_CONFIG, *set_files(files).values(), *root_digests}):
+        expected = root_digests.get(name)
         actual = sha256(files[name]) if name in files else None
         if expected != actual:
             raise DigestMismatchError(f"{name} does not match workspaces/index.json")
@@ -506,4 +509,4 @@ def load_catalog(root: Path, *, revision: str | None = "HEAD",
     shared = root / ".lake" / "packages"
     return Catalog(root=root, commit=commit, toolchain_name=toolchain_name, problems=problems,
                    shared_packages=shared.resolve() if shared.is_dir() else None,
-                   warnings=warnings, solution_only_modules=reserved)
+                   warnings=warnings, solution_only_modules=reserved, sets=load_sets(files))

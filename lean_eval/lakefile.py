@@ -31,9 +31,8 @@ def lakefile_faults(table: Mapping[str, Any], present: set[str]) -> list[str]:
     libs = [t for t in table.get("lean_lib", []) if isinstance(t, dict)]
     exes = [t for t in table.get("lean_exe", []) if isinstance(t, dict)]
     names = {t.get("name") for t in libs + exes}
-    for lib in REQUIRED_LIBRARIES:
-        if lib not in {t.get("name") for t in libs}:
-            faults.append(f"declares no [[lean_lib]] {lib!r}")
+    faults.extend(f"declares no [[lean_lib]] {required!r}" for required in REQUIRED_LIBRARIES
+                  if required not in {t.get("name") for t in libs})
     defaults = table.get("defaultTargets", [])
     if not isinstance(defaults, list):
         faults.append("defaultTargets is not a list")
@@ -52,10 +51,11 @@ def lakefile_faults(table: Mapping[str, Any], present: set[str]) -> list[str]:
                 faults.append(f"[[lean_lib]] 'Submission' must have globs = "
                               f"{list(SUBMISSION_GLOBS)} (has {globs!r})")
         roots = lib.get("roots", [name])
-        for root in roots if isinstance(roots, list) else []:
-            if isinstance(root, str) and _module_file(lib.get("srcDir"), root) not in present:
-                faults.append(f"[[lean_lib]] {name!r} root {root!r} has no file "
-                              f"{_module_file(lib.get('srcDir'), root)}")
+        faults.extend(f"[[lean_lib]] {name!r} root {root!r} has no file "
+                      f"{_module_file(lib.get('srcDir'), root)}"
+                      for root in (roots if isinstance(roots, list) else [])
+                      if isinstance(root, str)
+                      and _module_file(lib.get("srcDir"), root) not in present)
     for exe in exes:
         root = exe.get("root", exe.get("name"))
         if isinstance(root, str) and _module_file(exe.get("srcDir"), root) not in present:

@@ -21,6 +21,7 @@ from lean_eval.documents import CatalogFinding as Finding
 from lean_eval.documents import CatalogReport
 from lean_eval.errors import CatalogError
 from lean_eval.lakefile import lakefile_faults
+from lean_eval.sets import parse_set, set_faults, set_files
 
 # A theorem hole may be an `instance` of a Prop-valued class (Lean makes it a theorem).
 _KEYWORDS = {"theorem": ("theorem", "lemma", "instance"), "def": ("def", "abbrev"),
@@ -186,6 +187,28 @@ def _lakefile_findings(pid: str, files: Mapping[str, bytes]) -> list[Finding]:
     return [Finding(path=path, message=m) for m in lakefile_faults(table, present)]
 
 
+def _revision(files: Mapping[str, bytes], pid: str) -> int | None:
+    try:
+        return catalog.Problem.model_validate(
+            catalog.toml_table(files[f"problems/{pid}.toml"], pid)).statement_revision
+    except (ValidationError, CatalogError):
+        return None  # reported with the manifest
+
+
+def _set_findings(files: Mapping[str, bytes], ids: list[str]) -> list[Finding]:
+    revisions = {pid: rev for pid in ids if (rev := _revision(files, pid)) is not None}
+    found: list[Finding] = []
+    for path in set_files(files).values():
+        try:
+            problem_set = parse_set(files[path], path)
+        except CatalogError as exc:
+            found.append(Finding(path=path, message=str(exc).removeprefix(f"{path}: ")))
+            continue
+        found.extend(Finding(path=path, message=m) for m in set_faults(
+            problem_set, revisions))
+    return found
+
+
 def _table(index: dict[str, Any], key: str) -> dict[str, Any]:
     value = index.get(key)
     return value if isinstance(value, dict) else {}
@@ -221,6 +244,11 @@ def validate_catalog(root: Path) -> CatalogReport:
     if root_index.get(catalog.BENCHMARK_CONFIG) != config_digest:
         found.append(Finding(path=catalog.BENCHMARK_CONFIG,
                              message="differs from its digest in workspaces/index.json"))
+    set_paths = set(set_files(files).values())
+    found.extend(Finding(path=path, message="differs from its digest in workspaces/index.json")
+                 for path in sorted(set_paths | {k for k in root_index if k.startswith("sets/")})
+                 if root_index.get(path) != (catalog.sha256(files[path])
+                                             if path in files else None))
     ids = sorted(n.removeprefix("problems/").removesuffix(".toml") for n in files
                  if n.startswith("problems/") and n.endswith(".toml") and n.count("/") == 1)
     workspaces = sorted({n.split("/")[1] for n in files
@@ -234,5 +262,6 @@ def validate_catalog(root: Path) -> CatalogReport:
             found.append(Finding(path=f"problems/{pid}.toml", message="invalid problem id"))
             continue
         found.extend(_problem_findings(pid, files, problems_index, reserved))
+    found.extend(_set_findings(files, ids))
     return CatalogReport(ok=not found, benchmark=str(root), problems=tuple(ids),
                          solution_only_modules=reserved, findings=tuple(found))

@@ -26,7 +26,7 @@ The index is::
                            "starter": {"<relpath>": "<sha256>", ...}}}}
 
 ``root`` covers the trusted benchmark configuration ``benchmark.toml`` (solution-only modules)
-and is present exactly when that file is.
+and every named set ``sets/<name>.toml``, and is present exactly when one of them is.
 
 with posix relative paths, sorted keys, 2-space indentation and a trailing newline, so the
 output depends only on the bytes of the listed files.
@@ -52,7 +52,6 @@ from lean_eval.catalog import (
     DERIVED_FILES,
     derived_lake_manifest,
 )
-from lean_eval.errors import CatalogError
 from lean_eval.catalog import (
     OPTIONAL_TRUSTED_FILES as OPTIONAL_TRUSTED,
 )
@@ -62,6 +61,7 @@ from lean_eval.catalog import (
 from lean_eval.catalog import (
     TRUSTED_FILES as REQUIRED_TRUSTED,
 )
+from lean_eval.errors import CatalogError
 
 SCHEMA_VERSION = 1
 INDEX_RELPATH = Path("workspaces") / "index.json"
@@ -159,13 +159,19 @@ def compute_index(root: Path) -> dict[str, Any]:
         ]
         problems[pid] = entry
     index: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "problems": problems}
-    config = root / BENCHMARK_CONFIG
-    if config.exists() or config.is_symlink():
-        problem = _file_problem(config)
-        if problem is None:
-            index["root"] = {BENCHMARK_CONFIG: hashlib.sha256(config.read_bytes()).hexdigest()}
-        else:
-            errors.append(f"{BENCHMARK_CONFIG}: {problem}")
+    root_files = [BENCHMARK_CONFIG]
+    sets_dir = root / "sets"
+    if sets_dir.is_dir():
+        root_files += [f"sets/{p.name}" for p in sorted(sets_dir.iterdir())
+                       if p.name.endswith(".toml")]
+    for rel in root_files:
+        path = root / rel
+        if path.exists() or path.is_symlink():
+            problem = _file_problem(path)
+            if problem is None:
+                index.setdefault("root", {})[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+            else:
+                errors.append(f"{rel}: {problem}")
     if errors:
         raise LayoutError("\n".join(errors))
     return index

@@ -9,6 +9,7 @@ the checker by construction, so a checker bug could never show up as a stand-in 
 these tests generate Lean sources with a known answer and require both to give that answer.
 """
 
+# ruff: noqa: RUF001  (Lean statements use the Unicode letters Mathlib writes)
 from __future__ import annotations
 
 import sys
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 from lean_eval.declarations import declarations, split_statement
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "standin" / "toolchain" / "lib"))
-from standin import elab  # noqa: E402
+from standin import elab
 
 MODELLED = {"theorem", "lemma", "def", "abbrev", "instance", "axiom"}
 

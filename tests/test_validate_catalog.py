@@ -284,7 +284,8 @@ def test_a_theorem_hole_may_be_a_prop_valued_instance(outside: Path) -> None:
     def change(root: Path) -> None:
         ws = root / "workspaces" / "two_plus_two"
         for name in ("Challenge.lean", "Solution.lean", "Submission.lean"):
-            edit(ws / name, "theorem two_plus_two : 2 + 2 = 4", "instance two_plus_two : Fact (2 + 2 = 4)")
+            edit(ws / name, "theorem two_plus_two : 2 + 2 = 4",
+                 "instance two_plus_two : Fact (2 + 2 = 4)")
     result = validate(bench(outside, change))
     assert result.exit_code == 0, result.output
 
@@ -380,9 +381,9 @@ def test_names_a_workspace_lakefile_the_harness_cannot_rely_on(outside: Path, ol
     def change(root: Path) -> None:
         text = (root / "workspaces" / "multi_hole" / "lakefile.toml").read_text()
         assert old in text
-        if new.startswith("defaultTargets") and "[[lean_exe]]" in new:
-            text = text.replace(old, 'defaultTargets = ["Challenge"]\ntestDriver = '
-                                     '"workspace_test"') + new.split("testDriver = \"workspace_test\"")[1] + "\n"
+        if "[[lean_exe]]" in new:  # the driver's lines go up top, its target at the end
+            head, tail = new.split("\n\n", 1)
+            text = text.replace(old, head) + "\n" + tail + "\n"
         else:
             text = text.replace(old, new)
         (root / "workspaces" / "multi_hole" / "lakefile.toml").write_text(text)
