@@ -42,6 +42,7 @@ class SetAmendment(BaseModel):
     effective_date: str
     reason: str
     authorization: str
+    evidence: str | None = None  # a path in the source catalog (an audit record)
     additions: tuple[SetMember, ...]
 
     @field_validator("additions", mode="before")

@@ -2,7 +2,8 @@
 
 This module holds the group, the options and helpers every command shares; the commands live in
 ``scoring`` (run-eval, probe, the self-checks, test), ``authoring`` (start-problem,
-validate-submission, validate-catalog, prepare) and ``results`` (merge, report), which register
+validate-submission, validate-catalog, prepare), ``catalog_commands`` (import-catalog,
+list-problems) and ``results`` (merge, report), which register
 themselves on :func:`main` when imported at the end of this module.
 """
 
@@ -45,6 +46,8 @@ if TYPE_CHECKING:  # "x as x": re-exported to the command modules of this packag
     from lean_eval import validation as validation
     from lean_eval import verdict as verdict
     from lean_eval.shard import parse_shard as parse_shard
+    from lean_eval.toolchain import check_release as check_release
+    from lean_eval.toolchain import release_incompatibility as release_incompatibility
     from lean_eval.toolchain import resolve_toolchain as resolve_toolchain
     from lean_eval.verdict import Preflight as Preflight
 else:
@@ -84,6 +87,8 @@ else:
     Console = _deferred("rich.console", "Console")
     parse_shard = _deferred("lean_eval.shard", "parse_shard")
     resolve_toolchain = _deferred("lean_eval.toolchain", "resolve_toolchain")
+    check_release = _deferred("lean_eval.toolchain", "check_release")
+    release_incompatibility = _deferred("lean_eval.toolchain", "release_incompatibility")
 
 # The probes `probe --only` accepts, spelled here so --help need not import lean_eval.probe
 # (tests/test_cli_usability.py checks it equals probe.PROBE_NAMES).
@@ -193,6 +198,7 @@ def main() -> None:
 
 def _tools(cat: catalog.Catalog, toolchain: Path | None, bwrap_path: str | None,
            allow_bwrap: str | None, env: dict[str, str], writable: list[Path]) -> batch.Tools:
+    check_release(toolchain, cat.toolchain_name)
     return batch.Tools(toolchain=resolve_toolchain(toolchain, env, cat.toolchain_name),
                        bwrap=bubblewrap.resolve_bwrap(bwrap_path, env, writable, allow_bwrap))
 
@@ -292,6 +298,8 @@ def _say_kept(run_dirs: set[Path], quiet: bool) -> None:
 
 
 # The commands register themselves on `main`; imported last because they use the above.
-from lean_eval.cli import authoring, results, scoring  # noqa: E402
+# (`catalog_commands`, not `catalog`: a submodule named `catalog` would rebind this package's
+# `catalog`, the deferred lean_eval.catalog the helpers above use.)
+from lean_eval.cli import authoring, catalog_commands, results, scoring  # noqa: E402
 
-__all__ = ["authoring", "main", "results", "scoring"]
+__all__ = ["authoring", "catalog_commands", "main", "results", "scoring"]

@@ -13,11 +13,13 @@ from lean_eval.cli import (
     _default_benchmark,
     _fail,
     _load,
+    check_release,
     common_options,
     documents,
     inputs,
     main,
     prepare,
+    release_incompatibility,
     starter,
     validation,
 )
@@ -91,6 +93,11 @@ def validate_catalog_command(benchmark: Path | None, toolchain: Path | None,
     except SetupError as exc:
         _fail(str(exc))
         return
+    pinned = Path(result.benchmark) / "lean-toolchain"
+    incompatible = (release_incompatibility(pinned.read_text(encoding="utf-8", errors="replace"))
+                    if pinned.is_file() else None)
+    if incompatible:  # the catalog can be consistent and still unscorable: a warning, not a fault
+        click.echo(f"warning: lean-toolchain: {incompatible}", err=True)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:
@@ -197,6 +204,9 @@ def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
                                 env=dict(os.environ), offline=offline, dry_run=dry_run,
                                 toolchain=toolchain.resolve() if toolchain else None)
     try:
+        pinned = settings.benchmark / "lean-toolchain"
+        if pinned.is_file():
+            check_release(toolchain, pinned.read_text(encoding="utf-8", errors="replace"))
         steps = prepare.prepare(settings)
     except SetupError as exc:
         _fail(str(exc))
