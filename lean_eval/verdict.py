@@ -273,7 +273,7 @@ def write_model(path: Path, model: BaseModel) -> None:
 
 def schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schema of each committed model, by file name (printed documents included)."""
-    from lean_eval import documents, precheck, report
+    from lean_eval import documents, precheck, report, selection
 
     return {
         "verdict.schema.json": Verdict.model_json_schema(),
@@ -281,6 +281,7 @@ def schemas() -> dict[str, dict[str, Any]]:
         **documents.schemas(),
         "run-report.schema.json": report.RunReport.model_json_schema(),
         "submission-check.schema.json": precheck.SubmissionCheck.model_json_schema(),
+        "problem-list.schema.json": selection.ProblemList.model_json_schema(),
     }
 
 

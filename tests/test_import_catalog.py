@@ -8,6 +8,7 @@ Challenge's auxiliary declarations, named arguments and a structure instance in 
 no workspace lake manifests, a root Lean project that differs from the pin set, a frozen set.
 """
 
+# ruff: noqa: RUF001  (Lean statements use the Unicode letters Mathlib writes)
 from __future__ import annotations
 
 import json

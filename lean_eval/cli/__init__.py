@@ -196,6 +196,35 @@ def main() -> None:
     """Score untrusted Lean 4 proofs against a trusted benchmark, inside bubblewrap."""
 
 
+def selection_options(func: F) -> F:
+    """--set, --status and --tag: which problems of the catalog a command works on."""
+    decorators = [
+        click.option("--set", "set_name", metavar="NAME",
+                     help="Only the members of sets/NAME.toml (a frozen set must match the "
+                          "catalog's statement revisions)."),
+        click.option("--status", "statuses", multiple=True, metavar="STATUS",
+                     help="Only problems with this status (repeatable: any of them)."),
+        click.option("--tag", "tags", multiple=True, metavar="TAG",
+                     help="Only problems with this tag (repeatable: any of them)."),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def _load_selected(benchmark: Path | None, revision: str, only: frozenset[str] | None,
+                   set_name: str | None, statuses: Sequence[str], tags: Sequence[str],
+                   quiet: bool = False) -> catalog.Catalog:
+    """``_load``, narrowed to --problem (``only``), --set, --status and --tag together."""
+    from lean_eval.selection import select_catalog
+    from lean_eval.sets import Selection
+
+    chosen = Selection(set_name=set_name, statuses=tuple(statuses), tags=tuple(tags))
+    if chosen.is_everything:
+        return _load(benchmark, revision, only, quiet)
+    return select_catalog(_load(benchmark, revision, None, quiet), chosen, only)
+
+
 def _tools(cat: catalog.Catalog, toolchain: Path | None, bwrap_path: str | None,
            allow_bwrap: str | None, env: dict[str, str], writable: list[Path]) -> batch.Tools:
     check_release(toolchain, cat.toolchain_name)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from lean_eval.cli import EXIT_FAULT, _fail, main
+from lean_eval.cli import EXIT_FAULT, _fail, _load_selected, main, selection_options
 from lean_eval.errors import SetupError
 
 # --- import-catalog ---------------------------------------------------------------------------
@@ -72,3 +72,42 @@ def import_catalog_command(src: Path, dest: Path, check: bool, as_json: bool, ve
                           else f"{dest} is up to date" if check else f"{verb} {dest}"),
                        err=bool(stale))
     sys.exit(EXIT_FAULT if stale else 0)
+
+
+# --- list-problems ----------------------------------------------------------------------------
+
+
+@main.command("list-problems")
+@click.option("--benchmark", type=click.Path(path_type=Path, file_okay=False),
+              help="Benchmark checkout (default: the current git checkout).")
+@click.option("--benchmark-rev", default="HEAD", show_default=True,
+              help="Git revision of the benchmark to list.")
+@click.option("--problem", "problems", multiple=True,
+              help="Only these problem ids (comma-separated or repeated), as in run-eval.")
+@selection_options
+@click.option("--json", "as_json", is_flag=True, help="Print the list as a JSON document.")
+def list_problems_command(benchmark: Path | None, benchmark_rev: str, problems: tuple[str, ...],
+                          set_name: str | None, statuses: tuple[str, ...],
+                          tags: tuple[str, ...], as_json: bool) -> None:
+    """List the benchmark's problems (those --problem/--set/--status/--tag select): id, title,
+    status, holes with their kinds, sets and tags."""
+    from lean_eval import selection
+
+    selected = frozenset(p for item in problems for p in item.split(",") if p) or None
+    try:
+        listing = selection.problem_list(_load_selected(benchmark, benchmark_rev, selected,
+                                                        set_name, statuses, tags, quiet=True))
+    except SetupError as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        click.echo(listing.model_dump_json(indent=2))
+        return
+    for item in listing.problems:
+        holes = ", ".join(f"{h.name} ({h.kind})" for h in item.holes)
+        click.echo(f"{item.id}  [{item.status}{'' if item.visible else ', hidden'}]  "
+                   f"{item.title}")
+        click.echo(f"    holes: {holes}")
+        click.echo(f"    sets: {', '.join(item.sets) or '-'}    "
+                   f"tags: {', '.join(item.tags) or '-'}")
+    click.echo(f"{len(listing.problems)} problem(s)")

@@ -19,7 +19,7 @@ from lean_eval.cli import (
     Console,
     _default_benchmark,
     _fail,
-    _load,
+    _load_selected,
     _preflight,
     _print_probes,
     _run_probes,
@@ -40,6 +40,7 @@ from lean_eval.cli import (
     progress,
     report,
     resolve_toolchain,
+    selection_options,
     selfcheck,
     tool_options,
 )
@@ -91,6 +92,7 @@ from lean_eval.errors import LeanEvalError, SetupError, UsageError
               type=click.Path(path_type=Path, exists=True, file_okay=False),
               help="Also hide this directory from every sandbox (repeatable); the parents of "
                    "the inputs and of --out are hidden by default.")
+@selection_options
 @common_options
 def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, ...],
              timeout: float, work_dir: Path | None, keep_work: bool, skip_probes: bool,
@@ -98,7 +100,8 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
              max_depth: int, max_archive_bytes: int, intake_timeout: float,
              max_written_file_bytes: int, jobs: int | None, memory_limit: int,
              max_processes: int, rescore: bool, shard_text: str | None,
-             private: tuple[Path, ...], benchmark: Path | None, toolchain: Path | None,
+             private: tuple[Path, ...], set_name: str | None, statuses: tuple[str, ...],
+             tags: tuple[str, ...], benchmark: Path | None, toolchain: Path | None,
              bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
              quiet: bool) -> None:
     """Score SUBMISSION... (directories or .tar/.tar.gz/.tgz archives) against the benchmark.
@@ -114,7 +117,8 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
         inputs.check_run(submissions, out_dir, work_dir, selected,
                          benchmark or _default_benchmark())
         batch.check_inputs(submissions)
-        cat = _load(benchmark, benchmark_rev, selected, quiet)
+        cat = _load_selected(benchmark, benchmark_rev, selected, set_name, statuses, tags,
+                             quiet)
         writable = [out_dir, Path(tempfile.gettempdir()), *([work_dir] if work_dir else [])]
         tools = _tools(cat, toolchain, bwrap_path, allow_bwrap, env, writable)
         limits = intake.IntakeLimits(max_file_bytes=max_file_bytes,
