@@ -86,9 +86,12 @@ def import_catalog_command(src: Path, dest: Path, check: bool, as_json: bool, ve
               help="Only these problem ids (comma-separated or repeated), as in run-eval.")
 @selection_options
 @click.option("--json", "as_json", is_flag=True, help="Print the list as a JSON document.")
+@click.option("-v", "--verbose", count=True, help="Also each problem's group and module.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors (and --json).")
 def list_problems_command(benchmark: Path | None, benchmark_rev: str, problems: tuple[str, ...],
                           set_name: str | None, statuses: tuple[str, ...],
-                          tags: tuple[str, ...], as_json: bool) -> None:
+                          tags: tuple[str, ...], as_json: bool, verbose: int,
+                          quiet: bool) -> None:
     """List the benchmark's problems (those --problem/--set/--status/--tag select): id, title,
     status, holes with their kinds, sets and tags."""
     from lean_eval import selection
@@ -103,6 +106,8 @@ def list_problems_command(benchmark: Path | None, benchmark_rev: str, problems: 
     if as_json:
         click.echo(listing.model_dump_json(indent=2))
         return
+    if quiet:
+        return
     for item in listing.problems:
         holes = ", ".join(f"{h.name} ({h.kind})" for h in item.holes)
         click.echo(f"{item.id}  [{item.status}{'' if item.visible else ', hidden'}]  "
@@ -110,4 +115,6 @@ def list_problems_command(benchmark: Path | None, benchmark_rev: str, problems: 
         click.echo(f"    holes: {holes}")
         click.echo(f"    sets: {', '.join(item.sets) or '-'}    "
                    f"tags: {', '.join(item.tags) or '-'}")
+        if verbose:
+            click.echo(f"    group: {item.group or '-'}    module: {item.module or '-'}")
     click.echo(f"{len(listing.problems)} problem(s)")
