@@ -10,6 +10,10 @@ Invariants:
   package pins (name, url, rev) equal the root's, and trusted Lean (``Challenge.lean``,
   ``ChallengeDeps.lean``) imports no module the benchmark declares solution-only in
   ``benchmark.toml``; otherwise the catalog is refused before any submission is read.
+- A workspace without ``lake-manifest.json`` is scored with the one derived from the root's
+  (``derived_lake_manifest``), whose digest the index records like any trusted file; any other
+  workspace file that is neither trusted nor starter is refused (scoring would leave it out).
+- Set files (``sets/<name>.toml``) are trusted: their digests are under ``root`` in the index.
 """
 
 from __future__ import annotations
