@@ -8,8 +8,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lean_eval.cli import main
+from lean_eval.errors import CatalogError
+from lean_eval.sets import Described, ProblemSet, Selection, SetMember, select
 from tests.conftest import RunEval, make_submission
 from tests.test_import_catalog import SOURCE, solved
 from tests.test_validate_catalog import UPDATE_INDEX
@@ -141,3 +145,45 @@ def test_run_eval_and_validate_submission_score_exactly_the_selection(
     assert checked.exit_code == 0, checked.output
     assert sorted(p["problem_id"] for p in json.loads(checked.stdout)["problems"]) == [
         "scaled_norm", "widget_facts"]
+
+
+STATUSES = st.sampled_from(["draft", "active", "archived"])
+TAGS = st.lists(st.sampled_from(["a", "b", "c"]), max_size=2, unique=True).map(tuple)
+
+
+@settings(max_examples=200, deadline=None)
+@given(problems=st.dictionaries(st.sampled_from([f"p{i}" for i in range(8)]),
+                                st.tuples(STATUSES, TAGS, st.integers(1, 3)), min_size=1),
+       members=st.lists(st.sampled_from([f"p{i}" for i in range(8)]), unique=True),
+       statuses=st.lists(STATUSES, max_size=2), tags=st.lists(st.sampled_from(["a", "b", "c"]),
+                                                              max_size=2))
+def test_select_is_the_intersection_of_set_status_and_tag(
+        problems: dict[str, tuple[str, tuple[str, ...], int]], members: list[str],
+        statuses: list[str], tags: list[str]) -> None:
+    described = {pid: Described(status=s, tags=t, statement_revision=r)
+                 for pid, (s, t, r) in problems.items()}
+    members = [m for m in members if m in problems]
+    the_set = ProblemSet(id="s", title="s", frozen=False, members=tuple(
+        SetMember(problem_id=m, statement_revision=problems[m][2]) for m in members))
+    for set_name in (None, "s"):
+        chosen = select(Selection(set_name=set_name, statuses=tuple(statuses), tags=tuple(tags)),
+                        described, {"s": the_set})
+        expected = {pid for pid, (s, t, _) in problems.items()
+                    if (set_name is None or pid in members)
+                    and (not statuses or s in statuses)
+                    and (not tags or set(t) & set(tags))}
+        assert chosen == expected
+    frozen = the_set.model_copy(update={"frozen": True})
+    if members:
+        drifted = {**described, members[0]: described[members[0]].model_copy(
+            update={"statement_revision": problems[members[0]][2] + 1})}
+        with pytest.raises(CatalogError, match=f"frozen set member '{members[0]}'"):
+            select(Selection(set_name="s"), drifted, {"s": frozen})
+
+
+def test_the_in_memory_index_is_the_committed_one() -> None:
+    from lean_eval import catalog, index
+    from tests.conftest import REPO
+
+    assert index.render(index.index_of(catalog.tree_files(REPO))) == (
+        REPO / "workspaces" / "index.json").read_bytes()
