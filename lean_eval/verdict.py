@@ -316,7 +316,16 @@ def write_model(path: Path, model: BaseModel) -> None:
 
 def schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schema of each committed model, by file name (printed documents included)."""
-    from lean_eval import attest, documents, export, precheck, report, results_store, verify
+    from lean_eval import (
+        attest,
+        documents,
+        export,
+        precheck,
+        report,
+        results_store,
+        selection,
+        verify,
+    )
 
     return {
         "verdict.schema.json": Verdict.model_json_schema(),
@@ -328,6 +337,7 @@ def schemas() -> dict[str, dict[str, Any]]:
         "verdict-statement.schema.json": attest.Statement.model_json_schema(),
         "verify-report.schema.json": verify.VerifyReport.model_json_schema(),
         "export-report.schema.json": export.ExportReport.model_json_schema(),
+        "problem-list.schema.json": selection.ProblemList.model_json_schema(),
     }
 
 

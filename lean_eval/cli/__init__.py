@@ -2,9 +2,9 @@
 
 This module holds the group, the options and helpers every command shares; the commands live in
 ``scoring`` (run-eval, probe, the self-checks, test), ``authoring`` (start-problem,
-validate-submission, validate-catalog, prepare), ``results`` (merge, report) and ``publish``
-(export-results, verify), which register themselves on :func:`main` when imported at the end
-of this module.
+validate-submission, validate-catalog, prepare), ``catalog_commands`` (import-catalog,
+list-problems), ``results`` (merge, report) and ``publish`` (export-results, verify), which
+register themselves on :func:`main` when imported at the end of this module.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ if TYPE_CHECKING:  # "x as x": re-exported to the command modules of this packag
     from lean_eval import validation as validation
     from lean_eval import verdict as verdict
     from lean_eval.shard import parse_shard as parse_shard
+    from lean_eval.toolchain import check_release as check_release
+    from lean_eval.toolchain import release_incompatibility as release_incompatibility
     from lean_eval.toolchain import resolve_toolchain as resolve_toolchain
     from lean_eval.verdict import Preflight as Preflight
 else:
@@ -87,6 +89,8 @@ else:
     Console = _deferred("rich.console", "Console")
     parse_shard = _deferred("lean_eval.shard", "parse_shard")
     resolve_toolchain = _deferred("lean_eval.toolchain", "resolve_toolchain")
+    check_release = _deferred("lean_eval.toolchain", "check_release")
+    release_incompatibility = _deferred("lean_eval.toolchain", "release_incompatibility")
 
 # The probes `probe --only` accepts, spelled here so --help need not import lean_eval.probe
 # (tests/test_cli_usability.py checks it equals probe.PROBE_NAMES).
@@ -195,8 +199,38 @@ def main() -> None:
     """Score untrusted Lean 4 proofs against a trusted benchmark, inside bubblewrap."""
 
 
+def selection_options(func: F) -> F:
+    """--set, --status and --tag: which problems of the catalog a command works on."""
+    decorators = [
+        click.option("--set", "set_name", metavar="NAME",
+                     help="Only the members of sets/NAME.toml (a frozen set must match the "
+                          "catalog's statement revisions)."),
+        click.option("--status", "statuses", multiple=True, metavar="STATUS",
+                     help="Only problems with this status (repeatable: any of them)."),
+        click.option("--tag", "tags", multiple=True, metavar="TAG",
+                     help="Only problems with this tag (repeatable: any of them)."),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def _load_selected(benchmark: Path | None, revision: str, only: frozenset[str] | None,
+                   set_name: str | None, statuses: Sequence[str], tags: Sequence[str],
+                   quiet: bool = False) -> catalog.Catalog:
+    """``_load``, narrowed to --problem (``only``), --set, --status and --tag together."""
+    from lean_eval.selection import select_catalog
+    from lean_eval.sets import Selection
+
+    chosen = Selection(set_name=set_name, statuses=tuple(statuses), tags=tuple(tags))
+    if chosen.is_everything:
+        return _load(benchmark, revision, only, quiet)
+    return select_catalog(_load(benchmark, revision, None, quiet), chosen, only)
+
+
 def _tools(cat: catalog.Catalog, toolchain: Path | None, bwrap_path: str | None,
            allow_bwrap: str | None, env: dict[str, str], writable: list[Path]) -> batch.Tools:
+    check_release(toolchain, cat.toolchain_name)
     return _resolve_tools(cat.toolchain_name, toolchain, bwrap_path, allow_bwrap, env, writable)
 
 
@@ -322,6 +356,8 @@ def _say_kept(run_dirs: set[Path], quiet: bool) -> None:
 
 
 # The commands register themselves on `main`; imported last because they use the above.
-from lean_eval.cli import authoring, publish, results, scoring  # noqa: E402
+# (`catalog_commands`, not `catalog`: a submodule named `catalog` would rebind this package's
+# `catalog`, the deferred lean_eval.catalog the helpers above use.)
+from lean_eval.cli import authoring, catalog_commands, publish, results, scoring  # noqa: E402
 
-__all__ = ["authoring", "main", "publish", "results", "scoring"]
+__all__ = ["authoring", "catalog_commands", "main", "publish", "results", "scoring"]

@@ -13,11 +13,15 @@ from lean_eval.cli import (
     _default_benchmark,
     _fail,
     _load,
+    _load_selected,
+    check_release,
     common_options,
     documents,
     inputs,
     main,
     prepare,
+    release_incompatibility,
+    selection_options,
     starter,
     validation,
 )
@@ -91,6 +95,11 @@ def validate_catalog_command(benchmark: Path | None, toolchain: Path | None,
     except SetupError as exc:
         _fail(str(exc))
         return
+    pinned = Path(result.benchmark) / "lean-toolchain"
+    incompatible = (release_incompatibility(pinned.read_text(encoding="utf-8", errors="replace"))
+                    if pinned.is_file() else None)
+    if incompatible:  # the catalog can be consistent and still unscorable: a warning, not a fault
+        click.echo(f"warning: lean-toolchain: {incompatible}", err=True)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:
@@ -119,9 +128,11 @@ def validate_catalog_command(benchmark: Path | None, toolchain: Path | None,
 @click.option("-v", "--verbose", count=True,
               help="Also the submission's digest and every file that would be scored.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only what is wrong.")
+@selection_options
 def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark: Path | None,
                                 benchmark_rev: str, as_json: bool, verbose: int,
-                                quiet: bool) -> None:
+                                quiet: bool, set_name: str | None, statuses: tuple[str, ...],
+                                tags: tuple[str, ...]) -> None:
     """Check PATH (a directory or .tar/.tar.gz/.tgz) as run-eval would read it, without Lean:
     per problem what would be scored, what is unchanged, what is ignored, and every rejection
     with the entry it names. Exit 0 when nothing would be rejected, 1 otherwise."""
@@ -132,7 +143,8 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
         inputs.check_submission(path)
         bench = benchmark or _default_benchmark()
         inputs.check_problems(selected or (), inputs.problem_ids(bench))
-        result = precheck.check_submission(path, _load(bench, benchmark_rev, selected))
+        result = precheck.check_submission(path, _load_selected(
+            bench, benchmark_rev, selected, set_name, statuses, tags))
     except SetupError as exc:
         _fail(str(exc))
         return
@@ -198,6 +210,9 @@ def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
                                 toolchain=toolchain.resolve() if toolchain else None)
     failed: prepare.StepFailedError | None = None
     try:
+        pinned = settings.benchmark / "lean-toolchain"
+        if pinned.is_file():
+            check_release(toolchain, pinned.read_text(encoding="utf-8", errors="replace"))
         steps = prepare.prepare(settings)
     except prepare.StepFailedError as exc:  # name the step; show what was finished before it
         failed, steps = exc, exc.done

@@ -21,7 +21,7 @@ from lean_eval.cli import (
     ProbesFailedError,
     _default_benchmark,
     _fail,
-    _load,
+    _load_selected,
     _preflight,
     _print_probes,
     _resolve_tools,
@@ -42,6 +42,7 @@ from lean_eval.cli import (
     parse_shard,
     progress,
     report,
+    selection_options,
     selfcheck,
     tool_options,
 )
@@ -97,6 +98,7 @@ from lean_eval.errors import LeanEvalError, SetupError, UsageError
               envvar="LEAN_EVAL_SIGN_KEY", show_envvar=True,
               help="Ed25519 private key in PEM (openssl genpkey -algorithm ed25519): write a "
                    "signed in-toto envelope <problem>.intoto.json beside every verdict.")
+@selection_options
 @common_options
 def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, ...],
              timeout: float, work_dir: Path | None, keep_work: bool, skip_probes: bool,
@@ -104,7 +106,8 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
              max_depth: int, max_archive_bytes: int, intake_timeout: float,
              max_written_file_bytes: int, jobs: int | None, memory_limit: int,
              max_processes: int, rescore: bool, shard_text: str | None,
-             private: tuple[Path, ...], sign_key: Path | None, benchmark: Path | None,
+             private: tuple[Path, ...], sign_key: Path | None, set_name: str | None,
+             statuses: tuple[str, ...], tags: tuple[str, ...], benchmark: Path | None,
              toolchain: Path | None,
              bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
              quiet: bool) -> None:
@@ -123,7 +126,8 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
         inputs.check_run(submissions, out_dir, work_dir, selected,
                          benchmark or _default_benchmark())
         batch.check_inputs(submissions)
-        cat = _load(benchmark, benchmark_rev, selected, quiet)
+        cat = _load_selected(benchmark, benchmark_rev, selected, set_name, statuses, tags,
+                             quiet)
         writable = [out_dir, Path(tempfile.gettempdir()), *([work_dir] if work_dir else [])]
         tools = _tools(cat, toolchain, bwrap_path, allow_bwrap, env, writable)
         limits = intake.IntakeLimits(max_file_bytes=max_file_bytes,

@@ -255,6 +255,12 @@ def load_export(path: str) -> dict[str, dict]:
     return out
 
 
+def _as(kind: str, c: dict) -> dict:
+    """An `instance` is a theorem when its type is a Prop, else a definition; the model has no
+    types, so an instance has the kind of the check it is named in (elab.KINDS)."""
+    return dict(c, kind=kind) if c["kind"] == "instance" else c
+
+
 def compare(cfg: dict, challenge: dict[str, dict], solution: dict[str, dict]) -> None:
     for name in cfg["theorem_names"]:
         c, s = challenge.get(name), solution.get(name)
@@ -262,6 +268,7 @@ def compare(cfg: dict, challenge: dict[str, dict], solution: dict[str, dict]) ->
             raise Exit(1, f"Const not found in challenge: '{name}'")
         if s is None:
             raise Exit(1, f"Const not found in solution: '{name}'")
+        c, s = _as("theorem", c), _as("theorem", s)
         if c["kind"] != s["kind"]:
             raise Exit(1, f"Challenge and solution constant kind don't match: '{name}'")
         if s["kind"] != "theorem":
@@ -274,6 +281,7 @@ def compare(cfg: dict, challenge: dict[str, dict], solution: dict[str, dict]) ->
             raise Exit(1, f"Const not found in challenge: '{name}'")
         if s is None:
             raise Exit(1, f"Const not found in solution: '{name}'")
+        c, s = _as("definition", c), _as("definition", s)
         if c["kind"] != s["kind"]:
             raise Exit(1, f"Challenge and solution constant kind don't match: '{name}'")
         if c["kind"] != "definition":
