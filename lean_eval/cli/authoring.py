@@ -16,6 +16,8 @@ from lean_eval.cli import (
     common_options,
     documents,
     inputs,
+    intake_limit_options,
+    intake_limits,
     main,
     prepare,
     starter,
@@ -119,12 +121,16 @@ def validate_catalog_command(benchmark: Path | None, toolchain: Path | None,
 @click.option("-v", "--verbose", count=True,
               help="Also the submission's digest and every file that would be scored.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only what is wrong.")
+@intake_limit_options
 def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark: Path | None,
                                 benchmark_rev: str, as_json: bool, verbose: int,
-                                quiet: bool) -> None:
+                                quiet: bool, max_file_bytes: int, max_total_bytes: int,
+                                max_files: int, max_depth: int, max_archive_bytes: int,
+                                intake_timeout: float) -> None:
     """Check PATH (a directory or .tar/.tar.gz/.tgz) as run-eval would read it, without Lean:
     per problem what would be scored, what is unchanged, what is ignored, and every rejection
-    with the entry it names. Exit 0 when nothing would be rejected, 1 otherwise."""
+    with the entry it names, under the same intake limits as run-eval (pass the ones the
+    maintainer's run-eval uses). Exit 0 when nothing would be rejected, 1 otherwise."""
     from lean_eval import precheck
 
     selected = frozenset(p for item in problems for p in item.split(",") if p) or None
@@ -132,7 +138,9 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
         inputs.check_submission(path)
         bench = benchmark or _default_benchmark()
         inputs.check_problems(selected or (), inputs.problem_ids(bench))
-        result = precheck.check_submission(path, _load(bench, benchmark_rev, selected))
+        limits = intake_limits(max_file_bytes, max_total_bytes, max_files, max_depth,
+                               max_archive_bytes, intake_timeout)
+        result = precheck.check_submission(path, _load(bench, benchmark_rev, selected), limits)
     except SetupError as exc:
         _fail(str(exc))
         return
