@@ -15,19 +15,30 @@ Security invariants (design §6.1, §6.2), each exercised by tests/test_intake*.
   relpath can leave the problem directory and no import can name an escaped module.
 - A symlink, hard link, FIFO, socket, device or other special entry, a path deeper than
   ``max_depth``, an oversized file or an odd import header in that read set rejects that
-  problem only, naming the entry; elsewhere such entries are reported as ignored. Exceeded
-  totals (entries, bytes, archive bounds, the deadline), two directories for one problem, and
-  the archive-only faults that archive.py lists reject the whole submission; the problems found
-  until then are still named (``Intake.named``), and a submission without any gets a hint.
+  problem only, naming the entry; elsewhere such entries are reported as ignored. A file over
+  ``max_file_bytes`` is refused from its size (``lstat`` / the tar header), never read nor
+  counted toward ``max_total_bytes``. Exceeded totals (entries, bytes, archive bounds, the
+  deadline), two directories for one problem, and the archive-only faults that archive.py lists
+  reject the whole submission; every problem found until then, including the one the walk was
+  in when the limit tripped, is still named (``Intake.named``), and a submission without any
+  gets a hint.
+- Nothing a limit hides is silent: an entry past ``max_depth`` or one the harness cannot read,
+  outside every problem directory, is a problem entry of its own when its name is a problem id
+  that has no directory otherwise (rejected, or ``fault`` when unreadable), else a line of
+  ``Intake.hidden``.
+- An entry the harness cannot read for a host reason (permissions, I/O error, descriptors:
+  ``HOST_ERRNOS``) is never the submitter's fault: in a problem's read set it sets that
+  problem's ``fault`` (scored ``error``, so a later run retries it), not a rejection.
 - Entries, depth and bytes are counted before they are used: a huge tree is not walked past
   the limit, nothing deeper than ``max_depth`` is walked or read, and a file is not read past
-  the total byte limit; the whole intake of one submission has a deadline.
+  the total byte limit nor past its own; the whole intake of one submission has a deadline.
 - The result is a function of the submission's content only: every listing is sorted, and
   every name shown in a message is escaped (non-printable characters) and truncated.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -49,6 +60,7 @@ from lean_eval.limits import (
     NAME_MAX,
     SKIPPED_NAMES,
     TOO_DEEP,
+    UNREADABLE,
     Budget,
     IntakeLimits,
     LimitError,
@@ -71,6 +83,10 @@ IGNORED_CAP = 200
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})  # Cs: undecodable bytes
+# Errors reading an entry that say something about the host, not about the submission.
+HOST_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EIO, errno.ENOMEM, errno.ENFILE,
+                         errno.EMFILE, errno.ENOBUFS, errno.ESTALE, errno.ETIMEDOUT})
+HIDDEN_CAP = 50
 
 
 class SubmissionFile(NamedTuple):
@@ -86,6 +102,8 @@ class ProblemEntry(BaseModel, frozen=True, extra="forbid"):
     rejection: str | None
     ignored: tuple[str, ...]  # "path: why", sorted
     rejection_code: RejectionCode | None = None
+    # The harness could not read an entry of its read set (a host fault): scored `error`.
+    fault: str | None = None
 
 
 class Intake(BaseModel, frozen=True, extra="forbid"):
@@ -101,6 +119,8 @@ class Intake(BaseModel, frozen=True, extra="forbid"):
     named: tuple[str, ...] = ()
     # When no problem directory was found: what the submitter most likely has to change.
     hint: str | None = None
+    # Entries a limit hid (too deep, unreadable) that may hold a problem directory: "path: why".
+    hidden: tuple[str, ...] = ()
 
     def without_data(self) -> Intake:
         """The same intake with every file's bytes dropped (relpath and sha256 kept).
@@ -117,7 +137,7 @@ class Intake(BaseModel, frozen=True, extra="forbid"):
 def same_content(planned: Intake, reread: Intake) -> bool:
     """Whether `reread` is the submission `planned` was made from (digests of every file)."""
     def files(intake: Intake) -> list[tuple[str, str | None, list[tuple[str, str]]]]:
-        return [(e.problem_id, e.rejection, [(f.relpath, f.sha256) for f in e.files])
+        return [(e.problem_id, e.rejection or e.fault, [(f.relpath, f.sha256) for f in e.files])
                 for e in intake.problems]
 
     return (planned.digest, planned.rejection, files(planned)) == (
@@ -134,6 +154,10 @@ class _OversizeError(_BadProblemError):
     """Problem rejection because a file is over the size limit or a path too deep."""
 
     code: RejectionCode = "limit_exceeded"
+
+
+class _FaultError(Exception):
+    """The harness could not read an entry of a problem's read set: the problem's ``fault``."""
 
 
 class _ImportRejectedError(_BadProblemError):
@@ -190,21 +214,24 @@ def read_submission(
     digest = hashlib.sha256(b"lean-eval-dir-v1\0" if is_dir else b"")
     problems: tuple[ProblemEntry, ...] = ()
     ignored: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
     rejection: str | None = None
     code: RejectionCode | None = None
     root = Node("dir")
+    budget = Budget(limits)
     try:
         if (os.fstat(fd).st_ino, os.fstat(fd).st_mode) != (st.st_ino, st.st_mode):
             raise UsageError(f"submission {show(source)}: changed while it was opened")
-        budget = Budget(limits)
         if is_dir:
             _walk_dir(fd, "", root, budget, digest)
         else:
             read_archive(fd, budget, digest, root)
+        budget.walking = ()  # the walk is over: a rejection from here on is in no directory
         found = layout.find(root, problem_ids)
         _refuse_duplicates(found)
-        problems = tuple(_problem(pid, *found.dirs[pid][0], limits)
-                         for pid in sorted(found.dirs))
+        problems, hidden = _with_hidden(tuple(_problem(pid, *found.dirs[pid][0], limits)
+                                              for pid in sorted(found.dirs)),
+                                        found, problem_ids, limits)
         ignored = _cap(found.ignored)
     except RejectError as exc:
         rejection, code = str(exc), exc.code
@@ -212,11 +239,53 @@ def read_submission(
             digest.update(b"\0rejected\0" + rejection.encode())
     finally:
         os.close(fd)
-    named = tuple(sorted(layout.find(root, problem_ids).dirs))  # partial tree when rejected
+    named = tuple(entry.problem_id for entry in problems)
+    if rejection is not None:  # the tree is partial: name what was found, and where it stopped
+        found = layout.find(root, problem_ids)
+        walking = layout.enclosing(budget.walking, root, problem_ids)
+        named = tuple(sorted({*found.dirs, *_hidden(found, problem_ids, limits)[0],
+                              *([walking] if walking else [])}))
     return Intake(submission_id=sid, source=source, digest=digest.hexdigest(),
                   problems=problems, rejection=rejection, ignored=ignored,
-                  rejection_code=code, named=named,
+                  rejection_code=code, named=named, hidden=hidden,
                   hint=None if named else layout.hint(root, problem_ids))
+
+
+def _why_hidden(node: Node, limits: IntakeLimits) -> str:
+    if node.kind == UNREADABLE:
+        return f"cannot be read by the harness ({node.error})"
+    return f"deeper than {limits.max_depth} path components, not read"
+
+
+def _hidden(found: layout.Found, problem_ids: frozenset[str], limits: IntakeLimits
+            ) -> tuple[dict[str, ProblemEntry], list[str]]:
+    """Entries a limit hid: problem entries for those named after a problem id without another
+    directory (first by path wins), and summary lines for the rest."""
+    entries: dict[str, ProblemEntry] = {}
+    lines: list[str] = []
+    for path, name, node in found.hidden:
+        why = _why_hidden(node, limits)
+        if name in problem_ids and name not in found.dirs and name not in entries:
+            message = f"{show(path)}: {why}; a problem directory there is never found"
+            fault = node.kind == UNREADABLE
+            entries[name] = ProblemEntry(
+                problem_id=name, location=show(path), files=(), ignored=(),
+                rejection=None if fault else message,
+                rejection_code=None if fault else "limit_exceeded",
+                fault=message if fault else None)
+        else:
+            lines.append(f"{show(path)}: {why}; a problem directory in it would not be found")
+    return entries, lines
+
+
+def _with_hidden(problems: tuple[ProblemEntry, ...], found: layout.Found,
+                 problem_ids: frozenset[str], limits: IntakeLimits
+                 ) -> tuple[tuple[ProblemEntry, ...], tuple[str, ...]]:
+    entries, lines = _hidden(found, problem_ids, limits)
+    merged = sorted((*problems, *entries.values()), key=lambda e: e.problem_id)
+    if len(lines) > HIDDEN_CAP:
+        lines = [*lines[:HIDDEN_CAP], f"... and {len(lines) - HIDDEN_CAP} more"]
+    return tuple(merged), tuple(lines)
 
 
 def _refuse_duplicates(found: layout.Found) -> None:
@@ -246,6 +315,8 @@ def _record(digest: _Hash, *fields: bytes) -> None:
 
 
 def _walk_dir(dfd: int, prefix: str, node: Node, budget: Budget, digest: _Hash) -> None:
+    walking = tuple(prefix.split("/")[:-1])
+    budget.walking = walking
     names: list[str] = []
     with os.scandir(dfd) as entries:
         for entry in entries:
@@ -267,14 +338,18 @@ def _walk_dir(dfd: int, prefix: str, node: Node, budget: Budget, digest: _Hash) 
             child = Node("skipped" if name in SKIPPED_NAMES and kind in ("dir", "file") else kind)
             node.children[name] = child
             extra = b""
-            if child.kind == "file":
+            if child.kind == "file" and st.st_size > budget.limits.max_file_bytes:
+                child.nlink, child.oversize = st.st_nlink, st.st_size  # refused from its size
+                extra = b"oversize %d" % st.st_size
+            elif child.kind == "file":
                 fd = _open_same(name, dfd, _FILE_FLAGS, st, shown)
                 try:
                     child.nlink = os.fstat(fd).st_nlink
-                    child.data = _read_bounded(fd, budget, shown)
+                    child.data, child.oversize = _read_bounded(fd, budget, shown)
                 finally:
                     os.close(fd)
-                extra = hashlib.sha256(child.data).digest()
+                extra = (b"oversize %d" % child.oversize if child.oversize
+                         else hashlib.sha256(child.data).digest())
             elif child.kind == "symlink":
                 extra = os.fsencode(os.readlink(name, dir_fd=dfd))
             _record(digest, os.fsencode(rel), child.kind.encode(), extra)
@@ -284,16 +359,29 @@ def _walk_dir(dfd: int, prefix: str, node: Node, budget: Budget, digest: _Hash) 
                     _walk_dir(fd, rel + "/", child, budget, digest)
                 finally:
                     os.close(fd)
+                    budget.walking = walking
         except OSError as exc:
-            raise RejectError(f"{shown}: cannot be read: {exc.strerror}") from None
+            if exc.errno not in HOST_ERRNOS:
+                raise RejectError(f"{shown}: cannot be read: {exc.strerror}") from None
+            # The host's fault (permissions, I/O): a leaf that makes its problem `error`.
+            node.children[name] = Node(UNREADABLE, error=exc.strerror or str(exc))
+            _record(digest, os.fsencode(rel), UNREADABLE.encode(), str(exc.errno).encode())
 
 
-def _read_bounded(fd: int, budget: Budget, shown: str) -> bytes:
+def _read_bounded(fd: int, budget: Budget, shown: str) -> tuple[bytes, int]:
+    """The file's bytes and 0, or b"" and its size so far once it grew past max_file_bytes
+    (then uncounted: a file over its own limit never counts toward the total)."""
     chunks: list[bytes] = []
-    while chunk := os.read(fd, min(CHUNK, budget.limits.max_total_bytes - budget.bytes + 1)):
+    got, most = 0, budget.limits.max_file_bytes
+    while chunk := os.read(fd, min(CHUNK, most + 1 - got,
+                                   budget.limits.max_total_bytes - budget.bytes + 1)):
         budget.data(shown, len(chunk))  # raises before a growing file passes the total limit
         chunks.append(chunk)
-    return b"".join(chunks)
+        got += len(chunk)
+        if got > most:
+            budget.bytes -= got
+            return b"", got
+    return b"".join(chunks), 0
 
 
 def _bad_kind(node: Node) -> str | None:
@@ -323,6 +411,9 @@ class _ProblemReader:
                                     "Submission.lean and Submission/**/*.lean are)")
         self.lean_file(node.children["Submission.lean"], "Submission.lean")
         sub = node.children.get("Submission")
+        if sub is not None and sub.kind == UNREADABLE:
+            raise _FaultError(f"{self.loc}/Submission: cannot be read by the harness "
+                              f"({sub.error})")
         if sub is not None and sub.kind == "dir":
             self.tree(sub, "Submission")
         elif sub is not None and (why := _bad_kind(sub)):
@@ -341,6 +432,8 @@ class _ProblemReader:
             if (other := self.keys.setdefault(_fold(rel), rel)) != rel:
                 raise _BadProblemError(
                     f"{shown}: collides with {self.loc}/{show(other)} (case or Unicode form)")
+            if child.kind == UNREADABLE:
+                raise _FaultError(f"{shown}: cannot be read by the harness ({child.error})")
             if why := _bad_kind(child):
                 raise _BadProblemError(f"{shown}: {why}")
             if child.kind == TOO_DEEP:
@@ -361,6 +454,8 @@ class _ProblemReader:
         shown = f"{self.loc}/{show(rel)}"
         if node.kind == TOO_DEEP:
             raise _OversizeError(f"{shown}: deeper than {self.limits.max_depth} path components")
+        if node.kind == UNREADABLE:
+            raise _FaultError(f"{shown}: cannot be read by the harness ({node.error})")
         if node.kind == "dir":
             raise _BadProblemError(f"{shown}: a directory named *.lean")
         if why := _bad_kind(node):
@@ -373,6 +468,8 @@ class _ProblemReader:
             raise _BadProblemError(f"{shown}: a path of {size} bytes inside the scoring "
                                    f"workspace, over the limit of {most}")
         data, limit = node.data, self.limits.max_file_bytes
+        if node.oversize:  # refused from its size: never read
+            raise _OversizeError(f"{shown}: {node.oversize} bytes, over the limit of {limit}")
         if len(data) > limit:
             raise _OversizeError(f"{shown}: {len(data)} bytes, over the limit of {limit}")
         if rel == "Submission.lean" and not data:
@@ -390,12 +487,14 @@ class _ProblemReader:
 
 def _problem(pid: str, location: str, node: Node, limits: IntakeLimits) -> ProblemEntry:
     reader = _ProblemReader(location, limits)
-    rejection, code = None, None
+    rejection, code, fault = None, None, None
     try:
         reader.read(node)
     except _BadProblemError as exc:
         rejection, code, reader.files = str(exc), exc.code, []
+    except _FaultError as exc:
+        fault, reader.files = str(exc), []
     return ProblemEntry(problem_id=pid, location=reader.loc, rejection=rejection,
-                        rejection_code=code,
+                        rejection_code=code, fault=fault,
                         ignored=_cap(reader.ignored),
                         files=tuple(sorted(reader.files, key=lambda f: f.relpath)))

@@ -72,6 +72,10 @@ def report_end(summary: Summary, console: Console, quiet: bool) -> None:
         console.print(f"lean-eval: interrupted: {summary.not_scored} pair(s) not scored; run "
                       "the same command again to resume (verdicts already written are kept)",
                       markup=False, highlight=False)
+    for sub in summary.submissions:  # even under -q: a problem may have gone unscored
+        for line in sub.hidden:
+            console.print(f"[yellow]warning:[/] {escape(sub.id)}: hidden by an intake limit: "
+                          f"{escape(line)}", highlight=False)
     if quiet:
         return
     for sub in summary.submissions:

@@ -163,6 +163,8 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
         where = f"{item.problem_id} ({item.location})"
         if item.rejection is not None:
             say(True, f"{where}: invalid_submission ({item.rejection_code}): {item.rejection}")
+        elif item.fault is not None:
+            say(True, f"{where}: error (the harness, not the submission): {item.fault}")
         elif item.outcome == "unchanged":
             say(False, f"{where}: unchanged, every file is the starter: would be skipped")
         else:
@@ -175,6 +177,8 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
             say(False, f"  ignored: {line}")
     for line in result.ignored:
         say(False, f"ignored: {line}")
+    for line in result.hidden:
+        say(True, f"hidden by a limit: {line}")
     if not result.named:
         say(True, f"{result.submission_id}: no problem directory found",
             f": {result.hint}" if result.hint else "")
