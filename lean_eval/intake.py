@@ -325,6 +325,7 @@ def _walk_dir(dfd: int, prefix: str, node: Node, budget: Budget, digest: _Hash) 
                 raise LimitError(f"{show(prefix or './')}: the submission has more than "
                                    f"{budget.limits.max_files} entries")
     for name in sorted(names):
+        budget.walking = walking  # (a rejection keeps where it tripped)
         rel = prefix + name
         shown = show(rel)
         budget.entry(shown)
@@ -359,7 +360,6 @@ def _walk_dir(dfd: int, prefix: str, node: Node, budget: Budget, digest: _Hash) 
                     _walk_dir(fd, rel + "/", child, budget, digest)
                 finally:
                     os.close(fd)
-                    budget.walking = walking
         except OSError as exc:
             if exc.errno not in HOST_ERRNOS:
                 raise RejectError(f"{shown}: cannot be read: {exc.strerror}") from None
