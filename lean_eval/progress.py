@@ -75,7 +75,7 @@ def report_end(summary: Summary, console: Console, quiet: bool) -> None:
     for sub in summary.submissions:  # even under -q: a problem may have gone unscored
         for line in sub.hidden:
             console.print(f"[yellow]warning:[/] {escape(sub.id)}: hidden by an intake limit: "
-                          f"{escape(line)}", highlight=False)
+                          f"{escape(line)}", highlight=False, soft_wrap=True)
     if quiet:
         return
     for sub in summary.submissions:
