@@ -71,8 +71,7 @@ def tgz(path: Path, members: list[tuple[str, bytes | int]]) -> Path:
         parts.append(compressor.compress(info.tobuf(tarfile.GNU_FORMAT)))
         if isinstance(content, int):
             chunk = bytes(1 << 20)
-            for _ in range(content // len(chunk)):
-                parts.append(compressor.compress(chunk))
+            parts.extend(compressor.compress(chunk) for _ in range(content // len(chunk)))
             parts.append(compressor.compress(bytes(content % len(chunk))))
         else:
             parts.append(compressor.compress(content))
