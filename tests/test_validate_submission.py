@@ -172,3 +172,22 @@ def test_a_limit_given_to_validate_submission_changes_its_answer(
     total = validate(bench_copy, root, "--max-total-bytes", "64")
     assert total.exit_code == 1
     assert "dave: whole submission rejected (limit_exceeded)" in total.stderr
+
+
+def test_a_problem_hidden_by_max_depth_is_named(bench_copy: Path, outside: Path) -> None:
+    root = make_submission(outside, "erin", {OTHER: {"Submission.lean": correct(OTHER)}})
+    deep = root / "a" / "b" / "c" / "d"
+    (deep / GOOD).mkdir(parents=True)
+    (deep / GOOD / "Submission.lean").write_text(correct(GOOD))
+    (deep / "e" / GOOD).mkdir(parents=True)
+    (deep / "e" / GOOD / "Submission.lean").write_text(correct(GOOD))
+    result = validate(bench_copy, root, "--max-depth", "4")
+    assert result.exit_code == 1
+    assert (f"{GOOD} (a/b/c/d/{GOOD}): invalid_submission (limit_exceeded): a/b/c/d/{GOOD}: "
+            "deeper than 4 path components") in result.stderr
+    assert ("hidden by a limit: a/b/c/d/e: deeper than 4 path components, not read; a problem "
+            "directory in it would not be found") in result.stderr
+    assert f"{OTHER} ({OTHER}): would be scored" in result.stdout
+    assert document(validate(bench_copy, root, "--max-depth", "4", "--json"))["hidden"] == [
+        "a/b/c/d/e: deeper than 4 path components, not read; a problem directory in it would "
+        "not be found"]
