@@ -8,11 +8,12 @@ Security invariants (design §6.1, §6.2), each exercised by tests/test_intake*.
   decoded in memory by lean_eval/archive.py into the same tree, so both are classified alike.
 - The only files handed on are ``Submission.lean`` and ``Submission/**/*.lean`` of a problem
   directory (lean_eval/layout.py finds them; in a fork of the benchmark only under
-  ``workspaces/``), each a regular file with one link, valid UTF-8 without NUL bytes, within
-  the size limit, whose relpath matches ``Submission.lean|Submission/(ident/)*ident.lean``, is
-  at most ``max_path_bytes`` long (so it fits under the scoring root) with no component over
-  255 bytes, and whose import header lean_eval/header.py understands and finds plain: no
-  relpath can leave the problem directory and no import can name an escaped module.
+  ``workspaces/``; lean_eval/readset.py checks them), each a regular file with one link,
+  valid UTF-8 without NUL bytes, within the size limit, whose relpath matches
+  ``Submission.lean|Submission/(ident/)*ident.lean``, is at most ``max_path_bytes`` long (so
+  it fits under the scoring root) with no component over 255 bytes, and whose import header
+  lean_eval/header.py understands and finds plain: no relpath can leave the problem directory
+  and no import can name an escaped module.
 - A symlink, hard link, FIFO, socket, device or other special entry, a path deeper than
   ``max_depth``, an oversized file or an odd import header in that read set rejects that
   problem only, naming the entry; elsewhere such entries are reported as ignored. A file over
@@ -43,21 +44,18 @@ import hashlib
 import os
 import re
 import stat
-import unicodedata
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from lean_eval import layout
 from lean_eval.archive import read_archive
 from lean_eval.errors import UsageError
-from lean_eval.header import check_header
 from lean_eval.limits import (
     CHUNK,
     DEFAULT_LIMITS,
     MIB,
-    NAME_MAX,
     SKIPPED_NAMES,
     TOO_DEEP,
     UNREADABLE,
@@ -69,6 +67,14 @@ from lean_eval.limits import (
     RejectionCode,
     show,
 )
+from lean_eval.readset import (
+    ProblemEntry,
+    SubmissionFile,
+    cap,
+    hidden_problems,
+    read_problem,
+    with_hidden,
+)
 
 if TYPE_CHECKING:
     from hashlib import _Hash
@@ -77,33 +83,12 @@ __all__ = ["DEFAULT_LIMITS", "MIB", "SKIPPED_NAMES", "Intake", "IntakeLimits", "
            "RejectionCode", "SubmissionFile", "read_submission", "same_content", "submission_id"]
 
 SUBMISSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-LEAN_COMPONENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_']*")
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
-IGNORED_CAP = 200
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})  # Cs: undecodable bytes
 # Errors reading an entry that say something about the host, not about the submission.
 HOST_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EIO, errno.ENOMEM, errno.ENFILE,
                          errno.EMFILE, errno.ENOBUFS, errno.ESTALE, errno.ETIMEDOUT})
-HIDDEN_CAP = 50
-
-
-class SubmissionFile(NamedTuple):
-    relpath: str  # "Submission.lean" or "Submission/A/B.lean", relative to the problem dir
-    data: bytes
-    sha256: str
-
-
-class ProblemEntry(BaseModel, frozen=True, extra="forbid"):
-    problem_id: str
-    location: str  # path of the problem directory inside the submission (escaped for display)
-    files: tuple[SubmissionFile, ...]  # sorted by relpath; empty when rejected
-    rejection: str | None
-    ignored: tuple[str, ...]  # "path: why", sorted
-    rejection_code: RejectionCode | None = None
-    # The harness could not read an entry of its read set (a host fault): scored `error`.
-    fault: str | None = None
 
 
 class Intake(BaseModel, frozen=True, extra="forbid"):
@@ -144,35 +129,6 @@ def same_content(planned: Intake, reread: Intake) -> bool:
         reread.digest, reread.rejection, files(reread))
 
 
-class _BadProblemError(Exception):
-    """Problem rejection; the message names the offending entry."""
-
-    code: RejectionCode = "path_rejected"
-
-
-class _OversizeError(_BadProblemError):
-    """Problem rejection because a file is over the size limit or a path too deep."""
-
-    code: RejectionCode = "limit_exceeded"
-
-
-class _FaultError(Exception):
-    """The harness could not read an entry of a problem's read set: the problem's ``fault``."""
-
-
-class _ImportRejectedError(_BadProblemError):
-    """Problem rejection because a file's import header is odd or not understood."""
-
-    code: RejectionCode = "import_rejected"
-
-
-def _cap(lines: list[str]) -> tuple[str, ...]:
-    lines = sorted(lines)
-    if len(lines) <= IGNORED_CAP:
-        return tuple(lines)
-    return (*lines[:IGNORED_CAP], f"... and {len(lines) - IGNORED_CAP} more")
-
-
 def submission_id(path: Path) -> str:
     """The basename of `path` without .tar/.tar.gz/.tgz; UsageError when it is not a safe id."""
     name = Path(os.path.abspath(path)).name
@@ -193,9 +149,11 @@ def read_submission(
     holds an entry `Submission.lean` (in a fork, only `workspaces/<id>/`); it is not searched
     for further problem directories. `.lake` and `.git` are skipped (in archives still counted,
     as they must be decoded). Every regular file walked is read and counts toward
-    `max_total_bytes` (so a directory and its tar get the same answer); the digest of a
-    directory hashes every walked path, type and content. A whole-submission rejection leaves
-    `problems` and `ignored` empty and `named` the problems found until then.
+    `max_total_bytes` (so a directory and its tar get the same answer) unless its size is over
+    `max_file_bytes`: then it is refused from that size, unread and uncounted. The digest of a
+    directory hashes every walked path, type and content (the size of a refused file). A
+    whole-submission rejection leaves `problems` and `ignored` empty and `named` the problems
+    found until then.
     """
     source = os.path.abspath(path)
     sid = submission_id(path)
@@ -229,10 +187,10 @@ def read_submission(
         budget.walking = ()  # the walk is over: a rejection from here on is in no directory
         found = layout.find(root, problem_ids)
         _refuse_duplicates(found)
-        problems, hidden = _with_hidden(tuple(_problem(pid, *found.dirs[pid][0], limits)
+        problems, hidden = with_hidden(tuple(read_problem(pid, *found.dirs[pid][0], limits)
                                               for pid in sorted(found.dirs)),
                                         found, problem_ids, limits)
-        ignored = _cap(found.ignored)
+        ignored = cap(found.ignored)
     except RejectError as exc:
         rejection, code = str(exc), exc.code
         if is_dir:  # the walk may have stopped early: make the digest cover the reason too
@@ -243,49 +201,12 @@ def read_submission(
     if rejection is not None:  # the tree is partial: name what was found, and where it stopped
         found = layout.find(root, problem_ids)
         walking = layout.enclosing(budget.walking, root, problem_ids)
-        named = tuple(sorted({*found.dirs, *_hidden(found, problem_ids, limits)[0],
+        named = tuple(sorted({*found.dirs, *hidden_problems(found, problem_ids, limits)[0],
                               *([walking] if walking else [])}))
     return Intake(submission_id=sid, source=source, digest=digest.hexdigest(),
                   problems=problems, rejection=rejection, ignored=ignored,
                   rejection_code=code, named=named, hidden=hidden,
                   hint=None if named else layout.hint(root, problem_ids))
-
-
-def _why_hidden(node: Node, limits: IntakeLimits) -> str:
-    if node.kind == UNREADABLE:
-        return f"cannot be read by the harness ({node.error})"
-    return f"deeper than {limits.max_depth} path components, not read"
-
-
-def _hidden(found: layout.Found, problem_ids: frozenset[str], limits: IntakeLimits
-            ) -> tuple[dict[str, ProblemEntry], list[str]]:
-    """Entries a limit hid: problem entries for those named after a problem id without another
-    directory (first by path wins), and summary lines for the rest."""
-    entries: dict[str, ProblemEntry] = {}
-    lines: list[str] = []
-    for path, name, node in found.hidden:
-        why = _why_hidden(node, limits)
-        if name in problem_ids and name not in found.dirs and name not in entries:
-            message = f"{show(path)}: {why}; a problem directory there is never found"
-            fault = node.kind == UNREADABLE
-            entries[name] = ProblemEntry(
-                problem_id=name, location=show(path), files=(), ignored=(),
-                rejection=None if fault else message,
-                rejection_code=None if fault else "limit_exceeded",
-                fault=message if fault else None)
-        else:
-            lines.append(f"{show(path)}: {why}; a problem directory in it would not be found")
-    return entries, lines
-
-
-def _with_hidden(problems: tuple[ProblemEntry, ...], found: layout.Found,
-                 problem_ids: frozenset[str], limits: IntakeLimits
-                 ) -> tuple[tuple[ProblemEntry, ...], tuple[str, ...]]:
-    entries, lines = _hidden(found, problem_ids, limits)
-    merged = sorted((*problems, *entries.values()), key=lambda e: e.problem_id)
-    if len(lines) > HIDDEN_CAP:
-        lines = [*lines[:HIDDEN_CAP], f"... and {len(lines) - HIDDEN_CAP} more"]
-    return tuple(merged), tuple(lines)
 
 
 def _refuse_duplicates(found: layout.Found) -> None:
@@ -382,119 +303,3 @@ def _read_bounded(fd: int, budget: Budget, shown: str) -> tuple[bytes, int]:
             budget.bytes -= got
             return b"", got
     return b"".join(chunks), 0
-
-
-def _bad_kind(node: Node) -> str | None:
-    if node.kind == "file":
-        return None if node.nlink == 1 else f"hard link ({node.nlink} links)"
-    return None if node.kind in ("dir", "skipped", TOO_DEEP) else node.kind
-
-
-def _fold(text: str) -> str:
-    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
-
-
-class _ProblemReader:
-    """Collects the read set of one problem directory; raises _BadProblemError to reject it."""
-
-    def __init__(self, location: str, limits: IntakeLimits) -> None:
-        self.loc, self.limits = show(location), limits
-        self.files: list[SubmissionFile] = []
-        self.ignored: list[str] = []
-        self.keys: dict[str, str] = {}  # folded relpath -> relpath, for collisions
-
-    def read(self, node: Node) -> None:
-        for name, child in node.children.items():
-            if name not in ("Submission.lean", "Submission"):
-                slash = "/" if child.kind == "dir" else ""
-                self.ignored.append(f"{self.loc}/{show(name)}{slash}: not read (only "
-                                    "Submission.lean and Submission/**/*.lean are)")
-        self.lean_file(node.children["Submission.lean"], "Submission.lean")
-        sub = node.children.get("Submission")
-        if sub is not None and sub.kind == UNREADABLE:
-            raise _FaultError(f"{self.loc}/Submission: cannot be read by the harness "
-                              f"({sub.error})")
-        if sub is not None and sub.kind == "dir":
-            self.tree(sub, "Submission")
-        elif sub is not None and (why := _bad_kind(sub)):
-            raise _BadProblemError(f"{self.loc}/Submission: {why}")
-        elif sub is not None:
-            self.ignored.append(f"{self.loc}/Submission: not a directory, not read")
-
-    def tree(self, node: Node, prefix: str) -> None:
-        for name in sorted(node.children):
-            child, rel = node.children[name], f"{prefix}/{name}"
-            shown = f"{self.loc}/{show(rel)}"
-            if any(unicodedata.category(c) in _UNSAFE_CATEGORIES for c in name):
-                raise _BadProblemError(f"{shown}: name is not UTF-8 or holds control characters")
-            if len(name.encode("utf-8", "surrogateescape")) > NAME_MAX:
-                raise _BadProblemError(f"{shown}: a path component longer than {NAME_MAX} bytes")
-            if (other := self.keys.setdefault(_fold(rel), rel)) != rel:
-                raise _BadProblemError(
-                    f"{shown}: collides with {self.loc}/{show(other)} (case or Unicode form)")
-            if child.kind == UNREADABLE:
-                raise _FaultError(f"{shown}: cannot be read by the harness ({child.error})")
-            if why := _bad_kind(child):
-                raise _BadProblemError(f"{shown}: {why}")
-            if child.kind == TOO_DEEP:
-                raise _OversizeError(f"{shown}: deeper than {self.limits.max_depth} path "
-                                     "components")
-            if child.kind == "skipped":
-                self.ignored.append(f"{shown}: build or version-control data, not read")
-            elif child.kind == "dir" and name.endswith(".lean"):
-                raise _BadProblemError(f"{shown}: a directory named *.lean")
-            elif child.kind == "dir":
-                self.tree(child, rel)
-            elif name.endswith(".lean"):
-                self.lean_file(child, rel)
-            else:
-                self.ignored.append(f"{shown}: not a .lean file, not read")
-
-    def lean_file(self, node: Node, rel: str) -> None:
-        shown = f"{self.loc}/{show(rel)}"
-        if node.kind == TOO_DEEP:
-            raise _OversizeError(f"{shown}: deeper than {self.limits.max_depth} path components")
-        if node.kind == UNREADABLE:
-            raise _FaultError(f"{shown}: cannot be read by the harness ({node.error})")
-        if node.kind == "dir":
-            raise _BadProblemError(f"{shown}: a directory named *.lean")
-        if why := _bad_kind(node):
-            raise _BadProblemError(f"{shown}: {why}")
-        for part in rel[: -len(".lean")].split("/")[1:]:  # "Submission" itself is fixed
-            if not LEAN_COMPONENT_RE.fullmatch(part) or len(part) > NAME_MAX - len(".lean"):
-                raise _BadProblemError(
-                    f"{shown}: {show(part)!r} is not a valid Lean module name component")
-        if (size := len(rel.encode())) > (most := self.limits.max_path_bytes):
-            raise _BadProblemError(f"{shown}: a path of {size} bytes inside the scoring "
-                                   f"workspace, over the limit of {most}")
-        data, limit = node.data, self.limits.max_file_bytes
-        if node.oversize:  # refused from its size: never read
-            raise _OversizeError(f"{shown}: {node.oversize} bytes, over the limit of {limit}")
-        if len(data) > limit:
-            raise _OversizeError(f"{shown}: {len(data)} bytes, over the limit of {limit}")
-        if rel == "Submission.lean" and not data:
-            raise _BadProblemError(f"{shown}: empty")
-        if b"\0" in data:
-            raise _BadProblemError(f"{shown}: holds NUL bytes")
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise _BadProblemError(f"{shown}: not UTF-8 (bad byte at offset {exc.start})") from None
-        if why := check_header(text):
-            raise _ImportRejectedError(f"{shown}: {why}")
-        self.files.append(SubmissionFile(rel, data, hashlib.sha256(data).hexdigest()))
-
-
-def _problem(pid: str, location: str, node: Node, limits: IntakeLimits) -> ProblemEntry:
-    reader = _ProblemReader(location, limits)
-    rejection, code, fault = None, None, None
-    try:
-        reader.read(node)
-    except _BadProblemError as exc:
-        rejection, code, reader.files = str(exc), exc.code, []
-    except _FaultError as exc:
-        fault, reader.files = str(exc), []
-    return ProblemEntry(problem_id=pid, location=reader.loc, rejection=rejection,
-                        rejection_code=code, fault=fault,
-                        ignored=_cap(reader.ignored),
-                        files=tuple(sorted(reader.files, key=lambda f: f.relpath)))
