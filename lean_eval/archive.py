@@ -337,8 +337,8 @@ class _Parser:
             parts, node_kind = parts[: self.limits.max_depth + 1], TOO_DEEP
         node = Node(node_kind)
         kept = node_kind == "file" and not SKIPPED_NAMES.intersection(parts)
-        if kept and size > self.limits.max_file_bytes:  # refused from its size, never decoded
-            self.budget.skip(shown, size)  # before any of it is decoded
+        if node_kind == "file" and size > self.limits.max_file_bytes:  # refused from its size
+            self.budget.skip(shown, size)  # before any of it is decoded; never in the total
             node.oversize, kept = size, False
         else:
             self.budget.data(shown, size)  # before any of it is decoded

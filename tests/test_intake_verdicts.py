@@ -300,3 +300,11 @@ def test_an_unreadable_archive_is_a_usage_error_not_a_rejection(
     monkeypatch.setattr(archive.os, "read", fail)
     with pytest.raises(UsageError, match="cannot be read: Input/output error"):
         read_submission(path, IDS)
+
+
+def test_an_oversized_member_under_lake_is_skipped_not_counted(tmp_path: Path) -> None:
+    """Build data in an archive is decoded to be skipped; a big file there costs no total."""
+    path = tgz(tmp_path / "s.tgz", [(".lake/build/big.olean", 8 << 20),
+                                    ("P1/Submission.lean", PROOF)])
+    intake = read_submission(path, IDS, IntakeLimits(max_total_bytes=1 << 20))
+    assert intake.rejection is None and problem(intake, "P1").rejection is None
