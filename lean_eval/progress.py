@@ -66,8 +66,9 @@ class Display:
 
 
 def report_end(summary: Summary, console: Console, quiet: bool) -> None:
-    """Name the submissions in which intake found no problem directory (with its hint), and
-    say how to resume an interrupted run (even under -q: the run did not finish)."""
+    """Name the submissions in which intake found no problem directory (with its hint), every
+    entry an intake limit hid (even under -q: a problem directory may be behind it), and say how
+    to resume an interrupted run (even under -q: the run did not finish)."""
     if summary.interrupted:
         console.print(f"lean-eval: interrupted: {summary.not_scored} pair(s) not scored; run "
                       "the same command again to resume (verdicts already written are kept)",
