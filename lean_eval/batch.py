@@ -441,7 +441,7 @@ def _summary(started_at: str, ident: Identity, preflight: Preflight, catalog: Ca
             problems=tuple(p for p in resume.problem_ids_of(s)
                            if (s.submission_id, p) in planned),
             rejection=s.rejection, rejection_code=s.rejection_code, hint=resume.hint_of(s),
-            tally=Tally(**tallies[s.submission_id])) for s in plans),
+            tally=Tally(**tallies[s.submission_id]), hidden=s.hidden) for s in plans),
         counts=counts, pairs=pairs, exit_code=exit_code, shard=shard,
         interrupted=signum is not None, not_scored=len(items) - len(pairs),
         reused=run.reused, jobs=run.jobs,

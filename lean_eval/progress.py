@@ -66,12 +66,17 @@ class Display:
 
 
 def report_end(summary: Summary, console: Console, quiet: bool) -> None:
-    """Name the submissions in which intake found no problem directory (with its hint), and
-    say how to resume an interrupted run (even under -q: the run did not finish)."""
+    """Name the submissions in which intake found no problem directory (with its hint), every
+    entry an intake limit hid (even under -q: a problem directory may be behind it), and say how
+    to resume an interrupted run (even under -q: the run did not finish)."""
     if summary.interrupted:
         console.print(f"lean-eval: interrupted: {summary.not_scored} pair(s) not scored; run "
                       "the same command again to resume (verdicts already written are kept)",
                       markup=False, highlight=False)
+    for sub in summary.submissions:  # even under -q: a problem may have gone unscored
+        for line in sub.hidden:
+            console.print(f"[yellow]warning:[/] {escape(sub.id)}: hidden by an intake limit: "
+                          f"{escape(line)}", highlight=False, soft_wrap=True)
     if quiet:
         return
     for sub in summary.submissions:

@@ -201,6 +201,8 @@ class SubmissionSummary(_Model):
     rejection_code: str | None = None
     hint: str | None = None  # why intake found no problem directory, when it found none
     tally: Tally = Tally()
+    # Entries an intake limit hid (too deep, unreadable) where a problem directory may be.
+    hidden: tuple[str, ...] = ()
 
 
 class PairRef(_Model):

@@ -188,6 +188,42 @@ def tool_options(func: F) -> F:
     return _options(func, benchmark=False)
 
 
+def intake_limit_options(func: F) -> F:
+    """The intake limits (design §5.2), declared once for run-eval and validate-submission so
+    both read a submission under the same options, defaults and help text."""
+    decorators = [
+        click.option("--max-file-bytes", type=ByteSize(), default="1MiB", show_default=True,
+                     help="Largest submitted file (bytes; K/M/G suffixes); a file over it is "
+                          "refused from its size and rejects its own problem only."),
+        click.option("--max-total-bytes", type=ByteSize(), default="16MiB", show_default=True,
+                     help="Bytes of all the files of one submission that are read (K/M/G "
+                          "suffixes)."),
+        click.option("--max-files", type=click.IntRange(min=1), default=10_000,
+                     show_default=True,
+                     help="Entries walked in one submission (archive members included)."),
+        click.option("--max-depth", type=click.IntRange(min=1, max=256), default=32,
+                     show_default=True,
+                     help="Path components of any entry; deeper ones are never read."),
+        click.option("--max-archive-bytes", type=ByteSize(), default="64MiB",
+                     show_default=True,
+                     help="Largest submission archive file (K/M/G suffixes)."),
+        click.option("--intake-timeout", type=click.FloatRange(min=0.1), default=60.0,
+                     show_default=True, help="Seconds to read one submission before rejecting it."),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def intake_limits(max_file_bytes: int, max_total_bytes: int, max_files: int, max_depth: int,
+                  max_archive_bytes: int, intake_timeout: float) -> intake.IntakeLimits:
+    """The :class:`IntakeLimits` the options of :func:`intake_limit_options` spell."""
+    return intake.IntakeLimits(max_file_bytes=max_file_bytes, max_total_bytes=max_total_bytes,
+                               max_files=max_files, max_depth=max_depth,
+                               max_archive_bytes=max_archive_bytes,
+                               intake_seconds=intake_timeout)
+
+
 def _fail(message: str, code: int = EXIT_SETUP) -> None:
     click.echo(f"lean-eval: error: {message}", err=True)
     sys.exit(code)

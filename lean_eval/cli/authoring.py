@@ -18,6 +18,8 @@ from lean_eval.cli import (
     common_options,
     documents,
     inputs,
+    intake_limit_options,
+    intake_limits,
     main,
     prepare,
     release_incompatibility,
@@ -129,13 +131,17 @@ def validate_catalog_command(benchmark: Path | None, toolchain: Path | None,
               help="Also the submission's digest and every file that would be scored.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only what is wrong.")
 @selection_options
+@intake_limit_options
 def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark: Path | None,
                                 benchmark_rev: str, as_json: bool, verbose: int,
                                 quiet: bool, set_name: str | None, statuses: tuple[str, ...],
-                                tags: tuple[str, ...]) -> None:
+                                tags: tuple[str, ...], max_file_bytes: int,
+                                max_total_bytes: int, max_files: int, max_depth: int,
+                                max_archive_bytes: int, intake_timeout: float) -> None:
     """Check PATH (a directory or .tar/.tar.gz/.tgz) as run-eval would read it, without Lean:
     per problem what would be scored, what is unchanged, what is ignored, and every rejection
-    with the entry it names. Exit 0 when nothing would be rejected, 1 otherwise."""
+    with the entry it names, under the same intake limits as run-eval (pass the ones the
+    maintainer's run-eval uses). Exit 0 when nothing would be rejected, 1 otherwise."""
     from lean_eval import precheck
 
     selected = frozenset(p for item in problems for p in item.split(",") if p) or None
@@ -143,8 +149,10 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
         inputs.check_submission(path)
         bench = benchmark or _default_benchmark()
         inputs.check_problems(selected or (), inputs.problem_ids(bench))
+        limits = intake_limits(max_file_bytes, max_total_bytes, max_files, max_depth,
+                               max_archive_bytes, intake_timeout)
         result = precheck.check_submission(path, _load_selected(
-            bench, benchmark_rev, selected, set_name, statuses, tags))
+            bench, benchmark_rev, selected, set_name, statuses, tags), limits)
     except SetupError as exc:
         _fail(str(exc))
         return
@@ -167,6 +175,8 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
         where = f"{item.problem_id} ({item.location})"
         if item.rejection is not None:
             say(True, f"{where}: invalid_submission ({item.rejection_code}): {item.rejection}")
+        elif item.fault is not None:
+            say(True, f"{where}: error (the harness, not the submission): {item.fault}")
         elif item.outcome == "unchanged":
             say(False, f"{where}: unchanged, every file is the starter: would be skipped")
         else:
@@ -179,6 +189,8 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
             say(False, f"  ignored: {line}")
     for line in result.ignored:
         say(False, f"ignored: {line}")
+    for line in result.hidden:
+        say(True, f"hidden by a limit: {line}")
     if not result.named:
         say(True, f"{result.submission_id}: no problem directory found",
             f": {result.hint}" if result.hint else "")

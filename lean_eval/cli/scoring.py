@@ -37,7 +37,8 @@ from lean_eval.cli import (
     documents,
     driver,
     inputs,
-    intake,
+    intake_limit_options,
+    intake_limits,
     main,
     parse_shard,
     progress,
@@ -66,16 +67,7 @@ from lean_eval.errors import LeanEvalError, SetupError, UsageError
                    "every verdict).")
 @click.option("--benchmark-rev", default="HEAD", show_default=True,
               help="Git revision of the benchmark whose trusted files are used.")
-@click.option("--max-file-bytes", type=ByteSize(), default="1MiB", show_default=True,
-              help="Largest submitted file (bytes; K/M/G suffixes).")
-@click.option("--max-total-bytes", type=ByteSize(), default="16MiB",
-              show_default=True)
-@click.option("--max-files", type=click.IntRange(min=1), default=10_000, show_default=True)
-@click.option("--max-depth", type=click.IntRange(min=1), default=32, show_default=True)
-@click.option("--max-archive-bytes", type=ByteSize(), default="64MiB", show_default=True,
-              help="Largest submission archive file (K/M/G suffixes).")
-@click.option("--intake-timeout", type=click.FloatRange(min=0.1), default=60.0,
-              show_default=True, help="Seconds to read one submission before rejecting it.")
+@intake_limit_options
 @click.option("--max-written-file-bytes", type=ByteSize(minimum=1 << 20),
               default="8GiB", show_default=True,
               help="No file a build writes may grow past this (RLIMIT_FSIZE).")
@@ -130,10 +122,8 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
                              quiet)
         writable = [out_dir, Path(tempfile.gettempdir()), *([work_dir] if work_dir else [])]
         tools = _tools(cat, toolchain, bwrap_path, allow_bwrap, env, writable)
-        limits = intake.IntakeLimits(max_file_bytes=max_file_bytes,
-                                     max_total_bytes=max_total_bytes, max_files=max_files,
-                                     max_depth=max_depth, max_archive_bytes=max_archive_bytes,
-                                     intake_seconds=intake_timeout)
+        limits = intake_limits(max_file_bytes, max_total_bytes, max_files, max_depth,
+                               max_archive_bytes, intake_timeout)
         try:
             preflight = _preflight(tools, env, work_dir, skip_probes, quiet, verbose)
         except ProbesFailedError as exc:
