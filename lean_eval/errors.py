@@ -49,3 +49,7 @@ class ProcessStartError(LeanEvalError):
 
 class OutputError(LeanEvalError):
     """The output directory is unwritable or full: no further verdict can be recorded."""
+
+
+class ReplayRefusedError(SetupError):
+    """``replay`` cannot reproduce the record as asked: a pin differs, or the record is unusable."""

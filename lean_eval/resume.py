@@ -55,6 +55,7 @@ class RunOptions(NamedTuple):
     scoring_root: Path | None = None
     private: tuple[Path, ...] = ()  # --private DIR: also hidden from every sandbox
     private_defaults: bool = True  # also hide the parents of the inputs and of --out
+    paranoid: bool = False  # `lake comparator --paranoid`: `replay --paranoid` only
 
 
 class Tools(NamedTuple):
@@ -103,6 +104,8 @@ def verdict_options(options: RunOptions, preflight: Preflight) -> dict[str, obje
         "memory_limit": options.memory_limit,
         "max_processes": options.max_processes,
         "skip_probes": preflight.skipped,
+        # Only when set: keys (and so resumes) of ordinary runs stay as they were.
+        **({"paranoid": True} if options.paranoid else {}),
     }
 
 

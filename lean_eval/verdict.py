@@ -231,6 +231,9 @@ class Summary(_Model):
     not_scored: int = 0  # pairs of this run left for a re-run (interrupted or stopped)
     reused: int = 0  # verdicts whose resume key matched and were kept as they were
     jobs: int = 1
+    # Every option that can change a verdict (resume.verdict_options), so `replay` scores with
+    # them again; None: not recorded (a summary written before they were).
+    options: dict[str, Any] | None = None
 
 
 @functools.cache

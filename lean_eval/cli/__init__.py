@@ -2,8 +2,8 @@
 
 This module holds the group, the options and helpers every command shares; the commands live in
 ``scoring`` (run-eval, probe, the self-checks, test), ``authoring`` (start-problem,
-validate-submission, validate-catalog, prepare) and ``results`` (merge, report), which register
-themselves on :func:`main` when imported at the end of this module.
+validate-submission, validate-catalog, prepare), ``results`` (merge, report) and ``replay``,
+which register themselves on :func:`main` when imported at the end of this module.
 """
 
 from __future__ import annotations
@@ -292,6 +292,6 @@ def _say_kept(run_dirs: set[Path], quiet: bool) -> None:
 
 
 # The commands register themselves on `main`; imported last because they use the above.
-from lean_eval.cli import authoring, results, scoring  # noqa: E402
+from lean_eval.cli import authoring, replay, results, scoring  # noqa: E402
 
-__all__ = ["authoring", "main", "results", "scoring"]
+__all__ = ["authoring", "main", "replay", "results", "scoring"]
