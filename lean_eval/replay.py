@@ -14,6 +14,7 @@ Invariants (design §5.8):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -65,6 +66,9 @@ class Settings(NamedTuple):
     keep_work: bool = False
     jobs: int | None = None
     paranoid: bool = False
+    # Verdict-changing options to use instead of the record's (timeout, memory_limit,
+    # max_processes, max_written_file_bytes): each one that differs is drift.
+    overrides: Mapping[str, float | int] = {}
 
 
 class Plan(NamedTuple):
@@ -106,16 +110,14 @@ def _options(recorded: Mapping[str, Any] | None, settings: Settings,
     base = batch.RunOptions(out_dir=Path(), timeout=FALLBACK_TIMEOUT, work_dir=settings.work_dir,
                             keep_work=settings.keep_work, jobs=settings.jobs, rescore=True,
                             shard=shard, paranoid=settings.paranoid)
-    if recorded is None:
-        return base
-    try:
-        return base._replace(timeout=float(recorded["timeout"]),
-                             limits=IntakeLimits.model_validate(recorded["limits"]),
-                             max_written_file_bytes=int(recorded["max_written_file_bytes"]),
-                             memory_limit=int(recorded["memory_limit"]),
-                             max_processes=int(recorded["max_processes"]))
-    except (KeyError, TypeError, ValueError, ValidationError):
-        return base
+    if recorded is not None:
+        with contextlib.suppress(KeyError, TypeError, ValueError, ValidationError):
+            base = base._replace(timeout=float(recorded["timeout"]),
+                                 limits=IntakeLimits.model_validate(recorded["limits"]),
+                                 max_written_file_bytes=int(recorded["max_written_file_bytes"]),
+                                 memory_limit=int(recorded["memory_limit"]),
+                                 max_processes=int(recorded["max_processes"]))
+    return base._replace(**settings.overrides)  # type: ignore[arg-type]
 
 
 def _compact(value: object) -> str:
@@ -167,10 +169,14 @@ def plan(record: Record, submissions: Sequence[Path], catalog: Catalog, tools: b
     stub = Preflight(skipped=skip, toolchain_path="", bwrap_path="", bwrap_version="",
                      bwrap_sha256="")
     used = {k: v for k, v in resume.verdict_options(options, stub).items() if k != "paranoid"}
-    if summary.options != used:
-        drift.append(Drift(pin="options", subject="run", current=_compact(used),
-                           recorded=None if summary.options is None
-                           else _compact(summary.options)))
+    if summary.options is None:
+        drift.append(Drift(pin="options", subject="run", recorded=None, current=_compact(used)))
+    else:
+        for key in sorted({*summary.options, *used}):
+            if summary.options.get(key) != used.get(key):
+                drift.append(Drift(pin=f"option {key}", subject="run",
+                                   recorded=_compact(summary.options.get(key)),
+                                   current=_compact(used.get(key))))
     problems = set(summary.problems)
     limits = options.limits
     for sid, path in ids:

@@ -118,7 +118,8 @@ def _judged(j: Judgement | None) -> str:
 def print_replay(report: ReplayReport, console: Console) -> None:
     """Drift, one row per pair, every checker line of each disagreement, the counts."""
     for drift in report.drift:
-        console.print(Text.assemble(("drift ", "yellow"), printable(drift.describe())))
+        console.print(Text.assemble(("drift ", "yellow"), printable(drift.describe())),
+                      soft_wrap=True)
     mode = " --paranoid" if report.paranoid else ""
     table = Table(title=f"lean-eval replay{mode}: {len(report.pairs)} pair(s) of "
                         f"{printable(report.record)}")
@@ -132,10 +133,11 @@ def print_replay(report: ReplayReport, console: Console) -> None:
     for p in report.pairs:
         if p.status == "kernel_disagreement" and p.new is not None:
             console.print(Text.assemble(("kernel_disagreement ", "bold red"),
-                                        printable(f"{p.submission}/{p.problem}:")))
+                                        printable(f"{p.submission}/{p.problem}:")),
+                          soft_wrap=True)
             for line in p.new.checker_lines:
                 style = "red" if line in p.disagreement else ""
-                console.print(Text.assemble("    ", (printable(line), style)))
+                console.print(Text.assemble("    ", (printable(line), style)), soft_wrap=True)
     counts = ", ".join(f"{report.counts.get(s, 0)} {s}" for s in STATUSES
                        if report.counts.get(s, 0)) or "no pairs"
     console.print(Text(f"{counts}; exit {report.exit_code}"))

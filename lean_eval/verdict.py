@@ -276,7 +276,7 @@ def write_model(path: Path, model: BaseModel) -> None:
 
 def schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schema of each committed model, by file name (printed documents included)."""
-    from lean_eval import documents, precheck, report
+    from lean_eval import documents, precheck, replay_report, report
 
     return {
         "verdict.schema.json": Verdict.model_json_schema(),
@@ -284,6 +284,7 @@ def schemas() -> dict[str, dict[str, Any]]:
         **documents.schemas(),
         "run-report.schema.json": report.RunReport.model_json_schema(),
         "submission-check.schema.json": precheck.SubmissionCheck.model_json_schema(),
+        "replay-report.schema.json": replay_report.ReplayReport.model_json_schema(),
     }
 
 

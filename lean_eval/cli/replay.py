@@ -12,6 +12,7 @@ import click
 from lean_eval.cli import (
     EXIT_FAULT,
     EXIT_INTERRUPTED,
+    ByteSize,
     Console,
     _fail,
     _load,
@@ -45,26 +46,37 @@ from lean_eval.errors import LeanEvalError, SetupError
 @click.option("--keep-work", is_flag=True, help="Keep scoring workspaces for inspection.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Pairs scored at once (default as for run-eval).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=None,
+              help="Deadline per pair instead of the record's (drift: needs --allow-drift).")
+@click.option("--memory-limit", type=ByteSize(minimum=64 << 20), default=None,
+              help="Memory of one pair's tree instead of the record's (drift).")
+@click.option("--max-processes", type=click.IntRange(min=1), default=None,
+              help="Processes of one pair's tree instead of the record's (drift).")
 @common_options
 def replay_command(record_dir: Path, submissions: tuple[Path, ...], out_dir: Path | None,
                    allow_drift: bool, paranoid: bool, benchmark_rev: str,
                    work_dir: Path | None, keep_work: bool, jobs: int | None,
+                   timeout: float | None, memory_limit: int | None, max_processes: int | None,
                    benchmark: Path | None, toolchain: Path | None, bwrap_path: str | None,
                    allow_bwrap: str | None, as_json: bool, verbose: int, quiet: bool) -> None:
     """Score the pairs recorded in OUT (a run-eval or merge output) again from SUBMISSION...
     and compare each new verdict and reason with the record.
 
-    Refuses (exit 2, naming each) when a pin differs from the record: a submission's digest,
-    the benchmark commit, trusted-file digests, toolchain, bubblewrap digest, harness version or
-    the verdict-changing options; --allow-drift replays anyway. Exits 0 when every pair
-    reproduced, 1 when any verdict or reason changed (or a kernel disagreed, under --paranoid).
+    Scores with the options the record holds. Refuses (exit 2, naming each) when a pin differs
+    from the record: a submission's digest, the benchmark commit, trusted-file digests,
+    toolchain, bubblewrap digest, harness version or a verdict-changing option (--timeout,
+    --memory-limit, --max-processes given here); --allow-drift replays anyway. Exits 0 when
+    every pair reproduced, 1 when any verdict or reason changed (or, under --paranoid, a
+    checker rejected what the record accepted: kernel_disagreement).
     """
     from lean_eval import replay, replay_report
 
     err = Console(stderr=True)
     env = dict(os.environ)
+    given = {"timeout": timeout, "memory_limit": memory_limit, "max_processes": max_processes}
     settings = replay.Settings(out_dir=out_dir, work_dir=work_dir, keep_work=keep_work,
-                               jobs=jobs, paranoid=paranoid)
+                               jobs=jobs, paranoid=paranoid,
+                               overrides={k: v for k, v in given.items() if v is not None})
     try:
         record = replay.load_record(record_dir)
         cat = _load(benchmark, benchmark_rev, quiet=quiet)
