@@ -1,6 +1,6 @@
 """Replay a recorded run: score its pairs again from the submissions, compare, audit kernels.
 
-Invariants (design §5.8):
+Invariants (design §5.6):
 - Nothing is scored while a pin of the record differs from the replay's (a submission's digest,
   the benchmark commit, a problem's trusted-file digests or statement revision, the toolchain,
   the bubblewrap digest, the harness version, the verdict-changing options), unless
