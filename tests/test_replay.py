@@ -6,6 +6,7 @@ is a git checkout, so its commit is a pin that can change.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -23,6 +24,7 @@ from conftest import (
     no_survivor,
     with_lines,
 )
+from test_setup_failures import _rehash
 
 from lean_eval import driver, process, replay, replay_report
 from lean_eval.cli import main
@@ -236,14 +238,20 @@ def test_a_new_benchmark_commit_is_refused_then_named_with_allow_drift(
     del bwrap
     record, subs = _record(bench, outside)
     recorded = _git(bench, "rev-parse", "HEAD")
-    (bench / "NOTES").write_text("a later commit of the benchmark\n", encoding="utf-8")
-    _git(bench, "add", "NOTES")
-    _git(bench, "commit", "-qm", "later")
+    challenge = bench / "workspaces" / "two_plus_two" / "Challenge.lean"
+    old = hashlib.sha256(challenge.read_bytes()).hexdigest()
+    challenge.write_text(challenge.read_text() + "-- a later comment\n", encoding="utf-8")
+    _rehash(bench, "two_plus_two", "Challenge.lean")
+    new = hashlib.sha256(challenge.read_bytes()).hexdigest()
+    _git(bench, "commit", "-qam", "later")
     now = _git(bench, "rev-parse", "HEAD")
     out = outside / "replayed"
     refused = _cli("replay", str(record), *map(str, subs), "--out", str(out), *_tools(bench))
     assert refused.exit_code == 2, refused.output
     assert f"benchmark_commit of run: recorded {recorded!r}, now {now!r}" in refused.output
+    assert (f"trusted_files of two_plus_two: recorded 'Challenge.lean {old[:16]}', "
+            f"now 'Challenge.lean {new[:16]}'") in refused.output
+    assert "double_def" not in refused.output  # its trusted files did not change
     assert "nothing was scored" in refused.output and "Traceback" not in refused.output
     assert not out.exists()
     allowed = _cli("replay", str(record), *map(str, subs), "--out", str(out), "--allow-drift",
@@ -303,6 +311,7 @@ def test_paranoid_turns_a_checker_rejection_into_a_flagged_disagreement(
     assert [c["name"] for c in good["new"]["checkers"]] == list(PARANOID_ORDER)
     assert status[("bad", "two_plus_two")]["status"] == "reproduced"
     assert _argv(out / "good" / "two_plus_two.log")[-1] == "--paranoid"
+    assert (out / "summary.json").is_file()
     assert "kernel_disagreement" in result.output and "Traceback" not in result.output
     shown = _cli("report", str(out))
     assert shown.exit_code == 0
@@ -334,3 +343,7 @@ def test_replay_usage_errors(bench: Path, outside: Path, bwrap: str) -> None:
     # without --out the report is printed and nothing is left behind
     printed = _cli("replay", str(record), str(subs[2]), *_tools(bench))
     assert printed.exit_code == 0 and "1 reproduced; exit 0" in printed.output
+    as_json = _cli("replay", str(record), str(subs[2]), "--json", "-q", *_tools(bench))
+    doc = replay_report.ReplayReport.model_validate_json(as_json.stdout)
+    assert (as_json.exit_code, doc.out, doc.counts["reproduced"]) == (0, None, 1)
+    assert doc.pairs[0].path is None
