@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from lean_eval.errors import UsageError
-from lean_eval.report import md, printable
+from lean_eval.report import STEP_SUMMARY_BUDGET, md, printable
 from lean_eval.verdict import Checker, Execution, Outcome, Reason
 
 REPLAY_FILE = "replay.json"
@@ -143,8 +143,9 @@ def print_replay(report: ReplayReport, console: Console) -> None:
     console.print(Text(f"{counts}; exit {report.exit_code}"))
 
 
-def render_markdown(report: ReplayReport) -> str:
-    """The replay for ``$GITHUB_STEP_SUMMARY``: counts, drift, pairs, disagreements."""
+def render_markdown(report: ReplayReport, budget: int = STEP_SUMMARY_BUDGET) -> str:
+    """The replay for ``$GITHUB_STEP_SUMMARY``: counts, drift, disagreements, then the pairs
+    (cut, with a note, where the step summary would grow past ``budget`` bytes)."""
     counts = ", ".join(f"{report.counts.get(s, 0)} {s}" for s in STATUSES)
     mode = " (`--paranoid` audit)" if report.paranoid else ""
     lines = [f"## lean-eval replay{mode}", "",
@@ -152,13 +153,26 @@ def render_markdown(report: ReplayReport) -> str:
     if report.drift:
         lines += ["Replayed despite drift (`--allow-drift`):", ""]
         lines += [f"- {md(d.describe())}" for d in report.drift] + [""]
-    lines += ["| submission | problem | recorded | replayed | status |", "|---|---|---|---|---|"]
-    lines += [f"| {md(p.submission)} | {md(p.problem)} | {md(_judged(p.recorded))} | "
-              f"{md(_judged(p.new))} | {p.status} |" for p in report.pairs]
-    for p in report.pairs:
-        if p.status == "kernel_disagreement" and p.new is not None:
-            lines += ["", f"**kernel_disagreement** {md(p.submission)}/{md(p.problem)}:", ""]
-            lines += [f"- {md(line)}" for line in p.new.checker_lines]
+    disagreeing = [p for p in report.pairs if p.status == "kernel_disagreement" and p.new]
+    blocks = [[f"**kernel_disagreement** {md(p.submission)}/{md(p.problem)}:", "",
+               *(f"- {md(line)}" for line in (p.new.checker_lines if p.new else ())), ""]
+              for p in disagreeing]  # first: they are what an audit is for
+    header = ["| submission | problem | recorded | replayed | status |", "|---|---|---|---|---|"]
+    rows = [[(f"| {md(p.submission)} | {md(p.problem)} | {md(_judged(p.recorded))} | "
+             f"{md(_judged(p.new))} | {p.status} |")] for p in report.pairs]
+    used = sum(len(line.encode()) + 1 for line in lines)
+    for what, items, before in (("disagreement", blocks, []), ("pair", rows, header)):
+        lines += before
+        used += sum(len(line.encode()) + 1 for line in before)
+        for i, block in enumerate(items):
+            size = sum(len(line.encode()) + 1 for line in block)
+            if used + size + 200 > budget:
+                lines += ["", (f"{len(items) - i} more {what}(s) not shown (size limit); see "
+                          f"{REPLAY_FILE}."), ""]
+                used += 120
+                break
+            lines += block
+            used += size
     return "\n".join(lines) + "\n"
 
 

@@ -28,6 +28,7 @@ from test_setup_failures import _rehash
 
 from lean_eval import driver, process, replay, replay_report
 from lean_eval.cli import main
+from lean_eval.errors import UsageError
 from lean_eval.toolchain import Toolchain
 from lean_eval.verdict import Checker, Reason, Verdict
 
@@ -347,3 +348,34 @@ def test_replay_usage_errors(bench: Path, outside: Path, bwrap: str) -> None:
     doc = replay_report.ReplayReport.model_validate_json(as_json.stdout)
     assert (as_json.exit_code, doc.out, doc.counts["reproduced"]) == (0, None, 1)
     assert doc.pairs[0].path is None
+
+
+def _report(submission: str, n: int = 1) -> replay_report.ReplayReport:
+    checkers = (Checker(name="nanoda", result="accepted"),
+                Checker(name="con-leche", result="rejected"))
+    recorded = replay.judgement(_verdict("accepted", "accepted"))
+    new = replay.judgement(_verdict("rejected", "kernel_rejected", checkers))
+    pairs = tuple(replay_report.ReplayPair(
+        submission=submission, problem=f"p{i}", status="kernel_disagreement", recorded=recorded,
+        new=new, disagreement=("con-leche kernel rejected the solution",)) for i in range(n))
+    return replay_report.ReplayReport(
+        record="/r", out=None, started_at="s", finished_at="f", paranoid=True, allow_drift=True,
+        drift=(replay_report.Drift(pin="submission_digest", subject=submission, recorded="a",
+                                   current="b"),),
+        counts={"kernel_disagreement": n}, pairs=pairs, exit_code=1)
+
+
+def test_replay_rendering_keeps_hostile_names_literal_and_fits_the_step_summary() -> None:
+    hostile = "[bold red]x[/]\x1b[2J|*"
+    text = replay_report.render(_report(hostile), "table", width=200)
+    assert "[bold red]x[/]\\x1b[2J|*" in text and "\x1b" not in text
+    assert "kernel_disagreement [bold red]x[/]\\x1b[2J|*/p0:" in text
+    assert "    con-leche kernel rejected the solution" in text
+    assert "drift submission_digest of [bold red]x[/]" in text
+    markdown = replay_report.render(_report(hostile), "markdown")
+    assert "\\[bold red\\]x\\[/\\]\\\\x1b\\[2J\\|\\*" in markdown
+    cut = replay_report.render_markdown(_report("s", n=2000), budget=20_000)
+    assert len(cut.encode()) < 20_000 and "more pair(s) not shown" in cut
+    assert "more disagreement(s) not shown" in cut
+    with pytest.raises(UsageError, match="junit is not available"):
+        replay_report.render(_report("s"), "junit")
