@@ -185,14 +185,10 @@ def plan(record: Record, submissions: Sequence[Path], catalog: Catalog, tools: b
             drift.append(Drift(pin="submission_digest", subject=sid,
                                recorded=recorded_subs[sid].digest, current=digest))
     given = {sid for sid, _ in ids}
-    seen: set[str] = set()
-    for (sid, pid), verdict in record.verdicts.items():
+    for (sid, pid), verdict in record.verdicts.items():  # each verdict: any may be edited
         if sid not in given:
             continue
         drift += _identity_drift(verdict.identity, current, f"{sid}/{pid}", summary.identity)
-        if pid in seen:
-            continue
-        seen.add(pid)
         workspace = catalog.problems.get(pid)
         if workspace is None:
             drift.append(Drift(pin="problem", subject=pid, recorded="in the benchmark",
@@ -207,7 +203,7 @@ def plan(record: Record, submissions: Sequence[Path], catalog: Catalog, tools: b
             drift.append(Drift(pin="trusted_files", subject=pid, recorded=was, current=now))
     scoped = catalog.model_copy(update={"problems": {
         pid: w for pid, w in catalog.problems.items() if pid in problems}})
-    return Plan(record, inputs, scoped, options, tuple(drift), skip)
+    return Plan(record, inputs, scoped, options, tuple(dict.fromkeys(drift)), skip)
 
 
 def check(plan_: Plan, allow_drift: bool) -> None:
