@@ -3,8 +3,9 @@
 This module holds the group, the options and helpers every command shares; the commands live in
 ``scoring`` (run-eval, probe, the self-checks, test), ``authoring`` (start-problem,
 validate-submission, validate-catalog, prepare), ``catalog_commands`` (import-catalog,
-list-problems), ``results`` (merge, report) and ``publish`` (export-results, verify), which
-register themselves on :func:`main` when imported at the end of this module.
+list-problems), ``results`` (merge, report), ``publish`` (export-results, verify) and
+``replay``, which register themselves on :func:`main` when imported at the end of this
+module.
 """
 
 from __future__ import annotations
@@ -394,6 +395,6 @@ def _say_kept(run_dirs: set[Path], quiet: bool) -> None:
 # The commands register themselves on `main`; imported last because they use the above.
 # (`catalog_commands`, not `catalog`: a submodule named `catalog` would rebind this package's
 # `catalog`, the deferred lean_eval.catalog the helpers above use.)
-from lean_eval.cli import authoring, catalog_commands, publish, results, scoring  # noqa: E402
+from lean_eval.cli import authoring, catalog_commands, publish, replay, results, scoring  # noqa: E402
 
-__all__ = ["authoring", "catalog_commands", "main", "publish", "results", "scoring"]
+__all__ = ["authoring", "catalog_commands", "main", "publish", "replay", "results", "scoring"]

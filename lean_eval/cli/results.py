@@ -80,13 +80,25 @@ def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool, ve
 @click.option("--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write to FILE (atomically) instead of stdout.")
 def report_command(out_dir: Path, fmt: str, output: Path | None) -> None:
-    """Render the output directory OUT of `run-eval` or `merge` for people and CI systems.
+    """Render the output directory OUT of `run-eval`, `merge` or `replay` for people and CI
+    systems (a replay's: recorded and new verdict per pair, kernel disagreements, drift).
 
     Pairs no run scored are shown in every format; OUT is checked as `merge` checks a shard.
     """
     from typing import cast
 
+    from lean_eval import replay_report
+
     try:
+        if (out_dir / replay_report.REPLAY_FILE).is_file():  # a replay's --out: the replay
+            replayed = replay_report.load(out_dir)
+            if fmt == "table" and output is None:
+                replay_report.print_replay(replayed, Console())
+            elif output is None:
+                click.echo(replay_report.render(replayed, fmt), nl=False)
+            else:
+                report.write_text_atomic(output, replay_report.render(replayed, fmt))
+            sys.exit(0)
         run = report.load_run(out_dir)
         if fmt == "table" and output is None:
             report.print_summary(run.summary, Console())
