@@ -1,14 +1,17 @@
 """Read trusted Lean source as text: top-level declarations.
 
 This reads the benchmark's own files (statements, bridges, starters) for consistency checks.
-Comments (nested ``/- -/`` and ``--``) are skipped; string literals are not interpreted. Import
-headers are read by :mod:`lean_eval.header`, the same parser that checks submitted files.
+Comments (nested ``/- -/`` and ``--``, lexed by :mod:`lean_eval.header` as Lean does) are
+skipped; string literals are not interpreted. Import headers are read by :mod:`lean_eval.header`,
+the same parser that checks submitted files.
 """
 
 from __future__ import annotations
 
 import re
 from typing import NamedTuple
+
+from lean_eval.header import comment_end
 
 
 class Declaration(NamedTuple):
@@ -36,26 +39,20 @@ _SCOPE = re.compile(r"^(namespace|section|end)\b\s*([^\s]*)")
 
 
 def strip_comments(text: str) -> str:
-    """``text`` with every comment blanked out (newlines kept, so line numbers stay)."""
+    """``text`` with every comment blanked out (newlines kept, so line numbers stay).
+
+    Comments are lexed by :func:`lean_eval.header.comment_end`, as Lean reads them (doc comments
+    included); one that never ends runs to the end of the text.
+    """
     out: list[str] = []
     pos = 0
     while pos < len(text):
-        if text.startswith("--", pos):
-            end = text.find("\n", pos)
-            end = len(text) if end < 0 else end
-        elif text.startswith("/-", pos):
-            depth, end = 1, pos + 2
-            while end < len(text) and depth:
-                if text.startswith("/-", end):
-                    depth, end = depth + 1, end + 2
-                elif text.startswith("-/", end):
-                    depth, end = depth - 1, end + 2
-                else:
-                    end += 1
-        else:
+        if not text.startswith(("--", "/-"), pos):
             out.append(text[pos])
             pos += 1
             continue
+        end = comment_end(text, pos)
+        end = len(text) if end is None else end
         out.append("".join("\n" if ch == "\n" else " " for ch in text[pos:end]))
         pos = end
     return "".join(out)

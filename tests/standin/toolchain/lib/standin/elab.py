@@ -72,7 +72,11 @@ def strip_comments(text: str) -> str:
                     out.append(c)
                 i += 1
         elif text.startswith("/-", i):
-            depth, i = 1, i + 2
+            # Lean consumes the character after `/-` before scanning the body (for `/--` and
+            # `/-!` it is the doc marker), so `/-/- -/` is one comment, not two openings
+            if text[i + 2:i + 3] == "\n":
+                out.append("\n")
+            depth, i = 1, i + 3
         elif text.startswith("--", i):
             j = text.find("\n", i)
             i = n if j < 0 else j
