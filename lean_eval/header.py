@@ -80,10 +80,9 @@ class _Scanner:
                 self.pos += 1
             elif text.startswith("\r\n", self.pos):
                 self.pos += 2
-            elif text.startswith("--", self.pos):
-                self.pos = self._comment_end(self.pos)
-            elif text.startswith("/-", self.pos) and not text.startswith(_DOC_COMMENT,
-                                                                         self.pos):
+            elif text.startswith("--", self.pos) or (
+                    text.startswith("/-", self.pos)
+                    and not text.startswith(_DOC_COMMENT, self.pos)):  # a doc comment is a token
                 self.pos = self._comment_end(self.pos)
             elif c == "\t":
                 raise self.fail("a tab (Lean refuses tabs)")

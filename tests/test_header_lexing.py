@@ -99,17 +99,17 @@ def reference_tokens(text: str) -> Iterator[Token]:
         elif state == "open":  # `/-` seen: this character is consumed whatever it is
             doc = c in "-!"
             state, depth, mark = "block", 1, ""
-        else:  # block: a mark is a pair of characters, consumed together
-            if mark == "-" and c == "/":
-                depth, mark = depth - 1, ""
-                if depth == 0:
-                    state = "code"
-                    if doc:
-                        yield "doc", ""
-            elif mark == "/" and c == "-":
-                depth, mark = depth + 1, ""
-            else:
-                mark = c if c in "-/" else ""
+        # block: a mark is a pair of characters, consumed together
+        elif mark == "-" and c == "/":
+            depth, mark = depth - 1, ""
+            if depth == 0:
+                state = "code"
+                if doc:
+                    yield "doc", ""
+        elif mark == "/" and c == "-":
+            depth, mark = depth + 1, ""
+        else:
+            mark = c if c in "-/" else ""
     if state in ("open", "block"):
         yield "error", "an unterminated comment"
     elif state == "cr":

@@ -432,7 +432,8 @@ run(("/bin/sh", "-c", f"trap 'echo term > {flag}; exit 0' TERM; : > {ready}; sle
 def test_reaper_cleans_up_when_its_caller_is_killed(tmp_path: Path) -> None:
     """The caller is SIGKILLed mid-run: PR_SET_PDEATHSIG makes its reaper TERM the child."""
     flag, ready = tmp_path / "terminated", tmp_path / "ready"
-    wait_for_flag = f"i=0; while [ ! -s {flag} ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done"
+    wait_for_flag = (f"i=0; while [ ! -s {flag} ] && [ $i -lt 1200 ]; do sleep 0.05; "
+                     "i=$((i+1)); done")  # the reaper's TERM reaches the trap: an event
     out = run(
         ("/bin/sh", "-c", f'{PY} -I -c "$HARNESS" {REPO} {flag} {ready}; {wait_for_flag}'),
         env={"HARNESS": HARNESS_DIES},
