@@ -72,13 +72,15 @@ def test_summary_lists_pairs_in_input_order_whatever_finished_first(
 
 
 def _peekers(outside: Path) -> tuple[Path, Path]:
-    """Two correct proofs, live at the same time, each trying to read the other's workspace
-    (and the first one started tries again once the second is surely live)."""
+    """Two correct proofs, live at the same time, each trying to read the other's workspace:
+    each waits (up to 10 s, an event rather than a fixed delay) for the other's file to be
+    visible, reads it, and reads again a second later while the other is still live."""
     work = outside / "work"
     subs = []
     for me, other in (("alpha", "beta"), ("beta", "alpha")):
         target = f"{work}/lean-eval-run-*/{other}/{PROBLEM}/workspace/Submission.lean"
-        peek = f"sleep 1; cat {target}; sleep 1; cat {target}; sleep 1"
+        peek = (f"i=0; while [ $i -lt 100 ] && ! [ -e {target} ]; do sleep 0.1; i=$((i+1)); "
+                f"done; cat {target}; sleep 1; cat {target}; sleep 1")
         subs.append(make_submission(outside / "subs", me, {PROBLEM: {
             "Submission.lean": with_lines(PROBLEM, f"-- SECRET-{me.upper()}-MARK",
                                           sh_payload(peek))}}))
