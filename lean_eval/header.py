@@ -4,7 +4,7 @@ Lean's header is ``module``? ``prelude``? then imports, each
 ``public``? ``meta``? ``import`` ``all``? *name*, separated by whitespace and comments. The
 checker reads exactly that and stops at the first token that cannot continue the header (a
 declaration keyword, a doc comment ``/--`` or ``/-!``, punctuation); the rest of the file is
-not looked at. Invariants (tests/test_header.py):
+not looked at. Invariants (tests/test_header.py, tests/test_header_lexing.py):
 
 - Whitespace and comments are those of Lean's own tokenizer (``whitespace`` and
   ``finishCommentBlock`` in ``Lean.Parser.Basic``): spaces, newlines, ``\\r\\n``, ``--`` line
@@ -192,7 +192,7 @@ def parse_header(text: str) -> Header:
         elif word == "import" or (word in _MODIFIERS and _leads_to_import(scan, word, end)):
             imports.append(_import(scan))
         else:
-            _refuse_import_ahead(scan, word, end)
+            _refuse_import_ahead(scan, repr(word), end)
             break
         first = False
     return Header(module=module, prelude=prelude, imports=tuple(imports), end=scan.pos)
@@ -209,9 +209,10 @@ def _leads_to_import(scan: _Scanner, word: str, end: int) -> bool:
 def _refuse_import_ahead(scan: _Scanner, what: str, end: int) -> None:
     """Fail closed on a modifier the checker does not know (a `private import`, say).
 
-    The header ends at `what` (a word or a doc comment) only if no `import` follows within the
-    next few words or doc comments; else a newer Lean might read an import the checker would
-    never have looked at. A tab or an unterminated comment on the way is refused too.
+    The header ends at `what` (a quoted word or a doc comment) only if no `import` follows
+    within the next few words or doc comments; else a newer Lean might read an import the
+    checker would never have looked at. A tab or an unterminated comment on the way is refused
+    too.
     """
     position = end
     for _ in range(_LOOKAHEAD_WORDS):
@@ -226,8 +227,7 @@ def _refuse_import_ahead(scan: _Scanner, what: str, end: int) -> None:
         if found is None:
             return
         if found[0] == "import":
-            shown = what if what.startswith("a ") else repr(what)
-            raise scan.fail(f"{shown} before an import: a header the checker does not "
+            raise scan.fail(f"{what} before an import: a header the checker does not "
                             "understand")
         position = found[1]
 
