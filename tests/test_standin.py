@@ -1002,13 +1002,30 @@ def test_from_export(project: Project) -> None:
     assert "Building Solution" not in r.stdout
 
 
+def _argv_holds(token: str) -> bool:
+    """Whether a live (non-zombie) process carries ``token`` in its command line."""
+    return any(_live_with(entry, token.encode()) for entry in Path("/proc").iterdir()
+               if entry.name.isdigit())
+
+
+def _live_with(entry: Path, token: bytes) -> bool:
+    try:
+        if token not in (entry / "cmdline").read_bytes():
+            return False
+        stat = (entry / "stat").read_bytes()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2:][:1] != b"Z"
+
+
 def test_sigterm_ends_the_sandbox(project: Project) -> None:
     evidence = project.dir / ".lake" / "survivor"
+    token = f"survivor-{os.getpid()}-{time.monotonic_ns()}"  # in the background shell's argv
     project.write(
         "Submission.lean",
         SUBMISSION
         + (
-            "-- standin-io: (sleep 1; echo alive > .lake/survivor) &\n"
+            f"-- standin-io: (sleep 1; : {token}; echo alive > .lake/survivor) &\n"
             "-- standin-io: echo started; sleep 30\n"
         ),
     )
@@ -1026,9 +1043,15 @@ def test_sigterm_ends_the_sandbox(project: Project) -> None:
     for line in proc.stdout:
         if line.strip() == "started":
             break
+    assert _argv_holds(token)  # the background shell is live (so the wait below is not vacuous)
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=10) == 128 + signal.SIGTERM
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
     proc.stdout.close()
-    time.sleep(1.5)
+    # an event, not a fixed delay: the background shell ends with the sandbox, or (surviving)
+    # by writing the evidence; either way its argv leaves /proc
+    deadline = time.monotonic() + 60
+    while _argv_holds(token) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _argv_holds(token)
     assert not evidence.exists()
     assert project.traces()[0]["exit_code"] == 128 + signal.SIGTERM
