@@ -29,7 +29,11 @@ from lean_eval.report import (
     why_not_scored,
 )
 from lean_eval.report import detail as _detail
-from lean_eval.report_markdown import FAILING, SYMBOLS, matrix_cells, matrix_problems
+from lean_eval.report_markdown import FAILING, matrix_cells, matrix_problems
+
+# Plain symbols most text fonts have (markdown's emoji need an emoji font); colour says the rest
+SYMBOLS = {"solved": "\u2713", "rejected": "\u2717", "invalid": "\u2298", "unchanged": "=",
+           "error": "\u26a0", "not scored": "?", "not submitted": "\u00b7"}
 
 CSS = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #1f2328; }
