@@ -120,7 +120,7 @@ def test_markdown_has_a_matrix_and_pairs_and_escapes_names(tmp_path: Path) -> No
     text = report_markdown.render_markdown(report.load_run(out))
     assert "| submission | double\\_def | multi\\_hole | two\\_plus\\_two | solved |" in text
     assert "| good | ❌ | · | ✅ | 1/2 |" in text
-    assert "| bad | ➖ | ⚠️ | 🚫 | 0/3 |" in text
+    assert "| bad | ➖ | ⚠️ | 🚫 | 0/3 |" in text  # noqa: RUF001 - the unchanged symbol
     assert r"pipe\|star\*\_\[b\]" in text  # a message cannot add a column or markup
     assert "| good | two\\_plus\\_two | accepted |  | 0.7 s |" in text
     assert "statement\\_mismatch: x differs" in text
@@ -216,7 +216,8 @@ def test_verdict_line_reads_like_a_sentence() -> None:
     ok = make_verdict("good", "two_plus_two", "accepted", "completed", "accepted", "")
     assert report_console.verdict_line(ok) == "good/two_plus_two  accepted  0.7 s"
     bad = make_verdict("good", "double_def", "rejected", "completed", "statement_mismatch", "")
-    assert report_console.verdict_line(bad) == "good/double_def  rejected  statement_mismatch  0.7 s"
+    assert report_console.verdict_line(bad) == \
+        "good/double_def  rejected  statement_mismatch  0.7 s"
     same = make_verdict("s", "p", "unchanged", "not_run", "unchanged", "")
     assert report_console.verdict_line(same) == "s/p  unchanged"
     slow = make_verdict("s", "p", "error", "timed_out", "timeout", "")

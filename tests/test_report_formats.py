@@ -20,6 +20,7 @@ from test_report import PAIRS, build
 
 from lean_eval import report, report_markdown
 from lean_eval.cli import main
+from lean_eval.cli.results import FAIL_ON_KINDS
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "submissions"
 HINT = "put each proof in <problem>/Submission.lean, e.g. two_plus_two/ <b>|*x*|</b> =1+1"
@@ -149,6 +150,9 @@ def test_fail_on_refuses_an_unknown_kind_naming_the_choices(tmp_path: Path) -> N
     code, text = invoke("report", str(build(tmp_path / "o")), "--fail-on", "rejected,oops")
     assert code == 2
     assert "'oops'" in text and "rejected, invalid, unchanged, error" in text
+    # --help spells the kinds without importing the report module: the same list
+    assert ", ".join(k for k in report.FAIL_ON if k in report.TALLY.values()) == FAIL_ON_KINDS
+    assert set(report.FAIL_ON.values()) == set(report.TALLY.values()) - {"solved"}
 
 
 def test_run_eval_fail_on_rejected_on_the_example_batch(run_eval, outside: Path) -> None:

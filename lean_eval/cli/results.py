@@ -51,7 +51,7 @@ def fail_on_option(command: _F) -> _F:
         "--fail-on", "fail_on", type=FailOn(), default="", show_default=False,
         help=f"Exit 1 when any pair's verdict is one of these ({FAIL_ON_KINDS}; comma-"
              "separated; verdict names such as invalid_submission too); a submission rejected "
-             "as a whole counts as invalid. Default: none (the exit code ignores verdicts).",
+             "as a whole counts as invalid. Default: none; the usual exit codes apply.",
     )(command)
 
 
