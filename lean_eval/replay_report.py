@@ -23,7 +23,8 @@ from rich.table import Table
 from rich.text import Text
 
 from lean_eval.errors import UsageError
-from lean_eval.report import STEP_SUMMARY_BUDGET, md, printable
+from lean_eval.report import printable
+from lean_eval.report_markdown import STEP_SUMMARY_BUDGET, md
 from lean_eval.verdict import Checker, Execution, Outcome, Reason
 
 REPLAY_FILE = "replay.json"

@@ -42,11 +42,11 @@ from lean_eval.cli import (
     main,
     parse_shard,
     progress,
-    report,
     selection_options,
     selfcheck,
     tool_options,
 )
+from lean_eval.cli.results import fail_on_option, failing_exit
 from lean_eval.errors import LeanEvalError, SetupError, UsageError
 
 
@@ -91,6 +91,7 @@ from lean_eval.errors import LeanEvalError, SetupError, UsageError
               help="Ed25519 private key in PEM (openssl genpkey -algorithm ed25519): write a "
                    "signed in-toto envelope <problem>.intoto.json beside every verdict.")
 @selection_options
+@fail_on_option
 @common_options
 def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, ...],
              timeout: float, work_dir: Path | None, keep_work: bool, skip_probes: bool,
@@ -99,7 +100,8 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
              max_written_file_bytes: int, jobs: int | None, memory_limit: int,
              max_processes: int, rescore: bool, shard_text: str | None,
              private: tuple[Path, ...], sign_key: Path | None, set_name: str | None,
-             statuses: tuple[str, ...], tags: tuple[str, ...], benchmark: Path | None,
+             statuses: tuple[str, ...], tags: tuple[str, ...], fail_on: frozenset[str],
+             benchmark: Path | None,
              toolchain: Path | None,
              bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
              quiet: bool) -> None:
@@ -154,8 +156,10 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     if as_json:
         click.echo(summary.model_dump_json(indent=2))
     elif not quiet:
-        report.print_summary(summary, Console())
-    sys.exit(summary.exit_code)
+        from lean_eval import report_console
+
+        report_console.print_summary(summary, Console())
+    sys.exit(failing_exit(summary, fail_on, summary.exit_code))
 
 
 def _record_refusal(out_dir: Path, cat: catalog.Catalog, tools: batch.Tools,
@@ -223,7 +227,9 @@ def _selfcheck_command(name: str, check_name: str, summary: str) -> Any:
             click.echo(documents.selfcheck_report(name, result).model_dump_json(indent=2))
         elif not quiet or not result.ok:  # a failed check is an error: shown even under -q
             console = Console(stderr=quiet)
-            report.print_selfcheck(name, result, console)
+            from lean_eval import report_console
+
+            report_console.print_selfcheck(name, result, console)
             if verbose:
                 console.print(f"toolchain {tools.toolchain.root}, bwrap {tools.bwrap.path} "
                               f"{tools.bwrap.version}", highlight=False)
