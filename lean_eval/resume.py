@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import NamedTuple
 
-from lean_eval import __version__, driver, intake, pair, resources
+from lean_eval import __version__, disk, driver, intake, pair, resources
 from lean_eval.bubblewrap import BwrapInfo
 from lean_eval.catalog import Catalog, ProblemWorkspace
 from lean_eval.shard import Shard
@@ -55,6 +55,11 @@ class RunOptions(NamedTuple):
     scoring_root: Path | None = None
     private: tuple[Path, ...] = ()  # --private DIR: also hidden from every sandbox
     private_defaults: bool = True  # also hide the parents of the inputs and of --out
+    disk_limit: int | None = disk.DEFAULT_DISK_BYTES  # blocks of one pair's trees; None: off
+    disk_files: int | None = disk.DEFAULT_DISK_FILES  # entries of one pair's trees; None: off
+    # Free space kept on the scoring and output filesystems; None: off. Not in the resume key:
+    # it decides when a pair starts and whether a failure is the host's, never a judgement.
+    disk_reserve: int | None = disk.DEFAULT_DISK_RESERVE
 
 
 class Tools(NamedTuple):
@@ -103,6 +108,8 @@ def verdict_options(options: RunOptions, preflight: Preflight) -> dict[str, obje
         "memory_limit": options.memory_limit,
         "max_processes": options.max_processes,
         "skip_probes": preflight.skipped,
+        "disk_limit": options.disk_limit,
+        "disk_files": options.disk_files,
     }
 
 

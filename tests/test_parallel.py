@@ -111,8 +111,7 @@ def test_admission_waits_while_memory_is_below_the_limit(
     original = progress.Display.update
 
     def update(self: progress.Display, event: batch.Progress) -> None:
-        if event.verdict is not None:  # a pair finished: how many others were still running
-            seen.append(event.running)
+        seen.append(event.running)  # pairs holding a slot (processes alive) at each event
         original(self, event)
 
     monkeypatch.setattr(progress.Display, "update", update)
@@ -120,7 +119,7 @@ def test_admission_waits_while_memory_is_below_the_limit(
     monkeypatch.setattr(batch, "mem_available", lambda: 100 << 20)  # below --memory-limit
     low = run_eval(*subs, out=outside / "low", extra=("--jobs", "3", "--memory-limit", "1G"))
     assert low.code == 0, low.result.output
-    assert seen == [0, 0, 0]  # one pair at a time: none other running when one finished
+    assert max(seen) == 1  # one pair at a time: never two with processes alive
     assert [p["submission"] for p in low.summary()["pairs"]] == ["m0", "m1", "m2"]
     seen.clear()
     monkeypatch.setattr(batch, "mem_available", lambda: 64 << 30)

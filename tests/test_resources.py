@@ -258,8 +258,9 @@ def test_a_hog_and_a_storm_end_resource_exhausted_beside_an_accepted_pair(
     assert (run.out / "summary.json").is_file(), output
     good = run.verdict("good", P)
     assert good["verdict"] == "accepted", run.log("good", P)
-    assert good["limits"] == {"memory_bytes": 384 << 20, "max_processes": 64,
-                              "mechanism": expected, "exceeded": None}
+    limits = good["limits"]
+    assert {k: limits[k] for k in ("memory_bytes", "max_processes", "mechanism", "exceeded")} == {
+        "memory_bytes": 384 << 20, "max_processes": 64, "mechanism": expected, "exceeded": None}
     for name, which in (("hog", "memory"), ("storm", "processes")):
         v = run.verdict(name, P)
         assert (v["verdict"], v["execution"]) == ("error", "resource_exhausted"), (
