@@ -371,7 +371,9 @@ def run_workspace(workspace: Path, state: Path, config: ComparatorConfig,
                                   settings.disk_files, (str(workspace), str(state)))
     outcome = process.run(argv, env=env, cwd=workspace, timeout=settings.timeout,
                           output_cap=settings.output_cap,
-                          rlimits=pair_rlimits(settings.max_file_bytes), limits=limits)
+                          rlimits=pair_rlimits(min(settings.max_file_bytes,
+                                                   settings.disk_bytes or (1 << 62))),
+                          limits=limits)
     tail = write_log(log_path, argv, outcome)
     return DriverResult(classify(outcome, config, settings.timeout), outcome, tail,
                         phase_seconds(outcome, config),
