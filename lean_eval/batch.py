@@ -230,7 +230,7 @@ class _Run:
         try:
             if note is not None:
                 verdict = resume.error_verdict(item.plan, self.ctx.problems[item.pid],
-                                               self.ctx.ident, note, item.key)
+                                               self.ctx.ident, note, item.key, self.ctx.limits)
                 write_model(self.verdict_path(item), verdict)
             else:
                 base = sub or item.plan

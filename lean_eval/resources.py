@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from lean_eval import disk
+from lean_eval import memory as memory_of
 from lean_eval.errors import ProcessStartError
 
 DEFAULT_MEMORY_LIMIT = 8 << 30
@@ -52,8 +53,6 @@ DEFAULT_MAX_PROCESSES = 512
 MECHANISMS = ("auto", "cgroup_v2", "watchdog")
 WATCHDOG_INTERVAL = 0.1
 DISK_INTERVAL = WATCHDOG_INTERVAL
-PRIVATE_TMPFS = ("dev", "dev/shm", "tmp", "run", "var")  # tmpfs mounts of Lake's sandbox steps
-_PAGE = os.sysconf("SC_PAGE_SIZE")
 _CONTROLLERS = ("memory", "pids")
 _REMOVE_WAIT = 5.0
 
@@ -157,78 +156,6 @@ def _tree(root: int) -> dict[int, int]:
 _WALKABLE = os.path.exists(f"/proc/self/task/{threading.get_native_id()}/children")
 
 
-def process_memory(pid: int) -> int:
-    """Bytes of ``pid``'s anonymous and shared-memory pages, proportionally to its sharers
-    (``Pss_Anon + Pss_Shmem``); kernels before 5.x lack those fields: ``Pss`` less ``Pss_File``
-    where given, else all of ``Pss``. 0 for a process that is gone."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
-            text = f.read()
-    except OSError:
-        return _statm_private(pid)
-    kb: dict[bytes, int] = {}
-    for line in text.splitlines()[1:]:
-        name, _, rest = line.partition(b":")
-        with contextlib.suppress(ValueError, IndexError):
-            kb[name] = int(rest.split()[0])
-    if b"Pss_Anon" in kb:
-        return (kb[b"Pss_Anon"] + kb.get(b"Pss_Shmem", 0)) * 1024
-    return max(0, kb.get(b"Pss", 0) - kb.get(b"Pss_File", 0)) * 1024
-
-
-def _statm_private(pid: int) -> int:
-    """The old measure (resident minus shared), only where smaps_rollup cannot be read."""
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        with open(f"/proc/{pid}/statm", "rb") as f:
-            fields = f.read().split()
-        return max(0, int(fields[1]) - int(fields[2])) * _PAGE
-    return 0
-
-
-_OWN_MNT = os.readlink("/proc/self/ns/mnt") if os.path.exists("/proc/self/ns/mnt") else ""
-
-
-def private_tmpfs(pids: list[int]) -> int:
-    """Bytes the tmpfs mounts of the tree's own mount namespaces hold (each mount once), see the
-    module invariants; a namespace that cannot be inspected counts nothing."""
-    namespaces: dict[str, int] = {}
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            namespace = os.readlink(f"/proc/{pid}/ns/mnt")
-            if namespace != _OWN_MNT:
-                namespaces.setdefault(namespace, pid)
-    used, seen = 0, set()
-    for pid in namespaces.values():
-        for point in _tmpfs_points(pid):
-            path = f"/proc/{pid}/root/{point}"
-            with contextlib.suppress(OSError):
-                dev = os.stat(path).st_dev
-                if dev in seen:
-                    continue
-                seen.add(dev)
-                st = os.statvfs(path)
-                used += (st.f_blocks - st.f_bfree) * st.f_frsize
-    return used
-
-
-def _tmpfs_points(pid: int) -> list[str]:
-    """Which of PRIVATE_TMPFS are tmpfs mount points in ``pid``'s mount namespace."""
-    try:
-        with open(f"/proc/{pid}/mountinfo", "rb") as f:
-            lines = f.read().decode("utf-8", "replace").splitlines()
-    except OSError:
-        return []
-    found = []
-    for line in lines:
-        left, _, right = line.partition(" - ")
-        fields = left.split()
-        if len(fields) > 4 and right.split()[:1] == ["tmpfs"]:
-            point = fields[4].lstrip("/")
-            if point in PRIVATE_TMPFS:
-                found.append(point)
-    return found
-
-
 def tree_usage(root: int) -> tuple[int, int, list[int]]:
     """(memory bytes as the module invariants count it, tasks, pids) of the tree below ``root``."""
     if _WALKABLE:
@@ -237,7 +164,7 @@ def tree_usage(root: int) -> tuple[int, int, list[int]]:
         table = process_table()
         threads = {pid: table[pid][1] for pid in descendants(root, table)}
     pids = list(threads)
-    memory = sum(process_memory(pid) for pid in pids) + private_tmpfs(pids)
+    memory = sum(map(memory_of.process_memory, pids)) + memory_of.private_tmpfs(pids)
     return memory, sum(threads.values()), pids
 
 

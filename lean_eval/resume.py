@@ -26,6 +26,7 @@ from lean_eval.verdict import (
     Preflight,
     ProblemRef,
     Reason,
+    ResourceLimits,
     SubmissionRef,
     Timings,
     Verdict,
@@ -154,7 +155,7 @@ def hint_of(plan: intake.Intake) -> str | None:
 
 
 def error_verdict(sub: intake.Intake, problem: ProblemWorkspace, ident: Identity,
-                  message: str, key: str) -> Verdict:
+                  message: str, key: str, limits: ResourceLimits | None = None) -> Verdict:
     """A pair the harness could not score: ``error`` (re-run by the next run on this --out)."""
     return Verdict(
         submission=SubmissionRef(id=sub.submission_id, digest=sub.digest, source=sub.source),
@@ -162,4 +163,4 @@ def error_verdict(sub: intake.Intake, problem: ProblemWorkspace, ident: Identity
                            statement_revision=problem.problem.statement_revision),
         verdict="error", execution="not_run", reason=Reason(code="harness_error", message=message),
         timings=Timings(wall_seconds=0.0), identity=ident, trusted_files=problem.digests,
-        resume_key=key)
+        resume_key=key, limits=limits)

@@ -25,7 +25,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_process import _marker, _processes_with
 
-from lean_eval import process, resources
+from lean_eval import memory, process, resources
 from lean_eval.errors import ProcessStartError
 from lean_eval.resources import PairLimits
 
@@ -339,8 +339,8 @@ def test_shared_pages_a_process_touches_are_counted_and_were_invisible_before(
                           env=ENV) as holder:
         try:
             assert holder.stdout is not None and holder.stdout.readline() == b"ready\n"
-            assert resources.process_memory(holder.pid) >= size
-            assert resources._statm_private(holder.pid) < size // 4  # what the old one saw
+            assert memory.process_memory(holder.pid) >= size
+            assert memory.statm_private(holder.pid) < size // 4  # what the old one saw
         finally:
             holder.kill()
 
