@@ -364,6 +364,8 @@ class _Scheduler:
         self.loaded: dict[str, tuple[intake.Intake | None, str | None]] = {}
         self.running = 0  # pairs holding a -j slot: admitted, processes not yet gone
         self.removing: set[int] = set()  # pairs released from their slot, tree being removed
+        self.retry: list[tuple[Planned, Verdict]] = []  # ended disk_short: to score again alone
+        self.retried: set[int] = set()
 
     def record(self, item: Planned, verdict: Verdict) -> None:
         self.results[item.order] = PairSummary(
@@ -384,15 +386,23 @@ class _Scheduler:
             self.removing.discard(done.item.order)
         else:
             self.running -= 1
-        self.remaining[done.item.sid] -= 1
-        if self.remaining[done.item.sid] == 0:
-            self.loaded.pop(done.item.sid, None)  # its last pair ended: drop the bytes
         stop = self.run.stop
         if done.fault is not None and stop.fault is None:
             stop.fault = done.fault
             stop.event.set()
-        if done.verdict is not None:
-            self.record(done.item, done.verdict)
+        if (done.verdict is not None and done.verdict.reason.code == pair.DISK_SHORT
+                and done.item.order not in self.retried and not stop.event.is_set()):
+            self.retry.append((done.item, done.verdict))  # once more, alone, at the end
+            return
+        self.settle(done.item, done.verdict)
+
+    def settle(self, item: Planned, verdict: Verdict | None) -> None:
+        """The pair's last word in this run: record its verdict, drop bytes no pair needs."""
+        self.remaining[item.sid] -= 1
+        if self.remaining[item.sid] == 0:
+            self.loaded.pop(item.sid, None)  # its last pair ended: drop the bytes
+        if verdict is not None:
+            self.record(item, verdict)
 
     def drain(self, block: bool) -> None:
         try:
@@ -439,7 +449,15 @@ class _Scheduler:
                     continue
             self.admit(item)
         last_kill = time.monotonic()
-        while self.running > 0 or self.removing:
+        while self.running > 0 or self.removing or self.retry:
+            if self.retry and not (self.running or self.removing):
+                item, first = self.retry.pop(0)
+                self.retried.add(item.order)
+                if run.stop.event.is_set():  # no second try: the first verdict stands
+                    self.settle(item, first)
+                else:  # nothing else in flight: the filesystem is this pair's alone
+                    self.admit(item)
+                continue
             self.drain(True)
             if run.stop.signum is not None and time.monotonic() - last_kill > 1:
                 terminate_children()  # a pair admitted just before the signal started since

@@ -58,6 +58,7 @@ from lean_eval.verdict import (
 )
 
 MESSAGE_CAP = 2000
+DISK_SHORT = "disk_short"  # reason of a failure while a filesystem was short of space
 
 
 class PairJob(NamedTuple):
@@ -142,7 +143,7 @@ def _short_of_space(verdict: Verdict) -> Verdict:
     update: dict[str, object] = {"limits": limits}
     if verdict.verdict == "rejected" or (verdict.verdict == "accepted" and verdict.cleanup):
         update |= {"verdict": "error", "execution": "harness_error", "reason": Reason(
-            code="disk_short",
+            code=DISK_SHORT,
             message=(f"a scoring or output filesystem was short of space while the pair ran, "
                      f"so its {verdict.verdict} ({verdict.reason.code}) may be the host's; the "
                      f"next run scores it again: {verdict.reason.message}")[:MESSAGE_CAP])}

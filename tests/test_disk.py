@@ -123,7 +123,8 @@ def test_a_failure_while_short_of_space_is_error_and_an_acceptance_stays() -> No
 def test_admission_waits_for_the_reserve_and_the_verdict_says_what_a_pair_started_with(
         run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Free space below --disk-reserve: pairs run one at a time (the one alone starts anyway
-    and records it); a wrong proof that failed meanwhile is error, the correct one accepted."""
+    and records it); a wrong proof that failed meanwhile is error (after one more try alone at
+    the end of the run), the correct ones accepted."""
     seen: list[int] = []
     original = batch._Scheduler.tell
 
@@ -133,6 +134,14 @@ def test_admission_waits_for_the_reserve_and_the_verdict_says_what_a_pair_starte
 
     monkeypatch.setattr(batch._Scheduler, "tell", tell)
     monkeypatch.setattr(disk, "room", lambda path: disk.Room(5 * MIB, 10_000))
+    scored: list[str] = []
+    run_pair = pair.run_pair
+
+    def counting(job: pair.PairJob, ctx: pair.RunContext) -> Verdict:
+        scored.append(job.sub.submission_id)
+        return run_pair(job, ctx)
+
+    monkeypatch.setattr(pair, "run_pair", counting)
     subs = outside / "subs"
     make_submission(subs, "good", {P: {"Submission.lean": correct(P)}})
     make_submission(subs, "also", {P: {"Submission.lean": correct(P)}})
@@ -150,6 +159,8 @@ def test_admission_waits_for_the_reserve_and_the_verdict_says_what_a_pair_starte
         assert v["limits"]["disk_reserve_bytes"] == 64 * MIB
     wrong = run.verdict("wrong", P)
     assert (wrong["verdict"], wrong["reason"]["code"]) == ("error", "disk_short"), wrong
+    assert scored == ["good", "also", "wrong", "wrong"]  # scored once more, alone, at the end
+    assert [p["submission"] for p in run.summary()["pairs"]] == ["good", "also", "wrong"]
     assert run.code == 1
 
 
@@ -273,7 +284,8 @@ def test_a_build_filling_a_small_work_dir_costs_no_correct_pair_its_score(
         again = run_eval(*subs, extra=extra)
         assert "Traceback" not in again.result.output
         for name in errors:
-            assert again.verdict(name, P)["verdict"] == "accepted", again.verdict(name, P)
+            v = again.verdict(name, P)
+            assert v["verdict"] == "accepted", (v["reason"], v["limits"], v.get("last_phase"))
     no_survivor(outside)
 
 
