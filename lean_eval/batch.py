@@ -15,6 +15,11 @@ Invariants (design §5.5):
   parent-death signal of its reaper is tied to that thread). Its ``-j`` slot is freed as soon
   as its processes are gone; the same thread then removes its tree (at most ``--disk-files``
   entries, which the disk watchdog enforces) and writes its verdict, while admission goes on.
+  A full ``--out`` is known only then, so the pair admitted into that slot still runs; nothing
+  is admitted after the fault is known.
+- A pair whose verdict is ``disk_short`` (lean_eval.pair) is scored once more after every other
+  pair, with nothing else in flight, so a filesystem filled by a concurrent pair cannot fail it
+  twice; the second verdict stands, whatever it is. Interrupted first, the first one stands.
 - A submission's bytes are read again when its first pair is admitted, must match the planned
   digest (else its pairs are ``error``), and are dropped when its last pair ends.
 - A verdict on disk whose ``resume_key`` equals the pair's key and which is not ``error`` is
