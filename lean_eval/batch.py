@@ -17,9 +17,11 @@ Invariants (design §5.5):
   entries, which the disk watchdog enforces) and writes its verdict, while admission goes on.
   A full ``--out`` is known only then, so the pair admitted into that slot still runs; nothing
   is admitted after the fault is known.
-- A pair whose verdict is ``disk_short`` (lean_eval.pair) is scored once more after every other
-  pair, with nothing else in flight, so a filesystem filled by a concurrent pair cannot fail it
-  twice; the second verdict stands, whatever it is. Interrupted first, the first one stands.
+- A pair that ended ``error`` after running while a filesystem was short of space
+  (``pair.worth_another_try``: ``disk_short``, ``challenge_failed``, ``harness_error``..., not
+  its own limit or deadline) is scored once more after every other pair, with nothing else in
+  flight, so a filesystem filled by a concurrent pair cannot fail it twice; the second verdict
+  stands, whatever it is. Interrupted first, the first one stands.
 - A submission's bytes are read again when its first pair is admitted, must match the planned
   digest (else its pairs are ``error``), and are dropped when its last pair ends.
 - A verdict on disk whose ``resume_key`` equals the pair's key and which is not ``error`` is
@@ -395,7 +397,7 @@ class _Scheduler:
         if done.fault is not None and stop.fault is None:
             stop.fault = done.fault
             stop.event.set()
-        if (done.verdict is not None and done.verdict.reason.code == pair.DISK_SHORT
+        if (done.verdict is not None and pair.worth_another_try(done.verdict)
                 and done.item.order not in self.retried and not stop.event.is_set()):
             self.retry.append((done.item, done.verdict))  # once more, alone, at the end
             return

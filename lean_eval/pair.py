@@ -27,7 +27,9 @@ Invariants (design §6.10, §6.13):
   harness's own ``statvfs`` samples) and was then ``rejected``, or ``accepted`` but left files
   its cleanup could not remove, is ``error`` (``harness_error``, reason ``disk_short``): the
   failure may be the host's, so the next run scores it again. Its ``limits`` say so
-  (``short_of_space``), whatever its verdict.
+  (``short_of_space``), whatever its verdict; ``worth_another_try`` says which of them the
+  batch scores once more with nothing else in flight (any such ``error`` but the pair's own
+  limit or deadline).
 - ``unchanged`` only when every submitted file equals the starter of its path and nothing else
   was submitted; otherwise the starters are replaced path by path (design §4.2).
 """
@@ -148,6 +150,14 @@ def _short_of_space(verdict: Verdict) -> Verdict:
                      f"so its {verdict.verdict} ({verdict.reason.code}) may be the host's; the "
                      f"next run scores it again: {verdict.reason.message}")[:MESSAGE_CAP])}
     return verdict.model_copy(update=update)
+
+
+def worth_another_try(verdict: Verdict) -> bool:
+    """Whether the batch should score this pair once more, alone: it ended ``error`` after
+    running while a filesystem was short of space, and not by its own limit or deadline."""
+    return (verdict.verdict == "error" and verdict.limits is not None
+            and verdict.limits.short_of_space
+            and verdict.execution not in ("resource_exhausted", "timed_out"))
 
 
 def is_unchanged(entry: intake.ProblemEntry, starter: Mapping[str, bytes]) -> bool:

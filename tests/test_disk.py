@@ -290,8 +290,11 @@ def test_a_build_filling_a_small_work_dir_costs_no_correct_pair_its_score(
 
 
 def test_without_the_budget_and_the_reserve_a_correct_pair_is_not_accepted(
-        run_eval: RunEval, outside: Path, small_fs: Path) -> None:
-    """Negative control of the test above: the filler holds the disk full beside them."""
+        run_eval: RunEval, outside: Path, small_fs: Path, monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    """Negative control of the test above: without the budget, the reserve and the second try
+    alone, the filler holds the disk full beside them."""
+    monkeypatch.setattr(pair, "worth_another_try", lambda verdict: False)
     subs = _batch(outside / "subs")
     run = run_eval(*subs, extra=("-j", "2", "--work-dir", str(small_fs / "work"),
                                  "--disk-limit", "0", "--disk-files", "0",
