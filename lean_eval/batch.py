@@ -5,9 +5,23 @@ Invariants (design §5.5):
   paths, a locked ``--out``) is checked before the first pair is scored, so exit 2 always means
   nothing was scored. Planning keeps no submission bytes (``Intake.without_data``).
 - Admission is FIFO in input order (submissions as given, problems by id): no pair overtakes an
-  earlier one, and a pair waiting for memory holds back those behind it. Each pair runs in its
-  own thread, which lives until the pair's process tree is reaped (the parent-death signal of
-  its reaper is tied to that thread).
+  earlier one, and a pair waiting for memory or disk holds back those behind it. A pair waits
+  while ``jobs`` pairs run; while another pair runs and ``MemAvailable`` is below
+  ``--memory-limit``; and while another pair runs or is being removed and the scoring or the
+  output filesystem has less free space than ``--disk-reserve``. With nothing else in flight
+  it starts at once (waiting could not free anything), and its verdict's ``limits`` record
+  what it started with (``started_below_memory``, ``started_below_reserve``).
+- Each pair runs in its own thread, which lives until the pair's process tree is reaped (the
+  parent-death signal of its reaper is tied to that thread). Its ``-j`` slot is freed as soon
+  as its processes are gone; the same thread then removes its tree (at most ``--disk-files``
+  entries, which the disk watchdog enforces) and writes its verdict, while admission goes on.
+  A full ``--out`` is known only then, so the pair admitted into that slot still runs; nothing
+  is admitted after the fault is known.
+- A pair that ended ``error`` after running while a filesystem was short of space
+  (``pair.worth_another_try``: ``disk_short``, ``challenge_failed``, ``harness_error``..., not
+  its own limit or deadline) is scored once more after every other pair, with nothing else in
+  flight, so a filesystem filled by a concurrent pair cannot fail it twice; the second verdict
+  stands, whatever it is. Interrupted first, the first one stands.
 - A submission's bytes are read again when its first pair is admitted, must match the planned
   digest (else its pairs are ``error``), and are dropped when its last pair ends.
 - A verdict on disk whose ``resume_key`` equals the pair's key and which is not ``error`` is
@@ -29,7 +43,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import NamedTuple
 
-from lean_eval import driver, intake, lock, pair, resume, sandbox, workspace
+from lean_eval import disk, driver, intake, lock, pair, resume, sandbox, workspace
 from lean_eval.catalog import Catalog
 from lean_eval.errors import OutputError, UsageError
 from lean_eval.interrupt import Stop, signals, terminate_children
@@ -42,6 +56,7 @@ from lean_eval.verdict import (
     Mounts,
     PairSummary,
     Preflight,
+    ResourceLimits,
     ShardInfo,
     SubmissionSummary,
     Summary,
@@ -137,6 +152,12 @@ class _Done(NamedTuple):
     fault: str | None  # the output directory could not be written
 
 
+class _Released(NamedTuple):
+    """The pair's processes are gone; its tree is being removed."""
+
+    item: Planned
+
+
 class _Run:
     """State of one run shared by the admission loop and its workers."""
 
@@ -146,11 +167,30 @@ class _Run:
         self.catalog, self.options, self.out_dir = catalog, options, out_dir
         self.problem_ids = frozenset(catalog.problems)
         self.ctx = self._context(inputs, tools, caller_env, root, ident, preflight)
-        self.done: queue.SimpleQueue[_Done] = queue.SimpleQueue()
+        self.done: queue.SimpleQueue[_Done | _Released] = queue.SimpleQueue()
         self.stop = stop
         self.jobs = options.jobs or default_jobs(options.memory_limit)
         self.reused = 0
         self.signed_options = resume.verdict_options(options, preflight)  # what envelopes attest
+        self.filesystems = disk.distinct_filesystems((str(root), str(out_dir)))
+
+    def room_ok(self) -> bool:
+        """Whether every scoring and output filesystem has at least --disk-reserve free."""
+        reserve = self.options.disk_reserve
+        return not reserve or all((r := disk.room(p)) is None or r.bytes >= reserve
+                                  for p in self.filesystems)
+
+    def admission(self) -> dict[str, object]:
+        """What a pair starts with, for its verdict's ``limits`` (measured now)."""
+        available = mem_available()
+        rooms = [r.bytes for p in self.filesystems if (r := disk.room(p)) is not None]
+        free = min(rooms) if rooms else None
+        reserve = self.options.disk_reserve
+        return {"memory_available_at_start": available,
+                "started_below_memory": available is not None
+                and available < self.options.memory_limit,
+                "disk_free_at_start": free,
+                "started_below_reserve": bool(reserve and free is not None and free < reserve)}
 
     def _context(self, inputs: Sequence[Path], tools: Tools, caller_env: Mapping[str, str],
                  root: Path, ident: Identity, preflight: Preflight) -> pair.RunContext:
@@ -174,30 +214,41 @@ class _Run:
             ro_binds=ro_binds, masks=masks.masks, file_masks=masks.file_masks,
             reexposed=masks.reexposed, max_file_bytes=options.max_written_file_bytes,
             memory_limit=options.memory_limit, max_processes=options.max_processes,
-            paranoid=options.paranoid)
+            paranoid=options.paranoid,
+            disk_bytes=options.disk_limit, disk_files=options.disk_files,
+            disk_reserve=options.disk_reserve)
         mounts = Mounts(masks=masks.masks, file_masks=masks.file_masks,
                         reexposed=masks.reexposed, ro_binds=ro_binds, notes=masks.notes)
+        limits = ResourceLimits(memory_bytes=options.memory_limit,
+                                max_processes=options.max_processes, mechanism="none",
+                                disk_bytes=options.disk_limit, disk_files=options.disk_files,
+                                disk_reserve_bytes=options.disk_reserve)
+        space = disk.SpaceWatch((str(root), str(self.out_dir)), options.disk_reserve or 0)
         return pair.RunContext(problems=catalog.problems, settings=settings, ident=ident,
                                scoring_root=root, out_dir=self.out_dir, shared_packages=shared,
                                mounts=mounts, probes_skipped=preflight.skipped,
-                               keep_work=options.keep_work)
+                               keep_work=options.keep_work, space=space, limits=limits)
 
     def verdict_path(self, item: Planned) -> Path:
         return pair.verdict_path(self.out_dir, item.sid, item.pid)
 
-    def score(self, item: Planned, sub: intake.Intake | None, note: str | None) -> None:
+    def score(self, item: Planned, sub: intake.Intake | None, note: str | None,
+              admitted: Mapping[str, object]) -> None:
         """Worker thread: score one pair, write its verdict, report to the admission loop."""
         verdict: Verdict | None = None
         fault: str | None = None
         try:
             if note is not None:
                 verdict = resume.error_verdict(item.plan, self.ctx.problems[item.pid],
-                                               self.ctx.ident, note, item.key)
+                                               self.ctx.ident, note, item.key, self.ctx.limits)
                 write_model(self.verdict_path(item), verdict)
             else:
                 base = sub or item.plan
                 entry = next((e for e in base.problems if e.problem_id == item.pid), None)
-                verdict = pair.run_pair(pair.PairJob(base, item.pid, entry, item.key), self.ctx)
+                job = pair.PairJob(base, item.pid, entry, item.key,
+                                   released=lambda: self.done.put(_Released(item)),
+                                   admitted=admitted)
+                verdict = pair.run_pair(job, self.ctx)
         except (OutputError, OSError) as exc:  # nothing further could be recorded
             fault = str(exc)
         if self.stop.signum is not None and verdict is not None and note is None:
@@ -269,7 +320,11 @@ def _run(inputs: Sequence[Path], ids: Sequence[tuple[str, Path]], catalog: Catal
     try:
         run = _Run(inputs, catalog, tools, options, caller_env, out_dir, run_dir.path,
                    ident, preflight, stop)
-        results = _Scheduler(run, items, on_verdict, on_progress).schedule()
+        try:
+            results = _Scheduler(run, items, on_verdict, on_progress).schedule()
+        finally:
+            if run.ctx.space is not None:
+                run.ctx.space.close()
     finally:
         run_dir.release(keep=options.keep_work or options.scoring_root is not None)
         if not options.keep_work:
@@ -318,7 +373,10 @@ class _Scheduler:
         for item in items:
             self.remaining[item.sid] = self.remaining.get(item.sid, 0) + 1
         self.loaded: dict[str, tuple[intake.Intake | None, str | None]] = {}
-        self.running = 0
+        self.running = 0  # pairs holding a -j slot: admitted, processes not yet gone
+        self.removing: set[int] = set()  # pairs released from their slot, tree being removed
+        self.retry: list[tuple[Planned, Verdict]] = []  # ended disk_short: to score again alone
+        self.retried: set[int] = set()
 
     def record(self, item: Planned, verdict: Verdict) -> None:
         self.results[item.order] = PairSummary(
@@ -336,17 +394,32 @@ class _Scheduler:
             self.on_verdict(verdict)
         self.tell(verdict)
 
-    def finish(self, done: _Done) -> None:
-        self.running -= 1
-        self.remaining[done.item.sid] -= 1
-        if self.remaining[done.item.sid] == 0:
-            self.loaded.pop(done.item.sid, None)  # its last pair ended: drop the bytes
+    def finish(self, done: _Done | _Released) -> None:
+        if isinstance(done, _Released):
+            self.running -= 1
+            self.removing.add(done.item.order)
+            return
+        if done.item.order in self.removing:
+            self.removing.discard(done.item.order)
+        else:
+            self.running -= 1
         stop = self.run.stop
         if done.fault is not None and stop.fault is None:
             stop.fault = done.fault
             stop.event.set()
-        if done.verdict is not None:
-            self.record(done.item, done.verdict)
+        if (done.verdict is not None and pair.worth_another_try(done.verdict)
+                and done.item.order not in self.retried and not stop.event.is_set()):
+            self.retry.append((done.item, done.verdict))  # once more, alone, at the end
+            return
+        self.settle(done.item, done.verdict)
+
+    def settle(self, item: Planned, verdict: Verdict | None) -> None:
+        """The pair's last word in this run: record its verdict, drop bytes no pair needs."""
+        self.remaining[item.sid] -= 1
+        if self.remaining[item.sid] == 0:
+            self.loaded.pop(item.sid, None)  # its last pair ended: drop the bytes
+        if verdict is not None:
+            self.record(item, verdict)
 
     def drain(self, block: bool) -> None:
         try:
@@ -359,15 +432,17 @@ class _Scheduler:
     def admit(self, item: Planned) -> None:
         run = self.run
         self.drain(False)
-        while not run.stop.event.is_set() and self.running > 0 and (
-                self.running >= run.jobs or not _memory_ok(run.options.memory_limit)):
+        while not run.stop.event.is_set() and (
+                self.running >= run.jobs
+                or (self.running > 0 and not _memory_ok(run.options.memory_limit))
+                or ((self.running or self.removing) and not run.room_ok())):
             self.drain(True)
         if run.stop.event.is_set():
             return
         sub, note = self.loaded.get(item.sid) or _load(item, run)
         self.loaded[item.sid] = (sub, note)
         self.running += 1
-        threading.Thread(target=run.score, args=(item, sub, note),
+        threading.Thread(target=run.score, args=(item, sub, note, run.admission()),
                          name=f"pair-{item.order}").start()
         self.tell(None)
 
@@ -391,7 +466,15 @@ class _Scheduler:
                     continue
             self.admit(item)
         last_kill = time.monotonic()
-        while self.running > 0:
+        while self.running > 0 or self.removing or self.retry:
+            if self.retry and not (self.running or self.removing):
+                item, first = self.retry.pop(0)
+                self.retried.add(item.order)
+                if run.stop.event.is_set():  # no second try: the first verdict stands
+                    self.settle(item, first)
+                else:  # nothing else in flight: the filesystem is this pair's alone
+                    self.admit(item)
+                continue
             self.drain(True)
             if run.stop.signum is not None and time.monotonic() - last_kill > 1:
                 terminate_children()  # a pair admitted just before the signal started since

@@ -67,6 +67,8 @@ _GENERIC_ERROR = re.compile(
 # SIGKILL not sent by the harness is the OOM killer's mark; the rest are rlimits
 _RESOURCE_SIGNALS = frozenset({signals.SIGXCPU, signals.SIGXFSZ, signals.SIGKILL})
 _SIGNAL_BASE = 128  # a child killed by signal n is reported as exit 128 + n
+_LIMIT_NAMES = {"disk_bytes": "disk (bytes, --disk-limit)",
+                "disk_files": "disk (files, --disk-files)"}
 
 
 class DriverSettings(NamedTuple):
@@ -87,6 +89,9 @@ class DriverSettings(NamedTuple):
     max_processes: int | None = resources.DEFAULT_MAX_PROCESSES  # tasks of the pair's tree
     limits_mechanism: str = "auto"  # "auto" (cgroup v2 where possible), "cgroup_v2", "watchdog"
     paranoid: bool = False  # `lake comparator --paranoid`: the replay audit only, never run-eval
+    disk_bytes: int | None = None  # blocks the pair's workspace and state may hold
+    disk_files: int | None = None  # entries they may hold
+    disk_reserve: int | None = None  # recorded only: admission keeps it (lean_eval.batch)
 
 
 def pair_rlimits(max_file_bytes: int) -> dict[int, tuple[int, int]]:
@@ -301,8 +306,9 @@ def classify(outcome: process.Outcome, config: ComparatorConfig, timeout: float,
     if outcome.timed_out:
         return fail("timed_out", "timeout", f"deadline of {timeout:g}s reached{where}")
     if outcome.limit_exceeded is not None:
+        named = _LIMIT_NAMES.get(outcome.limit_exceeded, outcome.limit_exceeded)
         return fail("resource_exhausted", "resource_limit",
-                    f"the pair exceeded its {outcome.limit_exceeded} limit{where}")
+                    f"the pair exceeded its {named} limit{where}")
     if outcome.signal is not None:
         name = _signal_name(outcome.signal)
         if outcome.signal in _RESOURCE_SIGNALS:
@@ -389,17 +395,28 @@ def run_workspace(workspace: Path, state: Path, config: ComparatorConfig,
                                    wrapper=wrapper)
     argv = comparator_argv(settings.toolchain, config_path, settings.paranoid)
     limits = resources.PairLimits(settings.memory_limit, settings.max_processes,
-                                  settings.limits_mechanism)
+                                  settings.limits_mechanism, settings.disk_bytes,
+                                  settings.disk_files, (str(workspace), str(state)))
     outcome = process.run(argv, env=env, cwd=workspace, timeout=settings.timeout,
                           output_cap=settings.output_cap,
-                          rlimits=pair_rlimits(settings.max_file_bytes), limits=limits)
+                          rlimits=pair_rlimits(min(settings.max_file_bytes,
+                                                   settings.disk_bytes or (1 << 62))),
+                          limits=limits)
     tail = write_log(log_path, argv, outcome)
     return DriverResult(classify(outcome, config, settings.timeout, settings.paranoid), outcome,
-                        tail, phase_seconds(outcome, config), resource_limits(limits, outcome))
+                        tail, phase_seconds(outcome, config),
+                        resource_limits(limits, outcome, settings.disk_reserve))
 
 
-def resource_limits(limits: resources.PairLimits, outcome: process.Outcome) -> ResourceLimits:
+def resource_limits(limits: resources.PairLimits, outcome: process.Outcome,
+                    reserve: int | None = None) -> ResourceLimits:
     """What the verdict records about the pair's limits (pure)."""
+    ran = outcome.limits_mechanism is not None
     return ResourceLimits.model_validate({
         "memory_bytes": limits.memory, "max_processes": limits.processes,
-        "mechanism": outcome.limits_mechanism or "none", "exceeded": outcome.limit_exceeded})
+        "mechanism": (outcome.limits_mechanism or "none")
+        if limits.memory is not None or limits.processes is not None else "none",
+        "exceeded": outcome.limit_exceeded,
+        "disk_bytes": limits.disk_bytes, "disk_files": limits.disk_files,
+        "disk_mechanism": "watchdog" if ran and limits.watches_disk() else "none",
+        "disk_reserve_bytes": reserve})

@@ -20,7 +20,16 @@ Invariants (design §6.10, §6.13):
   ``reason``. The only exception is ``OutputError``: the verdict could not be written (output
   directory unwritable or full), so the batch must stop admitting pairs.
 - The pair's directory is removed before its verdict is written, so a build that filled the
-  disk frees it first; what removal could not delete is named in ``cleanup``.
+  disk frees it first; what removal could not delete is named in ``cleanup``. ``job.released``
+  is called once, as soon as the pair's processes are gone and before that removal, so the
+  batch can give its ``-j`` slot to the next pair while the tree is removed.
+- A pair that ran while the scoring or output filesystem was short of space (``ctx.space``, the
+  harness's own ``statvfs`` samples) and was then ``rejected``, or ``accepted`` but left files
+  its cleanup could not remove, is ``error`` (``harness_error``, reason ``disk_short``): the
+  failure may be the host's, so the next run scores it again. Its ``limits`` say so
+  (``short_of_space``), whatever its verdict; ``worth_another_try`` says which of them the
+  batch scores once more with nothing else in flight (any such ``error`` but the pair's own
+  limit or deadline).
 - ``unchanged`` only when every submitted file equals the starter of its path and nothing else
   was submitted; otherwise the starters are replaced path by path (design §4.2).
 """
@@ -28,11 +37,11 @@ Invariants (design §6.10, §6.13):
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from lean_eval import driver, intake, workspace
+from lean_eval import disk, driver, intake, workspace
 from lean_eval.catalog import ProblemWorkspace
 from lean_eval.errors import OutputError
 from lean_eval.verdict import (
@@ -43,6 +52,7 @@ from lean_eval.verdict import (
     Outcome,
     ProblemRef,
     Reason,
+    ResourceLimits,
     SubmissionRef,
     Timings,
     Verdict,
@@ -50,6 +60,7 @@ from lean_eval.verdict import (
 )
 
 MESSAGE_CAP = 2000
+DISK_SHORT = "disk_short"  # reason of a failure while a filesystem was short of space
 
 
 class PairJob(NamedTuple):
@@ -59,6 +70,8 @@ class PairJob(NamedTuple):
     problem_id: str
     entry: intake.ProblemEntry | None
     resume_key: str | None = None  # recorded in the verdict as is
+    released: Callable[[], None] | None = None  # called once its processes are gone
+    admitted: Mapping[str, object] | None = None  # ResourceLimits fields measured at admission
 
 
 class RunContext(NamedTuple):
@@ -73,6 +86,8 @@ class RunContext(NamedTuple):
     mounts: Mounts | None = None
     probes_skipped: bool = False
     keep_work: bool = False
+    space: disk.SpaceWatch | None = None  # samples the scoring and output filesystems
+    limits: ResourceLimits | None = None  # the run's limits, for pairs that never ran
 
 
 def verdict_path(out_dir: Path, submission_id: str, problem_id: str) -> Path:
@@ -112,8 +127,37 @@ def _verdict(job: PairJob, ctx: RunContext, outcome: Outcome, execution: Executi
         "submission_files": files, "ignored": ignored,
         "timings": extra.pop("timings", Timings(wall_seconds=0.0)),
         "probes_skipped": ctx.probes_skipped, "mounts": ctx.mounts,
+        "limits": _limits(job, extra.pop("limits", None) or ctx.limits),
         **({"resume_key": job.resume_key} if job.resume_key is not None else {}), **extra,
     })
+
+
+def _limits(job: PairJob, record: object) -> object:
+    """The limits record with what the batch measured when it admitted the pair."""
+    if isinstance(record, ResourceLimits) and job.admitted:
+        return record.model_copy(update=dict(job.admitted))
+    return record
+
+
+def _short_of_space(verdict: Verdict) -> Verdict:
+    """``verdict`` of a pair that ran while a filesystem was short of space (module doc)."""
+    limits = verdict.limits.model_copy(update={"short_of_space": True}) if verdict.limits else None
+    update: dict[str, object] = {"limits": limits}
+    if verdict.verdict == "rejected" or (verdict.verdict == "accepted" and verdict.cleanup):
+        update |= {"verdict": "error", "execution": "harness_error", "reason": Reason(
+            code=DISK_SHORT,
+            message=(f"a scoring or output filesystem was short of space while the pair ran, "
+                     f"so its {verdict.verdict} ({verdict.reason.code}) may be the host's; the "
+                     f"next run scores it again: {verdict.reason.message}")[:MESSAGE_CAP])}
+    return verdict.model_copy(update=update)
+
+
+def worth_another_try(verdict: Verdict) -> bool:
+    """Whether the batch should score this pair once more, alone: it ended ``error`` after
+    running while a filesystem was short of space, and not by its own limit or deadline."""
+    return (verdict.verdict == "error" and verdict.limits is not None
+            and verdict.limits.short_of_space
+            and verdict.execution not in ("resource_exhausted", "timed_out"))
 
 
 def is_unchanged(entry: intake.ProblemEntry, starter: Mapping[str, bytes]) -> bool:
@@ -176,14 +220,19 @@ def run_pair(job: PairJob, ctx: RunContext) -> Verdict:
     started = time.monotonic()
     sid, pid = job.sub.submission_id, job.problem_id
     dirs = workspace.pair_dirs(ctx.scoring_root, sid, pid)
+    token = ctx.space.mark() if ctx.space is not None else 0
     try:
         verdict = _score(job, ctx, dirs, started)
     except Exception as exc:  # noqa: BLE001 - one pair's fault must not end the batch
         verdict = _failed(job, ctx, exc, "scoring", started)
+    if job.released is not None:
+        job.released()  # its processes are gone (run() returned): the slot is free
     if not ctx.keep_work:
         leftovers = workspace.remove(dirs)  # never raises
         if leftovers:
             verdict = verdict.model_copy(update={"cleanup": leftovers})
+    if ctx.space is not None and verdict.execution != "not_run" and ctx.space.short_since(token):
+        verdict = _short_of_space(verdict)
     path = verdict_path(ctx.out_dir, sid, pid)
     try:
         write_model(path, verdict)

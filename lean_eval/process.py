@@ -95,7 +95,8 @@ class Outcome(NamedTuple):
     # (seconds since start, first bytes) of stdout lines as they completed: the first and the
     # last capture.LINE_MARKS of them, so callers can time phases announced on stdout
     line_marks: tuple[tuple[float, bytes], ...] = ()
-    limit_exceeded: str | None = None  # "memory" or "processes": the pair's limit that ended it
+    # "memory", "processes", "disk_bytes" or "disk_files": the pair's limit that ended it
+    limit_exceeded: str | None = None
     limits_mechanism: str | None = None  # "cgroup_v2" or "watchdog" when limits were asked for
 
 
@@ -140,8 +141,7 @@ def _run(argv: tuple[str, ...], *, env: Mapping[str, str], cwd: Path, timeout: f
         "status_fd": status_w,
         "parent_pid": os.getpid(),
         "cgroup": None if group is None else os.fspath(group.path),
-        "limits": None if mechanism is None or limits is None
-        else [limits.memory, limits.processes],
+        "limits": None if mechanism is None or limits is None else limits.to_spec(),
     }
     start = time.monotonic()
     try:
@@ -361,7 +361,7 @@ def _reaper_main() -> int:
         emit(event="started", pid=child.pid)  # the child reported it already (_child_setup)
         watch = None
         if spec["limits"] is not None:
-            limits = resources.PairLimits(*spec["limits"])
+            limits = resources.PairLimits.from_spec(spec["limits"])
             watch = functools.partial(resources.watch, limits, group, emit)
         status, terminated = _wait_for_child(child.pid, float(spec["grace"]), orphaned, watch)
         child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen

@@ -113,7 +113,15 @@ def _options(recorded: Mapping[str, Any] | None, settings: Settings,
                                  max_written_file_bytes=int(recorded["max_written_file_bytes"]),
                                  memory_limit=int(recorded["memory_limit"]),
                                  max_processes=int(recorded["max_processes"]))
+        with contextlib.suppress(KeyError, TypeError, ValueError):
+            base = base._replace(disk_limit=_optional_int(recorded["disk_limit"]),
+                                 disk_files=_optional_int(recorded["disk_files"]))
     return base._replace(**settings.overrides)  # type: ignore[arg-type]
+
+
+def _optional_int(value: object) -> int | None:
+    """A recorded limit that may be off (None)."""
+    return None if value is None else int(value)  # type: ignore[call-overload]
 
 
 def _compact(value: object) -> str:

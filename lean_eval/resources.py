@@ -12,12 +12,22 @@ Invariants:
   controllers then), first moves itself into a leaf ``lean-eval-harness-<pid>``. Anything short
   of that (cgroup v1, controllers not delegated, read-only) falls back to the watchdog, and
   ``unavailable_reason()`` says why. Exceeding a limit never yields ``rejected``.
-- The watchdog counts tasks (threads included, like ``pids.max``) and private resident memory
-  (``statm`` resident minus shared, so mapped files such as .olean are not counted once per
-  process). It samples every ``WATCHDOG_INTERVAL`` seconds, walking only the pair's own tree
-  (so its cost does not grow with the batch): a tree can overshoot a limit by what it allocates
-  or forks in one interval, and it cannot see tmpfs pages no process maps.
-  ``RLIMIT_NPROC`` is per user and is not used.
+- The watchdog counts tasks (threads included, like ``pids.max``) and memory: each process's
+  proportional anonymous and shared-memory pages (``Pss_Anon + Pss_Shmem`` of
+  ``/proc/<pid>/smaps_rollup``, so ``MAP_SHARED`` anonymous mappings, memfds and mapped
+  ``/dev/shm`` files count, once across the processes sharing them, while mapped files such as
+  .olean do not), plus what the tmpfs mounts private to the pair's sandboxes hold (``/dev``
+  with its ``/dev/shm``, ``/tmp``, ``/run``, ``/var`` of every mount namespace in the tree other
+  than the harness's own, by ``statvfs``, each mount once). A tmpfs page both stored and mapped
+  counts twice: the error is on the safe side. It samples every ``WATCHDOG_INTERVAL`` seconds,
+  walking only the pair's own tree (so its cost does not grow with the batch): a tree can
+  overshoot a limit by what it allocates or forks in one interval. ``RLIMIT_NPROC`` is per user
+  and is not used. The cgroup's ``memory.max`` charges shmem and tmpfs pages to the group that
+  touched them, so the cgroup path needs no extra accounting.
+- Disk (lean_eval.disk): the pair's writable trees (``disk_paths``) are walked by the same
+  watchdog whatever the memory mechanism (the harness sets no filesystem quota), at most every
+  ``DISK_INTERVAL`` seconds and never more often than four times the last walk's cost; past
+  ``disk_bytes`` or ``disk_files`` the whole tree is killed and the limit is named.
 - This module imports no third-party package: the reaper (lean_eval.process) imports it.
 """
 
@@ -34,13 +44,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from lean_eval import disk
+from lean_eval import memory as memory_of
 from lean_eval.errors import ProcessStartError
 
 DEFAULT_MEMORY_LIMIT = 8 << 30
 DEFAULT_MAX_PROCESSES = 512
 MECHANISMS = ("auto", "cgroup_v2", "watchdog")
 WATCHDOG_INTERVAL = 0.1
-_PAGE = os.sysconf("SC_PAGE_SIZE")
+DISK_INTERVAL = WATCHDOG_INTERVAL
 _CONTROLLERS = ("memory", "pids")
 _REMOVE_WAIT = 5.0
 
@@ -51,9 +63,29 @@ class PairLimits(NamedTuple):
     memory: int | None = DEFAULT_MEMORY_LIMIT  # bytes
     processes: int | None = DEFAULT_MAX_PROCESSES  # tasks: processes and threads
     mechanism: str = "auto"  # one of MECHANISMS: "watchdog" forces it
+    disk_bytes: int | None = None  # blocks under disk_paths
+    disk_files: int | None = None  # entries under disk_paths
+    disk_paths: tuple[str, ...] = ()  # the pair's writable trees
 
     def any(self) -> bool:
-        return self.memory is not None or self.processes is not None
+        return self.memory is not None or self.processes is not None or self.watches_disk()
+
+    def watches_disk(self) -> bool:
+        return bool(self.disk_paths) and (self.disk_bytes is not None
+                                          or self.disk_files is not None)
+
+    def to_spec(self) -> list[object]:
+        """JSON-able form for the reaper (``from_spec`` reads it back)."""
+        return [self.memory, self.processes, self.mechanism, self.disk_bytes, self.disk_files,
+                list(self.disk_paths)]
+
+    @classmethod
+    def from_spec(cls, data: list[object]) -> PairLimits:
+        memory, processes, mechanism, disk_bytes, disk_files, paths = data
+        if not isinstance(paths, list):
+            raise ValueError("malformed limits spec")
+        return cls(memory, processes, str(mechanism), disk_bytes, disk_files,  # type: ignore[arg-type]
+                   tuple(str(p) for p in paths))
 
 
 def exceeded_by(limits: PairLimits, memory: int, tasks: int) -> str | None:
@@ -125,33 +157,52 @@ _WALKABLE = os.path.exists(f"/proc/self/task/{threading.get_native_id()}/childre
 
 
 def tree_usage(root: int) -> tuple[int, int, list[int]]:
-    """(private resident bytes, tasks, pids) of the tree below ``root``."""
+    """(memory bytes as the module invariants count it, tasks, pids) of the tree below ``root``."""
     if _WALKABLE:
         threads = _tree(root)
     else:  # kernels without CONFIG_PROC_CHILDREN: one pass over every process
         table = process_table()
         threads = {pid: table[pid][1] for pid in descendants(root, table)}
-    memory = 0
-    for pid in threads:
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            with open(f"/proc/{pid}/statm", "rb") as f:
-                fields = f.read().split()
-            memory += max(0, int(fields[1]) - int(fields[2])) * _PAGE
-    return memory, sum(threads.values()), list(threads)
+    pids = list(threads)
+    memory = sum(map(memory_of.process_memory, pids)) + memory_of.private_tmpfs(pids)
+    return memory, sum(threads.values()), pids
+
+
+_disk_due = [0.0]  # the reaper's next disk walk (one pair per reaper process)
+
+
+def disk_exceeded(limits: PairLimits) -> tuple[str, int] | None:
+    """When a disk walk is due: which disk limit the pair's trees are over, and the count."""
+    now = time.monotonic()
+    if not limits.watches_disk() or now < _disk_due[0]:
+        return None
+    used = disk.usage(limits.disk_paths, limits.disk_files)
+    spent = time.monotonic() - now
+    _disk_due[0] = time.monotonic() + max(DISK_INTERVAL, 4 * spent)
+    which = disk.exceeded_by(used, limits.disk_bytes, limits.disk_files)
+    if which is None:
+        return None
+    return which, used.bytes if which == "disk_bytes" else used.files
 
 
 def watch(limits: PairLimits, group: PairGroup | None, emit: Callable[..., None]) -> bool:
     """In the reaper: one look at its tree against the limits; past one, report which (with
     ``emit``) and kill the whole tree. Whether it killed."""
+    observed: int | None
     if group is not None:  # the kernel enforces; a refused fork or an OOM kill ends the pair
         which = group.exceeded()
         observed = None
+    elif limits.memory is None and limits.processes is None:
+        which = observed = None
     else:
         memory, tasks, _ = tree_usage(os.getpid())
         which = exceeded_by(limits, memory, tasks)
         observed = memory if which == "memory" else tasks
     if which is None:
-        return False
+        found = disk_exceeded(limits)
+        if found is None:
+            return False
+        which, observed = found
     emit(event="limit", which=which, observed=observed)
     if group is not None:
         group.kill()

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from lean_eval import __version__, driver, intake, pair, resources
+from lean_eval import __version__, disk, driver, intake, pair, resources
 from lean_eval.bubblewrap import BwrapInfo
 from lean_eval.catalog import Catalog, ProblemWorkspace
 from lean_eval.shard import Shard
@@ -26,6 +26,7 @@ from lean_eval.verdict import (
     Preflight,
     ProblemRef,
     Reason,
+    ResourceLimits,
     SubmissionRef,
     Timings,
     Verdict,
@@ -60,6 +61,11 @@ class RunOptions(NamedTuple):
     private_defaults: bool = True  # also hide the parents of the inputs and of --out
     sign_key: SigningKey | None = None  # --sign-key: an envelope beside every verdict recorded
     paranoid: bool = False  # `lake comparator --paranoid`: `replay --paranoid` only
+    disk_limit: int | None = disk.DEFAULT_DISK_BYTES  # blocks of one pair's trees; None: off
+    disk_files: int | None = disk.DEFAULT_DISK_FILES  # entries of one pair's trees; None: off
+    # Free space kept on the scoring and output filesystems; None: off. Not in the resume key:
+    # it decides when a pair starts and whether a failure is the host's, never a judgement.
+    disk_reserve: int | None = disk.DEFAULT_DISK_RESERVE
 
 
 class Tools(NamedTuple):
@@ -110,6 +116,8 @@ def verdict_options(options: RunOptions, preflight: Preflight) -> dict[str, obje
         "skip_probes": preflight.skipped,
         # Only when set: keys (and so resumes) of ordinary runs stay as they were.
         **({"paranoid": True} if options.paranoid else {}),
+        "disk_limit": options.disk_limit,
+        "disk_files": options.disk_files,
     }
 
 
@@ -154,7 +162,7 @@ def hint_of(plan: intake.Intake) -> str | None:
 
 
 def error_verdict(sub: intake.Intake, problem: ProblemWorkspace, ident: Identity,
-                  message: str, key: str) -> Verdict:
+                  message: str, key: str, limits: ResourceLimits | None = None) -> Verdict:
     """A pair the harness could not score: ``error`` (re-run by the next run on this --out)."""
     return Verdict(
         submission=SubmissionRef(id=sub.submission_id, digest=sub.digest, source=sub.source),
@@ -162,4 +170,4 @@ def error_verdict(sub: intake.Intake, problem: ProblemWorkspace, ident: Identity
                            statement_revision=problem.problem.statement_revision),
         verdict="error", execution="not_run", reason=Reason(code="harness_error", message=message),
         timings=Timings(wall_seconds=0.0), identity=ident, trusted_files=problem.digests,
-        resume_key=key)
+        resume_key=key, limits=limits)

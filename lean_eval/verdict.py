@@ -123,12 +123,23 @@ class LogRef(_Model):
 
 
 class ResourceLimits(_Model):
-    """The per-pair memory and process limits, how they were enforced, and which was exceeded."""
+    """The per-pair limits, how they were enforced, which was exceeded, and the room the pair
+    started with (design §5.5 Limits, Disk)."""
 
     memory_bytes: int | None  # None: no memory limit
     max_processes: int | None  # tasks (processes and threads); None: no limit
     mechanism: Literal["cgroup_v2", "watchdog", "none"]
-    exceeded: Literal["memory", "processes"] | None = None
+    exceeded: Literal["memory", "processes", "disk_bytes", "disk_files"] | None = None
+    disk_bytes: int | None = None  # blocks the pair's writable trees may hold; None: no limit
+    disk_files: int | None = None  # entries they may hold; None: no limit
+    disk_mechanism: Literal["watchdog", "none"] = "none"
+    disk_reserve_bytes: int | None = None  # free space admission keeps; None: no reserve
+    # Measured by the harness when the pair was admitted (None: not measured or unknown)
+    memory_available_at_start: int | None = None  # MemAvailable
+    started_below_memory: bool = False  # it started with less available than memory_bytes
+    disk_free_at_start: int | None = None  # least free bytes of the scoring and output fs
+    started_below_reserve: bool = False  # ... below disk_reserve_bytes
+    short_of_space: bool = False  # a filesystem was short of space while the pair ran
 
 
 class Mounts(_Model):

@@ -5,18 +5,27 @@ from __future__ import annotations
 
 import os
 import secrets
+import subprocess  # noqa: TID251 - a bare holder of shared pages, measured from outside
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import RunEval, correct, make_submission, sh_payload, standin_only, with_lines
+from conftest import (
+    RunEval,
+    correct,
+    make_submission,
+    no_survivor,
+    sh_payload,
+    standin_only,
+    with_lines,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 from test_process import _marker, _processes_with
 
-from lean_eval import process, resources
+from lean_eval import memory, process, resources
 from lean_eval.errors import ProcessStartError
 from lean_eval.resources import PairLimits
 
@@ -258,8 +267,9 @@ def test_a_hog_and_a_storm_end_resource_exhausted_beside_an_accepted_pair(
     assert (run.out / "summary.json").is_file(), output
     good = run.verdict("good", P)
     assert good["verdict"] == "accepted", run.log("good", P)
-    assert good["limits"] == {"memory_bytes": 384 << 20, "max_processes": 64,
-                              "mechanism": expected, "exceeded": None}
+    limits = good["limits"]
+    assert {k: limits[k] for k in ("memory_bytes", "max_processes", "mechanism", "exceeded")} == {
+        "memory_bytes": 384 << 20, "max_processes": 64, "mechanism": expected, "exceeded": None}
     for name, which in (("hog", "memory"), ("storm", "processes")):
         v = run.verdict(name, P)
         assert (v["verdict"], v["execution"]) == ("error", "resource_exhausted"), (
@@ -307,3 +317,62 @@ def test_the_child_joins_its_pair_group_before_exec_and_the_group_is_removed(
         assert not (parent / "pair").exists()
     finally:
         parent.rmdir()
+
+
+# --- shared memory (issue 12 item 2): MAP_SHARED, memfd, /dev/shm ---------------------------
+
+SHARED_HOLDERS = {
+    "map_shared": "import mmap; m = mmap.mmap(-1, {n}); m.write(b'x' * {n})",
+    "memfd": "import mmap, os; fd = os.memfd_create('m'); os.ftruncate(fd, {n}); "
+             "m = mmap.mmap(fd, {n}); m.write(b'x' * {n})",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SHARED_HOLDERS))
+def test_shared_pages_a_process_touches_are_counted_and_were_invisible_before(
+        kind: str) -> None:
+    """The watchdog's measure counts shared anonymous and memfd pages; the old one (resident
+    minus shared, kept as ``_statm_private``) is the negative control: it misses them."""
+    size = 256 << 20
+    code = SHARED_HOLDERS[kind].format(n=size) + "; print('ready', flush=True); input()"
+    with subprocess.Popen((PY, "-c", code), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          env=ENV) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == b"ready\n"
+            assert memory.process_memory(holder.pid) >= size
+            assert memory.statm_private(holder.pid) < size // 4  # what the old one saw
+        finally:
+            holder.kill()
+
+
+@pytest.mark.parametrize("payload", [
+    pytest.param("python3 -c 'import mmap, time; m = mmap.mmap(-1, 1 << 30); "
+                 "[m.__setitem__(i, 1) for i in range(0, 1 << 30, 4096)]; time.sleep(30)'",
+                 id="map_shared"),
+    pytest.param("dd if=/dev/zero of=/dev/shm/fill bs=1M count=1024 2>/dev/null; sleep 30",
+                 id="dev_shm"),
+])
+def test_a_build_touching_a_gib_of_shared_memory_ends_resource_exhausted(
+        run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch, payload: str) -> None:
+    """Issue 12 item 2: 1 GiB through a MAP_SHARED anonymous mapping, or stored in the
+    sandbox's own /dev/shm, under --memory-limit 256M and the watchdog; a correct pair beside
+    it stays accepted. Negative control (run by hand): with the old measure the pair is
+    accepted."""
+    standin_only(run_eval, "the payloads are -- standin-io: lines")
+    monkeypatch.setattr(resources, "cgroup_parent", lambda: None)
+    marker = _marker()
+    subs = outside / "subs"
+    make_submission(subs, "good", {P: {"Submission.lean": correct(P)}})
+    make_submission(subs, "shm", {P: {"Submission.lean": with_lines(P, sh_payload(
+        f"{payload} # {marker}"))}})
+    run = run_eval(subs / "good", subs / "shm",
+                   extra=("-j", "2", "--memory-limit", "256M"))
+    output = run.result.output
+    assert "Traceback" not in output, output
+    assert (run.out / "summary.json").is_file(), output
+    assert run.verdict("good", P)["verdict"] == "accepted", run.log("good", P)
+    v = run.verdict("shm", P)
+    assert (v["verdict"], v["execution"]) == ("error", "resource_exhausted"), (
+        v["reason"], run.log("shm", P))
+    assert v["limits"]["exceeded"] == "memory" and v["limits"]["mechanism"] == "watchdog"
+    no_survivor(outside)

@@ -78,6 +78,13 @@ from lean_eval.errors import LeanEvalError, SetupError, UsageError
               show_default=True, help="Memory of one pair's process tree (K/M/G suffixes).")
 @click.option("--max-processes", type=click.IntRange(min=1), default=512, show_default=True,
               help="Processes of one pair's tree at once.")
+@click.option("--disk-limit", type=ByteSize(minimum=0), default="4GiB", show_default=True,
+              help="Bytes one pair's scoring directories may hold (0: no limit).")
+@click.option("--disk-files", type=click.IntRange(min=0), default=100_000, show_default=True,
+              help="Files and directories one pair's scoring directories may hold (0: no limit).")
+@click.option("--disk-reserve", type=ByteSize(minimum=0), default="1GiB", show_default=True,
+              help="Free space kept on the scoring and output filesystems: a pair waits while "
+                   "another runs and either has less (0: no reserve).")
 @click.option("--rescore", is_flag=True,
               help="Score every pair again, ignoring verdicts already in --out.")
 @click.option("--shard", "shard_text", metavar="K/N",
@@ -98,11 +105,11 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
              benchmark_rev: str, max_file_bytes: int, max_total_bytes: int, max_files: int,
              max_depth: int, max_archive_bytes: int, intake_timeout: float,
              max_written_file_bytes: int, jobs: int | None, memory_limit: int,
-             max_processes: int, rescore: bool, shard_text: str | None,
+             max_processes: int, disk_limit: int, disk_files: int, disk_reserve: int,
+             rescore: bool, shard_text: str | None,
              private: tuple[Path, ...], sign_key: Path | None, set_name: str | None,
              statuses: tuple[str, ...], tags: tuple[str, ...], fail_on: frozenset[str],
-             benchmark: Path | None,
-             toolchain: Path | None,
+             benchmark: Path | None, toolchain: Path | None,
              bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
              quiet: bool) -> None:
     """Score SUBMISSION... (directories or .tar/.tar.gz/.tgz archives) against the benchmark.
@@ -135,6 +142,8 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
                                    max_written_file_bytes=max_written_file_bytes, jobs=jobs,
                                    rescore=rescore, shard=shard, memory_limit=memory_limit,
                                    max_processes=max_processes,
+                                   disk_limit=disk_limit or None, disk_files=disk_files or None,
+                                   disk_reserve=disk_reserve or None,
                                    private=tuple(p.absolute() for p in private),
                                    sign_key=signer)
         kept_before = _scoring_dirs(work_dir) if keep_work else set()
