@@ -137,6 +137,12 @@ def load(group: click.Group, ctx: click.Context, path: Path, table: str) -> Load
     default_map = {}
     for name, values in data.items():
         command = group.commands.get(name)
+        if command is None and not isinstance(values, dict):
+            having = [f"[{table}{c}]" for c, cmd in sorted(group.commands.items())
+                      if normalise(name) in settings(cmd)]
+            raise ConfigError(f"{path}: {table}{name} = {_show(values)} is outside any table; "
+                              "a setting goes in the table of its command"
+                              + (f": {', '.join(having)}" if having else ""))
         if command is None:
             raise ConfigError(
                 f"{path}: unknown table [{table}{name}]{_did_you_mean(name, group.commands)}; "
