@@ -320,3 +320,15 @@ def test_help_shows_each_options_variable() -> None:
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="tomllib; tomli is the same parser")
 def test_the_config_module_uses_the_standard_toml_parser() -> None:
     assert config.tomllib.__name__ == "tomllib"
+
+
+def test_the_readme_config_example_is_valid(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    text = (REPO / "README.md").read_text(encoding="utf-8").split("## Configuration", 1)[1]
+    example = text.split("```toml\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / "lean-eval.toml", example)
+    doc = _settings(["config"])
+    assert doc["by"]["run-eval", "--jobs"]["value"] == 4
+    assert doc["by"]["run-eval", "--max-total-bytes"]["value"] == 32 << 20
+    assert doc["by"]["test", "--timeout"]["source"] == "config"
