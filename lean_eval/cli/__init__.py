@@ -119,6 +119,19 @@ def _default_benchmark() -> Path:
     return Path.cwd()
 
 
+def _benchmark(given: Path | None) -> Path:
+    """``--benchmark``, else the git checkout holding the current directory; a directory that
+    is no benchmark checkout is refused with the fix, as ``prepare`` says it."""
+    root = given or _default_benchmark()
+    if root.is_dir() and not ((root / "lean-toolchain").is_file()
+                              and ((root / "problems").is_dir()
+                                   or (root / "workspaces").is_dir())):
+        where = "--benchmark " if given else ""
+        raise SetupError(f"{where}{root} is not a benchmark checkout (no lean-toolchain, "
+                         "problems/ or workspaces/); pass --benchmark DIR")
+    return root
+
+
 _BYTE_UNITS = {"": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
                "g": 1 << 30, "gib": 1 << 30}
 
@@ -170,7 +183,9 @@ def _options(func: F, benchmark: bool) -> F:
         click.option("--bwrap", "bwrap_path", type=str, envvar="LEAN_EVAL_BWRAP",
                      show_envvar=True,
                      help="bubblewrap executable (default: the one `lean-eval prepare` "
-                          "installed, else bwrap on the filtered PATH)."),
+                          "installed, $XDG_DATA_HOME/lean-eval/bwrap/bin/bwrap, by default "
+                          "~/.local/share/lean-eval/bwrap/bin/bwrap; else bwrap on the "
+                          "filtered PATH)."),
         click.option("--allow-bwrap-version", "allow_bwrap", metavar="MIN",
                      envvar="LEAN_EVAL_ALLOW_BWRAP_VERSION", show_envvar=True,
                      help="Accept bubblewrap older than 0.12.0, down to MIN. Recorded in every "
@@ -296,7 +311,7 @@ def _resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
 
 def _load(benchmark: Path | None, revision: str = "HEAD",
           only: frozenset[str] | None = None, quiet: bool = False) -> catalog.Catalog:
-    cat = catalog.load_catalog(benchmark or _default_benchmark(), revision=revision, only=only)
+    cat = catalog.load_catalog(_benchmark(benchmark), revision=revision, only=only)
     for warning in cat.warnings:
         Console(stderr=True, quiet=quiet).print(f"[yellow]warning:[/] {warning}")
     return cat

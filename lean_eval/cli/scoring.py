@@ -68,9 +68,15 @@ from lean_eval.errors import LeanEvalError, SetupError, UsageError
 @click.option("--max-file-bytes", type=ByteSize(), default="1MiB", show_default=True,
               help="Largest submitted file (bytes; K/M/G suffixes).")
 @click.option("--max-total-bytes", type=ByteSize(), default="16MiB",
-              show_default=True)
-@click.option("--max-files", type=click.IntRange(min=1), default=10_000, show_default=True)
-@click.option("--max-depth", type=click.IntRange(min=1), default=32, show_default=True)
+              show_default=True,
+              help="Most bytes of one submission, every file walked together; more "
+                   "rejects the whole submission (limit_exceeded; K/M/G suffixes).")
+@click.option("--max-files", type=click.IntRange(min=1), default=10_000, show_default=True,
+              help="Most entries (files and directories) of one submission; more rejects "
+                   "the whole submission (limit_exceeded).")
+@click.option("--max-depth", type=click.IntRange(min=1), default=32, show_default=True,
+              help="Most path components of a submitted path; a deeper path rejects only "
+                   "the problem that holds it.")
 @click.option("--max-archive-bytes", type=ByteSize(), default="64MiB", show_default=True,
               help="Largest submission archive file (K/M/G suffixes).")
 @click.option("--intake-timeout", type=click.FloatRange(min=0.1), default=60.0,
@@ -296,7 +302,9 @@ def test(workspace: Path | None, timeout: float, keep_work: bool, toolchain: Pat
     if as_json:
         click.echo(data.model_dump_json(indent=2))
     else:
-        out.print(f"{ws.name}: {c.verdict} ({c.reason.code}): {c.reason.message}",
+        # The reason code only when it says more than the verdict (never "accepted (accepted)").
+        code = "" if c.reason.code == c.verdict else f" ({c.reason.code})"
+        out.print(f"{ws.name}: {c.verdict}{code}: {c.reason.message}",
                   markup=False, highlight=False, soft_wrap=True)
         if verbose:
             out.print(f"execution {c.execution}, last phase {c.last_phase}, exit code "
