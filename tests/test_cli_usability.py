@@ -467,6 +467,9 @@ def test_without_a_terminal_long_lines_are_never_wrapped() -> None:
     lines = render(cli.Console(file=io.StringIO()))
     assert lines[0] == f"warning: {long}"
     assert sum(long in line for line in lines) == 2  # the table row holds the reason whole
+    huge = cli.Console(file=io.StringIO())
+    huge.print("x" * (cli.NO_TERMINAL_WIDTH + 10), highlight=False)  # soft wrap keeps it
+    assert huge.file.getvalue() == "x" * (cli.NO_TERMINAL_WIDTH + 10) + "\n"
     # Negative control: rich's own console cuts both at 80 columns without a terminal.
     plain = render(RichConsole(file=io.StringIO()))
     assert not any(long in line for line in plain) and max(map(len, plain)) <= 80
