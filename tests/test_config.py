@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -306,6 +307,30 @@ def test_a_config_file_setting_is_recorded_in_the_verdicts(
     assert again["limits"]["memory_bytes"] == 200 << 20  # the flag beats the file
     assert again["limits"]["max_processes"] == 77
     assert again["resume_key"] != verdict["resume_key"]  # a re-run sees the options changed
+
+
+def test_a_submission_never_configures_lean_eval(bench_copy: Path, outside: Path, bwrap: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Config files inside a submission (or beside it) are submitted bytes, never settings."""
+    sub = outside / "subs" / "mine"
+    shutil.copytree(CORRECT, sub)
+    hostile = ('[run-eval]\nmemory-limit = "64M"\nno-such-key = 1\n'
+               f'toolchain = "{outside / "evil"}"\n')
+    for where in (sub, sub / "two_plus_two", outside / "subs"):
+        _write(where / "lean-eval.toml", hostile)
+        _write(where / "pyproject.toml", hostile.replace("[run-eval]", "[tool.lean-eval.run-eval]"))
+    (outside / "cwd").mkdir()
+    monkeypatch.chdir(outside / "cwd")
+    run = _invoke(["run-eval", str(sub), "--out", str(outside / "out"), "--benchmark",
+                   str(bench_copy), "--toolchain", str(STANDIN), "--allow-bwrap-version",
+                   BWRAP_FLOOR, "--skip-probes", "-q", "--problem", "two_plus_two"])
+    assert run.exit_code == 0, run.output
+    verdict = json.loads((outside / "out" / "mine" / "two_plus_two.json").read_text())
+    assert verdict["verdict"] == "accepted"
+    assert verdict["limits"]["memory_bytes"] == 8 << 30  # the built-in default, not the file's
+    # Negative control: the same file in the current directory is read (and refused).
+    _write(outside / "cwd" / "lean-eval.toml", hostile)
+    assert _invoke(["config"]).exit_code == 2
 
 
 def test_help_shows_each_options_variable() -> None:
