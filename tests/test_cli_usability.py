@@ -451,6 +451,7 @@ def test_without_a_terminal_long_lines_are_never_wrapped() -> None:
     from rich.table import Table
 
     from lean_eval import cli
+    from lean_eval.cli import group
 
     long = " ".join(f"word{i}" for i in range(60))  # about 400 columns
 
@@ -468,8 +469,8 @@ def test_without_a_terminal_long_lines_are_never_wrapped() -> None:
     assert lines[0] == f"warning: {long}"
     assert sum(long in line for line in lines) == 2  # the table row holds the reason whole
     huge = cli.Console(file=io.StringIO())
-    huge.print("x" * (cli.NO_TERMINAL_WIDTH + 10), highlight=False)  # soft wrap keeps it
-    assert huge.file.getvalue() == "x" * (cli.NO_TERMINAL_WIDTH + 10) + "\n"
+    huge.print("x" * (group.NO_TERMINAL_WIDTH + 10), highlight=False)  # soft wrap keeps it
+    assert huge.file.getvalue() == "x" * (group.NO_TERMINAL_WIDTH + 10) + "\n"
     # Negative control: rich's own console cuts both at 80 columns without a terminal.
     plain = render(RichConsole(file=io.StringIO()))
     assert not any(long in line for line in plain) and max(map(len, plain)) <= 80

@@ -10,7 +10,6 @@ of this module.
 from __future__ import annotations
 
 import importlib
-import os
 import shutil
 import sys
 import tempfile
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from lean_eval import __version__
+from lean_eval.cli.group import LeanEvalGroup, no_wrap_console
 from lean_eval.errors import SetupError
 
 # `lean-eval --help` must start fast (benchmarks/cli_startup.py): pydantic, rich and the scoring
@@ -85,18 +85,7 @@ else:
     starter = _Deferred("lean_eval.starter")
     validation = _Deferred("lean_eval.validation")
     verdict = _Deferred("lean_eval.verdict")
-    def Console(**kwargs: Any) -> Any:  # noqa: N802 - stands in for rich's Console class
-        """A rich console that, without a terminal, never wraps: a long line stays whole for
-        grep in CI logs (rich would cut it at 80 columns); tables get as wide as they need."""
-        from rich.console import Console as RichConsole
-
-        console = RichConsole(**kwargs)
-        if not console.is_terminal:
-            console.soft_wrap = True
-            if "width" not in kwargs and "COLUMNS" not in os.environ:
-                console.width = NO_TERMINAL_WIDTH
-        return console
-
+    Console = no_wrap_console
     parse_shard = _deferred("lean_eval.shard", "parse_shard")
     resolve_toolchain = _deferred("lean_eval.toolchain", "resolve_toolchain")
 
@@ -105,7 +94,6 @@ else:
 PROBE_NAMES = ("sandbox_engaged", "env_dump", "tool_path", "artifact_tamper", "comparator")
 
 F = TypeVar("F", bound=Callable[..., Any])
-NO_TERMINAL_WIDTH = 10_000  # the width of a table printed to a file or pipe: in effect, none
 EXIT_FAULT = 1
 EXIT_SETUP = 2
 EXIT_INTERRUPTED = 130
@@ -217,56 +205,7 @@ def _fail(message: str, code: int = EXIT_SETUP) -> None:
     sys.exit(code)
 
 
-class _Group(click.Group):
-    """The ``lean-eval`` group: one error style, and every option settable by environment
-    variable and config file (``lean_eval/cli/config.py``, design §3)."""
-
-    def resolve_command(self, ctx: click.Context, args: list[str]
-                        ) -> tuple[str | None, click.Command | None, list[str]]:
-        from lean_eval.cli import config
-
-        name, command, rest = super().resolve_command(ctx, args)
-        # The group callback runs before the subcommand parses its arguments; it reads the
-        # subcommand's --benchmark from here to find the benchmark's pyproject.toml.
-        ctx.meta[config.SUBCOMMAND_KEY] = (name, command, tuple(rest))
-        return name, command, rest
-
-    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
-             complete_var: str | None = None, standalone_mode: bool = True,
-             **extra: Any) -> Any:
-        from lean_eval.cli import config
-
-        config.add_envvars(self)  # again: commands may have been added since import
-        if not standalone_mode:
-            return super().main(args, prog_name, complete_var, False, **extra)
-        try:
-            result = super().main(args, prog_name, complete_var, False, **extra)
-        except click.ClickException as exc:
-            if isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):
-                exc.show()  # click >= 8.2: `lean-eval` alone prints the help, as it should
-            else:
-                _show_click_error(exc)
-            sys.exit(exc.exit_code)
-        except click.Abort:
-            click.echo("lean-eval: error: interrupted", err=True)
-            sys.exit(EXIT_INTERRUPTED)
-        sys.exit(result if isinstance(result, int) else 0)
-
-
-def _show_click_error(exc: click.ClickException) -> None:
-    """Click's usage errors in lean-eval's one style: the usage line and the help hint as
-    click prints them, then ``lean-eval: error: ...`` where click says ``Error: ...``."""
-    usage_ctx = exc.ctx if isinstance(exc, click.UsageError) else None
-    if usage_ctx is not None:
-        click.echo(usage_ctx.get_usage(), err=True)
-        if usage_ctx.command.get_help_option(usage_ctx) is not None:
-            names = usage_ctx.command.get_help_option_names(usage_ctx)
-            click.echo(f"Try '{usage_ctx.command_path} {max(names, key=len)}' for help.\n",
-                       err=True)
-    click.echo(f"lean-eval: error: {exc.format_message()}", err=True)
-
-
-@click.group(cls=_Group, context_settings=CONTEXT_SETTINGS)
+@click.group(cls=LeanEvalGroup, context_settings=CONTEXT_SETTINGS)
 @click.option("--config", "config_file", metavar="FILE",
               type=click.Path(path_type=Path, dir_okay=False, exists=True),
               help="Settings file: TOML, one table per command ([run-eval]), keyed by long "
