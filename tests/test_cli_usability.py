@@ -479,6 +479,14 @@ def test_without_a_terminal_long_lines_are_never_wrapped() -> None:
     assert max(map(len, render(tty))) <= 60
 
 
+def test_bwrap_help_names_where_prepare_installs_it() -> None:
+    result = CliRunner().invoke(main, ["probe", "-h"], catch_exceptions=False,
+                                terminal_width=400, max_content_width=400)
+    text = " ".join(result.output.split())
+    assert "$XDG_DATA_HOME/lean-eval/bwrap/bin/bwrap" in text
+    assert "~/.local/share/lean-eval/bwrap/bin/bwrap" in text
+
+
 def test_every_option_of_every_command_has_help_text() -> None:
     missing = [f"{name} {'/'.join(p.opts)}" for name, cmd in [("lean-eval", main),
                                                               *sorted(main.commands.items())]
@@ -486,23 +494,24 @@ def test_every_option_of_every_command_has_help_text() -> None:
     assert not missing, f"options without help: {missing}"
 
 
-NEEDS_BENCHMARK = {
+# The arguments each command that takes --benchmark needs besides it (default: none).
+BENCHMARK_ARGS = {
     "run-eval": [str(REPO / "examples/submissions/correct"), "--out", "{tmp}/out"],
-    "probe": [], "check-comparator-installation": [], "check-eval-workflow": [],
-    "start-problem": ["two_plus_two", "{tmp}/dest"], "validate-catalog": [],
+    "start-problem": ["two_plus_two", "{tmp}/dest"],
     "validate-submission": [str(REPO / "examples/submissions/correct")],
     "prepare": ["--dry-run"],
 }
+NEEDS_BENCHMARK = sorted(n for n, c in main.commands.items()
+                         if n != "config" and any(p.name == "benchmark" for p in c.params))
 
 
-@pytest.mark.parametrize("command", sorted(NEEDS_BENCHMARK))
+@pytest.mark.parametrize("command", NEEDS_BENCHMARK)
 def test_outside_a_benchmark_every_command_says_to_pass_benchmark(
         command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert set(NEEDS_BENCHMARK) == {n for n, c in main.commands.items()
-                                    if any(p.name == "benchmark" for p in c.params)} - {"config"}
+    assert {"run-eval", "probe", "start-problem", "validate-catalog"} <= set(NEEDS_BENCHMARK)
     (tmp_path / "here").mkdir()
     monkeypatch.chdir(tmp_path / "here")  # under the temp dir: in no git checkout
-    args = [a.format(tmp=tmp_path) for a in NEEDS_BENCHMARK[command]]
+    args = [a.format(tmp=tmp_path) for a in BENCHMARK_ARGS.get(command, [])]
     for extra in ([], ["--benchmark", str(tmp_path / "here")]):
         result = CliRunner().invoke(main, [command, *args, *extra], catch_exceptions=False)
         assert result.exit_code == 2, result.output
