@@ -19,6 +19,10 @@ tests/test_intake_bounds.py:
   headers per member, members and depth (counted before their metadata is kept), the declared
   data of every member (toward ``max_total_bytes``, before any of it is decoded) and the intake
   deadline. Every step of parsing is linear in the bytes it looks at.
+- A regular member whose declared size is over ``max_file_bytes`` is refused from that size: its
+  data is skipped (never kept, never counted toward ``max_total_bytes``) and it becomes a leaf
+  marked ``oversize``, which rejects its own problem only. What all such members may make the
+  reader decode is bounded too (``limits.skip_allowance``, checked before a member is skipped).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import struct
 import zlib
 from typing import TYPE_CHECKING
 
+from lean_eval.errors import UsageError
 from lean_eval.limits import (
     CHUNK,
     SKIPPED_NAMES,
@@ -39,6 +44,7 @@ from lean_eval.limits import (
     Node,
     RejectError,
     show,
+    skip_allowance,
 )
 
 if TYPE_CHECKING:
@@ -64,7 +70,10 @@ def read_archive(fd: int, budget: Budget, digest: _Hash, root: Node) -> None:
     On a rejection `root` holds what was decoded before it (intake names the problem
     directories found there).
     """
-    raw = _read_raw(fd, budget, digest)
+    try:
+        raw = _read_raw(fd, budget, digest)
+    except OSError as exc:  # the host's fault (EIO, ...), not the submitter's: refuse the run
+        raise UsageError(f"archive: cannot be read: {exc.strerror}") from None
     stream = _Stream(raw, stream_cap(budget.limits), budget)
     try:
         _Parser(stream, budget, root).parse()
@@ -75,7 +84,7 @@ def read_archive(fd: int, budget: Budget, digest: _Hash, root: Node) -> None:
 def stream_cap(limits: IntakeLimits) -> int:
     """Most decompressed bytes a tar stream within the limits can need (data plus headers)."""
     headers = _MEMBER_OVERHEAD * (limits.max_files + 4) + 2 * 10240
-    return limits.max_total_bytes + headers
+    return limits.max_total_bytes + headers + skip_allowance(limits)
 
 
 def _read_raw(fd: int, budget: Budget, digest: _Hash) -> bytes:
@@ -322,12 +331,18 @@ class _Parser:
             raise _corrupt(where, f"{show(name)}: a link, device or directory member with data")
         shown = show(name.rstrip("/") if node_kind == "dir" else name)
         parts = _member_parts(name)
+        self.budget.walking = tuple(parts[:-1])
         self.budget.entry(shown)
         if len(parts) > self.limits.max_depth:  # a leaf at the first depth past the limit
             parts, node_kind = parts[: self.limits.max_depth + 1], TOO_DEEP
         node = Node(node_kind)
-        self.budget.data(shown, size)  # before any of it is decoded
-        if node_kind == "file" and not SKIPPED_NAMES.intersection(parts):
+        kept = node_kind == "file" and not SKIPPED_NAMES.intersection(parts)
+        if node_kind == "file" and size > self.limits.max_file_bytes:  # refused from its size
+            self.budget.skip(shown, size)  # before any of it is decoded; never in the total
+            node.oversize, kept = size, False
+        else:
+            self.budget.data(shown, size)  # before any of it is decoded
+        if kept:
             node.data = stream.exact(size, f"{shown}: member data")
         else:
             stream.skip(size, f"{shown}: member data")

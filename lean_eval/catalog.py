@@ -11,6 +11,10 @@ Invariants:
   ``only`` selects some), and trusted Lean (``Challenge.lean``,
   ``ChallengeDeps.lean``) imports no module the benchmark declares solution-only in
   ``benchmark.toml``; otherwise the catalog is refused before any submission is read.
+- A workspace without ``lake-manifest.json`` is scored with the one derived from the root's
+  (``derived_lake_manifest``), whose digest the index records like any trusted file; any other
+  workspace file that is neither trusted nor starter is refused (scoring would leave it out).
+- Set files (``sets/<name>.toml``) are trusted: their digests are under ``root`` in the index.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from lean_eval import process
 from lean_eval.errors import CatalogError, DigestMismatchError, TrustedConfigError
 from lean_eval.header import HeaderError, parse_header
+from lean_eval.sets import SETS_DIR, ProblemSet, load_sets, set_files
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -47,11 +52,13 @@ TRUSTED_FILES = (
     "README.md",
 )
 OPTIONAL_TRUSTED_FILES = ("ChallengeDeps.lean",)
+# Trusted files a workspace may omit: derived from the root's at scoring time (workspace_file).
+DERIVED_FILES = ("lake-manifest.json",)
 STARTER_FILES = ("Submission.lean", "Submission/Helpers.lean")
 ROOT_PIN_FILES = ("lean-toolchain", "lakefile.toml", "lake-manifest.json")
 BENCHMARK_CONFIG = "benchmark.toml"  # trusted benchmark settings; digest in workspaces/index.json
 TRUSTED_LEAN = ("Challenge.lean", "ChallengeDeps.lean")
-_GIT_PATHS = ("problems", "workspaces", *ROOT_PIN_FILES, BENCHMARK_CONFIG)
+_GIT_PATHS = ("problems", "workspaces", *ROOT_PIN_FILES, BENCHMARK_CONFIG, SETS_DIR)
 _MAX_ARCHIVE = 512 * 1024 * 1024
 
 
@@ -63,8 +70,29 @@ class Hole(BaseModel):
     kind: Literal["theorem", "def", "instance"]
 
 
+class StatusChange(BaseModel):
+    """A ``[[status_history]]`` row of a manifest: descriptive, kept and shown, never scored."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    status: str
+    effective_date: str
+    reason: str
+
+
+class RevisionChange(BaseModel):
+    """A ``[[revision_history]]`` row of a manifest: descriptive, kept and shown, never scored."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    revision: int = Field(ge=1)
+    effective_date: str
+    reason: str
+    statement_digest: str | None = None
+
+
 class Problem(BaseModel):
-    """A problem manifest, ``problems/<id>.toml`` (design §4.1)."""
+    """A problem manifest, ``problems/<id>.toml`` (design §4.1). The keys after ``source`` are
+    the descriptive keys of the lean-eval catalog layout: optional, typed, kept by
+    ``import-catalog`` and shown by ``list-problems``; scoring reads none of them."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
     id: str = Field(pattern=PROBLEM_ID.pattern)
@@ -77,11 +105,58 @@ class Problem(BaseModel):
     submitter: str
     notes: str | None = None
     source: str | None = None
+    group: str | None = None
+    module: str | None = None  # the source catalog's Lean module the statement comes from
+    informal_solution: str | None = None
+    test: bool | None = None  # the source catalog's marker of a test-only problem
+    status_history: tuple[StatusChange, ...] = ()
+    revision_history: tuple[RevisionChange, ...] = ()
 
-    @field_validator("tags", "holes", mode="before")
+    @field_validator("tags", "holes", "status_history", "revision_history", mode="before")
     @classmethod
     def _lists_are_tuples(cls, value: Any) -> Any:
         return tuple(value) if isinstance(value, list) else value
+
+
+def manifest_errors(exc: ValidationError) -> list[str]:
+    """Every fault of a manifest pydantic found (every unknown key among them), one line each."""
+    return [f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}"
+            for err in exc.errors()]
+
+
+def derived_lake_manifest(root_manifest: bytes, lakefile: bytes, what: str) -> bytes:
+    """The ``lake-manifest.json`` of a workspace that has none: the root's package pins, under
+    the workspace's package name. Deterministic bytes, so the index can cover them."""
+    manifest = strict_json(root_manifest, "lake-manifest.json")
+    name = toml_table(lakefile, what).get("name")
+    if not isinstance(manifest, dict) or not isinstance(name, str):
+        raise CatalogError(f"{what}: cannot derive a lake-manifest.json (no package `name`, or "
+                           "the root lake-manifest.json is not an object)")
+    derived = {**manifest, "name": name}
+    return (json.dumps(derived, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def workspace_file(pid: str, name: str, files: Mapping[str, bytes]) -> bytes | None:
+    """The bytes of trusted file ``name`` of workspace ``pid``: as committed, or (only for a
+    missing ``lake-manifest.json``) derived from the root's; None when absent."""
+    path = f"workspaces/{pid}/{name}"
+    if path in files:
+        return files[path]
+    lakefile = files.get(f"workspaces/{pid}/lakefile.toml")
+    if name in DERIVED_FILES and lakefile is not None and "lake-manifest.json" in files:
+        return derived_lake_manifest(files["lake-manifest.json"], lakefile,
+                                     f"workspaces/{pid}/lakefile.toml")
+    return None
+
+
+def unexpected_files(pid: str, files: Mapping[str, bytes]) -> list[str]:
+    """Workspace files of ``pid`` that are neither trusted nor starter files (dot-entries such
+    as ``.lake/`` excepted): scoring would leave them out, so a catalog may not have them."""
+    prefix = f"workspaces/{pid}/"
+    known = {*TRUSTED_FILES, *OPTIONAL_TRUSTED_FILES, *STARTER_FILES}
+    return sorted(name for name in files if name.startswith(prefix)
+                  and name[len(prefix):] not in known
+                  and not any(part.startswith(".") for part in name[len(prefix):].split("/")))
 
 
 class ComparatorConfig(BaseModel):
@@ -134,6 +209,7 @@ class Catalog(BaseModel):
     shared_packages: Path | None
     warnings: tuple[str, ...] = ()
     solution_only_modules: tuple[str, ...] = ()
+    sets: dict[str, ProblemSet] = Field(default_factory=dict)
 
 
 def sha256(data: bytes) -> str:
@@ -346,17 +422,20 @@ def _load_problem(pid: str, files: Mapping[str, bytes],
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise CatalogError(f"{manifest}: {exc}") from exc
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise CatalogError(f"{manifest}: {loc}: {first['msg']}") from exc
+        raise CatalogError(f"{manifest}: " + "; ".join(manifest_errors(exc))) from exc
     if problem.id != pid:
         raise CatalogError(f"{manifest}: id {problem.id!r} differs from the file name")
     prefix = f"workspaces/{pid}/"
-    missing = [name for name in TRUSTED_FILES if prefix + name not in files]
+    present = {name: workspace_file(pid, name, files)
+               for name in TRUSTED_FILES + OPTIONAL_TRUSTED_FILES}
+    missing = [name for name in TRUSTED_FILES if present[name] is None]
     if missing:
         raise CatalogError(f"workspace {prefix} lacks trusted file(s): {', '.join(missing)}")
-    names = TRUSTED_FILES + tuple(n for n in OPTIONAL_TRUSTED_FILES if prefix + n in files)
-    trusted = {name: files[prefix + name] for name in names}
+    extra = unexpected_files(pid, files)
+    if extra:
+        raise CatalogError(f"{extra[0]} is not a trusted or starter file: scoring would leave "
+                           "it out; run `lean-eval validate-catalog`")
+    trusted = {name: data for name, data in present.items() if data is not None}
     starter = {name: files[prefix + name] for name in STARTER_FILES if prefix + name in files}
     if "Submission.lean" not in starter:
         raise CatalogError(f"workspace {prefix} lacks the starter Submission.lean")
@@ -422,8 +501,9 @@ def load_catalog(root: Path, *, revision: str | None = "HEAD",
             raise CatalogError(f"unknown problem id(s): {', '.join(unknown)}")
         ids = [pid for pid in ids if pid in only]
     root_digests = index.get("root", {})
-    for name in (BENCHMARK_CONFIG,):
-        expected = root_digests.get(name) if isinstance(root_digests, dict) else None
+    root_digests = root_digests if isinstance(root_digests, dict) else {}
+    for name in sorted({BENCHMARK_CONFIG, *set_files(files).values(), *root_digests}):
+        expected = root_digests.get(name)
         actual = sha256(files[name]) if name in files else None
         if expected != actual:
             raise DigestMismatchError(f"{name} does not match workspaces/index.json")
@@ -442,4 +522,4 @@ def load_catalog(root: Path, *, revision: str | None = "HEAD",
     shared = root / ".lake" / "packages"
     return Catalog(root=root, commit=commit, toolchain_name=toolchain_name, problems=problems,
                    shared_packages=shared.resolve() if shared.is_dir() else None,
-                   warnings=warnings, solution_only_modules=reserved)
+                   warnings=warnings, solution_only_modules=reserved, sets=load_sets(files))

@@ -8,47 +8,57 @@ Security invariants (design §6.1, §6.2), each exercised by tests/test_intake*.
   decoded in memory by lean_eval/archive.py into the same tree, so both are classified alike.
 - The only files handed on are ``Submission.lean`` and ``Submission/**/*.lean`` of a problem
   directory (lean_eval/layout.py finds them; in a fork of the benchmark only under
-  ``workspaces/``), each a regular file with one link, valid UTF-8 without NUL bytes, within
-  the size limit, whose relpath matches ``Submission.lean|Submission/(ident/)*ident.lean``, is
-  at most ``max_path_bytes`` long (so it fits under the scoring root) with no component over
-  255 bytes, and whose import header lean_eval/header.py understands and finds plain: no
-  relpath can leave the problem directory and no import can name an escaped module.
+  ``workspaces/``; lean_eval/readset.py checks them), each a regular file with one link,
+  valid UTF-8 without NUL bytes, within the size limit, whose relpath matches
+  ``Submission.lean|Submission/(ident/)*ident.lean``, is at most ``max_path_bytes`` long (so
+  it fits under the scoring root) with no component over 255 bytes, and whose import header
+  lean_eval/header.py understands and finds plain: no relpath can leave the problem directory
+  and no import can name an escaped module.
 - A symlink, hard link, FIFO, socket, device or other special entry, a path deeper than
   ``max_depth``, an oversized file or an odd import header in that read set rejects that
-  problem only, naming the entry; elsewhere such entries are reported as ignored. Exceeded
-  totals (entries, bytes, archive bounds, the deadline), two directories for one problem, and
-  the archive-only faults that archive.py lists reject the whole submission; the problems found
-  until then are still named (``Intake.named``), and a submission without any gets a hint.
+  problem only, naming the entry; elsewhere such entries are reported as ignored. A file over
+  ``max_file_bytes`` is refused from its size (``lstat`` / the tar header), never read nor
+  counted toward ``max_total_bytes``. Exceeded totals (entries, bytes, archive bounds, the
+  deadline), two directories for one problem, and the archive-only faults that archive.py lists
+  reject the whole submission; every problem found until then, including the one the walk was
+  in when the limit tripped, is still named (``Intake.named``), and a submission without any
+  gets a hint.
+- Nothing a limit hides is silent: an entry past ``max_depth`` or one the harness cannot read,
+  outside every problem directory, is a problem entry of its own when its name is a problem id
+  that has no directory otherwise (rejected, or ``fault`` when unreadable), else a line of
+  ``Intake.hidden``.
+- An entry the harness cannot read for a host reason (permissions, I/O error, descriptors:
+  ``HOST_ERRNOS``) is never the submitter's fault: in a problem's read set it sets that
+  problem's ``fault`` (scored ``error``, so a later run retries it), not a rejection.
 - Entries, depth and bytes are counted before they are used: a huge tree is not walked past
   the limit, nothing deeper than ``max_depth`` is walked or read, and a file is not read past
-  the total byte limit; the whole intake of one submission has a deadline.
+  the total byte limit nor past its own; the whole intake of one submission has a deadline.
 - The result is a function of the submission's content only: every listing is sorted, and
   every name shown in a message is escaped (non-printable characters) and truncated.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
 import stat
-import unicodedata
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from lean_eval import layout
 from lean_eval.archive import read_archive
 from lean_eval.errors import UsageError
-from lean_eval.header import check_header
 from lean_eval.limits import (
     CHUNK,
     DEFAULT_LIMITS,
     MIB,
-    NAME_MAX,
     SKIPPED_NAMES,
     TOO_DEEP,
+    UNREADABLE,
     Budget,
     IntakeLimits,
     LimitError,
@@ -56,6 +66,14 @@ from lean_eval.limits import (
     RejectError,
     RejectionCode,
     show,
+)
+from lean_eval.readset import (
+    ProblemEntry,
+    SubmissionFile,
+    cap,
+    hidden_problems,
+    read_problem,
+    with_hidden,
 )
 
 if TYPE_CHECKING:
@@ -65,27 +83,12 @@ __all__ = ["DEFAULT_LIMITS", "MIB", "SKIPPED_NAMES", "Intake", "IntakeLimits", "
            "RejectionCode", "SubmissionFile", "read_submission", "same_content", "submission_id"]
 
 SUBMISSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-LEAN_COMPONENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_']*")
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
-IGNORED_CAP = 200
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})  # Cs: undecodable bytes
-
-
-class SubmissionFile(NamedTuple):
-    relpath: str  # "Submission.lean" or "Submission/A/B.lean", relative to the problem dir
-    data: bytes
-    sha256: str
-
-
-class ProblemEntry(BaseModel, frozen=True, extra="forbid"):
-    problem_id: str
-    location: str  # path of the problem directory inside the submission (escaped for display)
-    files: tuple[SubmissionFile, ...]  # sorted by relpath; empty when rejected
-    rejection: str | None
-    ignored: tuple[str, ...]  # "path: why", sorted
-    rejection_code: RejectionCode | None = None
+# Errors reading an entry that say something about the host, not about the submission.
+HOST_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EIO, errno.ENOMEM, errno.ENFILE,
+                         errno.EMFILE, errno.ENOBUFS, errno.ESTALE, errno.ETIMEDOUT})
 
 
 class Intake(BaseModel, frozen=True, extra="forbid"):
@@ -101,6 +104,8 @@ class Intake(BaseModel, frozen=True, extra="forbid"):
     named: tuple[str, ...] = ()
     # When no problem directory was found: what the submitter most likely has to change.
     hint: str | None = None
+    # Entries a limit hid (too deep, unreadable) that may hold a problem directory: "path: why".
+    hidden: tuple[str, ...] = ()
 
     def without_data(self) -> Intake:
         """The same intake with every file's bytes dropped (relpath and sha256 kept).
@@ -117,36 +122,11 @@ class Intake(BaseModel, frozen=True, extra="forbid"):
 def same_content(planned: Intake, reread: Intake) -> bool:
     """Whether `reread` is the submission `planned` was made from (digests of every file)."""
     def files(intake: Intake) -> list[tuple[str, str | None, list[tuple[str, str]]]]:
-        return [(e.problem_id, e.rejection, [(f.relpath, f.sha256) for f in e.files])
+        return [(e.problem_id, e.rejection or e.fault, [(f.relpath, f.sha256) for f in e.files])
                 for e in intake.problems]
 
     return (planned.digest, planned.rejection, files(planned)) == (
         reread.digest, reread.rejection, files(reread))
-
-
-class _BadProblemError(Exception):
-    """Problem rejection; the message names the offending entry."""
-
-    code: RejectionCode = "path_rejected"
-
-
-class _OversizeError(_BadProblemError):
-    """Problem rejection because a file is over the size limit or a path too deep."""
-
-    code: RejectionCode = "limit_exceeded"
-
-
-class _ImportRejectedError(_BadProblemError):
-    """Problem rejection because a file's import header is odd or not understood."""
-
-    code: RejectionCode = "import_rejected"
-
-
-def _cap(lines: list[str]) -> tuple[str, ...]:
-    lines = sorted(lines)
-    if len(lines) <= IGNORED_CAP:
-        return tuple(lines)
-    return (*lines[:IGNORED_CAP], f"... and {len(lines) - IGNORED_CAP} more")
 
 
 def submission_id(path: Path) -> str:
@@ -169,9 +149,11 @@ def read_submission(
     holds an entry `Submission.lean` (in a fork, only `workspaces/<id>/`); it is not searched
     for further problem directories. `.lake` and `.git` are skipped (in archives still counted,
     as they must be decoded). Every regular file walked is read and counts toward
-    `max_total_bytes` (so a directory and its tar get the same answer); the digest of a
-    directory hashes every walked path, type and content. A whole-submission rejection leaves
-    `problems` and `ignored` empty and `named` the problems found until then.
+    `max_total_bytes` (so a directory and its tar get the same answer) unless its size is over
+    `max_file_bytes`: then it is refused from that size, unread and uncounted. The digest of a
+    directory hashes every walked path, type and content (the size of a refused file). A
+    whole-submission rejection leaves `problems` and `ignored` empty and `named` the problems
+    found until then.
     """
     source = os.path.abspath(path)
     sid = submission_id(path)
@@ -190,32 +172,40 @@ def read_submission(
     digest = hashlib.sha256(b"lean-eval-dir-v1\0" if is_dir else b"")
     problems: tuple[ProblemEntry, ...] = ()
     ignored: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
     rejection: str | None = None
     code: RejectionCode | None = None
     root = Node("dir")
+    budget = Budget(limits)
     try:
         if (os.fstat(fd).st_ino, os.fstat(fd).st_mode) != (st.st_ino, st.st_mode):
             raise UsageError(f"submission {show(source)}: changed while it was opened")
-        budget = Budget(limits)
         if is_dir:
             _walk_dir(fd, "", root, budget, digest)
         else:
             read_archive(fd, budget, digest, root)
+        budget.walking = ()  # the walk is over: a rejection from here on is in no directory
         found = layout.find(root, problem_ids)
         _refuse_duplicates(found)
-        problems = tuple(_problem(pid, *found.dirs[pid][0], limits)
-                         for pid in sorted(found.dirs))
-        ignored = _cap(found.ignored)
+        problems, hidden = with_hidden(tuple(read_problem(pid, *found.dirs[pid][0], limits)
+                                              for pid in sorted(found.dirs)),
+                                        found, problem_ids, limits)
+        ignored = cap(found.ignored)
     except RejectError as exc:
         rejection, code = str(exc), exc.code
         if is_dir:  # the walk may have stopped early: make the digest cover the reason too
             digest.update(b"\0rejected\0" + rejection.encode())
     finally:
         os.close(fd)
-    named = tuple(sorted(layout.find(root, problem_ids).dirs))  # partial tree when rejected
+    named = tuple(entry.problem_id for entry in problems)
+    if rejection is not None:  # the tree is partial: name what was found, and where it stopped
+        found = layout.find(root, problem_ids)
+        walking = layout.enclosing(budget.walking, root, problem_ids)
+        named = tuple(sorted({*found.dirs, *hidden_problems(found, problem_ids, limits)[0],
+                              *([walking] if walking else [])}))
     return Intake(submission_id=sid, source=source, digest=digest.hexdigest(),
                   problems=problems, rejection=rejection, ignored=ignored,
-                  rejection_code=code, named=named,
+                  rejection_code=code, named=named, hidden=hidden,
                   hint=None if named else layout.hint(root, problem_ids))
 
 
@@ -246,6 +236,8 @@ def _record(digest: _Hash, *fields: bytes) -> None:
 
 
 def _walk_dir(dfd: int, prefix: str, node: Node, budget: Budget, digest: _Hash) -> None:
+    walking = tuple(prefix.split("/")[:-1])
+    budget.walking = walking
     names: list[str] = []
     with os.scandir(dfd) as entries:
         for entry in entries:
@@ -254,6 +246,7 @@ def _walk_dir(dfd: int, prefix: str, node: Node, budget: Budget, digest: _Hash) 
                 raise LimitError(f"{show(prefix or './')}: the submission has more than "
                                    f"{budget.limits.max_files} entries")
     for name in sorted(names):
+        budget.walking = walking  # (a rejection keeps where it tripped)
         rel = prefix + name
         shown = show(rel)
         budget.entry(shown)
@@ -267,14 +260,18 @@ def _walk_dir(dfd: int, prefix: str, node: Node, budget: Budget, digest: _Hash) 
             child = Node("skipped" if name in SKIPPED_NAMES and kind in ("dir", "file") else kind)
             node.children[name] = child
             extra = b""
-            if child.kind == "file":
+            if child.kind == "file" and st.st_size > budget.limits.max_file_bytes:
+                child.nlink, child.oversize = st.st_nlink, st.st_size  # refused from its size
+                extra = b"oversize %d" % st.st_size
+            elif child.kind == "file":
                 fd = _open_same(name, dfd, _FILE_FLAGS, st, shown)
                 try:
                     child.nlink = os.fstat(fd).st_nlink
-                    child.data = _read_bounded(fd, budget, shown)
+                    child.data, child.oversize = _read_bounded(fd, budget, shown)
                 finally:
                     os.close(fd)
-                extra = hashlib.sha256(child.data).digest()
+                extra = (b"oversize %d" % child.oversize if child.oversize
+                         else hashlib.sha256(child.data).digest())
             elif child.kind == "symlink":
                 extra = os.fsencode(os.readlink(name, dir_fd=dfd))
             _record(digest, os.fsencode(rel), child.kind.encode(), extra)
@@ -285,117 +282,24 @@ def _walk_dir(dfd: int, prefix: str, node: Node, budget: Budget, digest: _Hash) 
                 finally:
                     os.close(fd)
         except OSError as exc:
-            raise RejectError(f"{shown}: cannot be read: {exc.strerror}") from None
+            if exc.errno not in HOST_ERRNOS:
+                raise RejectError(f"{shown}: cannot be read: {exc.strerror}") from None
+            # The host's fault (permissions, I/O): a leaf that makes its problem `error`.
+            node.children[name] = Node(UNREADABLE, error=exc.strerror or str(exc))
+            _record(digest, os.fsencode(rel), UNREADABLE.encode(), str(exc.errno).encode())
 
 
-def _read_bounded(fd: int, budget: Budget, shown: str) -> bytes:
+def _read_bounded(fd: int, budget: Budget, shown: str) -> tuple[bytes, int]:
+    """The file's bytes and 0, or b"" and its size so far once it grew past max_file_bytes
+    (then uncounted: a file over its own limit never counts toward the total)."""
     chunks: list[bytes] = []
-    while chunk := os.read(fd, min(CHUNK, budget.limits.max_total_bytes - budget.bytes + 1)):
+    got, most = 0, budget.limits.max_file_bytes
+    while chunk := os.read(fd, min(CHUNK, most + 1 - got,
+                                   budget.limits.max_total_bytes - budget.bytes + 1)):
         budget.data(shown, len(chunk))  # raises before a growing file passes the total limit
         chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _bad_kind(node: Node) -> str | None:
-    if node.kind == "file":
-        return None if node.nlink == 1 else f"hard link ({node.nlink} links)"
-    return None if node.kind in ("dir", "skipped", TOO_DEEP) else node.kind
-
-
-def _fold(text: str) -> str:
-    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
-
-
-class _ProblemReader:
-    """Collects the read set of one problem directory; raises _BadProblemError to reject it."""
-
-    def __init__(self, location: str, limits: IntakeLimits) -> None:
-        self.loc, self.limits = show(location), limits
-        self.files: list[SubmissionFile] = []
-        self.ignored: list[str] = []
-        self.keys: dict[str, str] = {}  # folded relpath -> relpath, for collisions
-
-    def read(self, node: Node) -> None:
-        for name, child in node.children.items():
-            if name not in ("Submission.lean", "Submission"):
-                slash = "/" if child.kind == "dir" else ""
-                self.ignored.append(f"{self.loc}/{show(name)}{slash}: not read (only "
-                                    "Submission.lean and Submission/**/*.lean are)")
-        self.lean_file(node.children["Submission.lean"], "Submission.lean")
-        sub = node.children.get("Submission")
-        if sub is not None and sub.kind == "dir":
-            self.tree(sub, "Submission")
-        elif sub is not None and (why := _bad_kind(sub)):
-            raise _BadProblemError(f"{self.loc}/Submission: {why}")
-        elif sub is not None:
-            self.ignored.append(f"{self.loc}/Submission: not a directory, not read")
-
-    def tree(self, node: Node, prefix: str) -> None:
-        for name in sorted(node.children):
-            child, rel = node.children[name], f"{prefix}/{name}"
-            shown = f"{self.loc}/{show(rel)}"
-            if any(unicodedata.category(c) in _UNSAFE_CATEGORIES for c in name):
-                raise _BadProblemError(f"{shown}: name is not UTF-8 or holds control characters")
-            if len(name.encode("utf-8", "surrogateescape")) > NAME_MAX:
-                raise _BadProblemError(f"{shown}: a path component longer than {NAME_MAX} bytes")
-            if (other := self.keys.setdefault(_fold(rel), rel)) != rel:
-                raise _BadProblemError(
-                    f"{shown}: collides with {self.loc}/{show(other)} (case or Unicode form)")
-            if why := _bad_kind(child):
-                raise _BadProblemError(f"{shown}: {why}")
-            if child.kind == TOO_DEEP:
-                raise _OversizeError(f"{shown}: deeper than {self.limits.max_depth} path "
-                                     "components")
-            if child.kind == "skipped":
-                self.ignored.append(f"{shown}: build or version-control data, not read")
-            elif child.kind == "dir" and name.endswith(".lean"):
-                raise _BadProblemError(f"{shown}: a directory named *.lean")
-            elif child.kind == "dir":
-                self.tree(child, rel)
-            elif name.endswith(".lean"):
-                self.lean_file(child, rel)
-            else:
-                self.ignored.append(f"{shown}: not a .lean file, not read")
-
-    def lean_file(self, node: Node, rel: str) -> None:
-        shown = f"{self.loc}/{show(rel)}"
-        if node.kind == TOO_DEEP:
-            raise _OversizeError(f"{shown}: deeper than {self.limits.max_depth} path components")
-        if node.kind == "dir":
-            raise _BadProblemError(f"{shown}: a directory named *.lean")
-        if why := _bad_kind(node):
-            raise _BadProblemError(f"{shown}: {why}")
-        for part in rel[: -len(".lean")].split("/")[1:]:  # "Submission" itself is fixed
-            if not LEAN_COMPONENT_RE.fullmatch(part) or len(part) > NAME_MAX - len(".lean"):
-                raise _BadProblemError(
-                    f"{shown}: {show(part)!r} is not a valid Lean module name component")
-        if (size := len(rel.encode())) > (most := self.limits.max_path_bytes):
-            raise _BadProblemError(f"{shown}: a path of {size} bytes inside the scoring "
-                                   f"workspace, over the limit of {most}")
-        data, limit = node.data, self.limits.max_file_bytes
-        if len(data) > limit:
-            raise _OversizeError(f"{shown}: {len(data)} bytes, over the limit of {limit}")
-        if rel == "Submission.lean" and not data:
-            raise _BadProblemError(f"{shown}: empty")
-        if b"\0" in data:
-            raise _BadProblemError(f"{shown}: holds NUL bytes")
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise _BadProblemError(f"{shown}: not UTF-8 (bad byte at offset {exc.start})") from None
-        if why := check_header(text):
-            raise _ImportRejectedError(f"{shown}: {why}")
-        self.files.append(SubmissionFile(rel, data, hashlib.sha256(data).hexdigest()))
-
-
-def _problem(pid: str, location: str, node: Node, limits: IntakeLimits) -> ProblemEntry:
-    reader = _ProblemReader(location, limits)
-    rejection, code = None, None
-    try:
-        reader.read(node)
-    except _BadProblemError as exc:
-        rejection, code, reader.files = str(exc), exc.code, []
-    return ProblemEntry(problem_id=pid, location=reader.loc, rejection=rejection,
-                        rejection_code=code,
-                        ignored=_cap(reader.ignored),
-                        files=tuple(sorted(reader.files, key=lambda f: f.relpath)))
+        got += len(chunk)
+        if got > most:
+            budget.bytes -= got
+            return b"", got
+    return b"".join(chunks), 0

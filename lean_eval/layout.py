@@ -8,6 +8,8 @@ Invariants (tests/test_intake.py, tests/test_intake_layout.py):
   ``workspaces/<id>/`` are problem directories, and everything else is listed as ignored.
 - Every entry that is not a problem directory, or inside one, is listed with why it is ignored;
   the lists are sorted and every name in them is escaped.
+- Every leaf a limit made opaque (past the depth limit, or unreadable) outside every problem
+  directory is in ``Found.hidden``: a problem directory may be behind it, so intake names it.
 """
 
 from __future__ import annotations
@@ -15,14 +17,39 @@ from __future__ import annotations
 import difflib
 from typing import NamedTuple
 
-from lean_eval.limits import TOO_DEEP, Node, show
+from lean_eval.limits import TOO_DEEP, UNREADABLE, Node, show
+
+OPAQUE = frozenset({TOO_DEEP, UNREADABLE})  # leaves that may hide a problem directory
 
 
 class Found(NamedTuple):
-    """Problem directories by id (several for an id means a duplicate), and ignored entries."""
+    """Problem directories by id (several for an id means a duplicate), ignored entries, and
+    opaque leaves outside every problem directory: (path, name, leaf), sorted by path."""
 
     dirs: dict[str, list[tuple[str, Node]]]
     ignored: list[str]
+    hidden: list[tuple[str, str, Node]]
+
+
+def _opaque(node: Node, prefix: str, skip: set[int], out: list[tuple[str, str, Node]]) -> None:
+    for name in sorted(node.children):
+        child, path = node.children[name], prefix + name
+        if id(child) in skip:
+            continue
+        if child.kind in OPAQUE:
+            out.append((path, name, child))
+        elif child.kind == "dir":
+            _opaque(child, path + "/", skip, out)
+
+
+def enclosing(parts: tuple[str, ...], root: Node, problem_ids: frozenset[str]) -> str | None:
+    """The problem id of the directory `parts` (where a walk stopped) is in, if any: in a fork
+    ``workspaces/<id>``, else the outermost component named after a problem id."""
+    workspaces = root.children.get("workspaces")
+    if workspaces is not None and workspaces.kind == "dir":
+        fork = len(parts) > 1 and parts[0] == "workspaces" and parts[1] in problem_ids
+        return parts[1] if fork else None
+    return next((part for part in parts if part in problem_ids), None)
 
 
 def is_problem_dir(name: str, node: Node, problem_ids: frozenset[str]) -> bool:
@@ -35,6 +62,8 @@ def _other(name: str, node: Node, where: str) -> str:
         return f"{shown}: build or version-control data, not read"
     if node.kind == TOO_DEEP:
         return f"{shown}: deeper than the depth limit, not read"
+    if node.kind == UNREADABLE:
+        return f"{shown}: cannot be read by the harness ({node.error})"
     if node.kind == "dir":
         return f"{shown}/: holds no problem directory"
     if node.kind == "file" and name == "Submission.lean":
@@ -78,12 +107,16 @@ def find(root: Node, problem_ids: frozenset[str]) -> Found:
                 ignored.append(_other(name, child, path))
 
     visit(root, "")
-    return Found(found, ignored)
+    hidden: list[tuple[str, str, Node]] = []
+    _opaque(root, "", {id(node) for dirs in found.values() for _, node in dirs}, hidden)
+    return Found(found, ignored, hidden)
 
 
 def _find_fork(root: Node, workspaces: Node, problem_ids: frozenset[str]) -> Found:
     found: dict[str, list[tuple[str, Node]]] = {}
     ignored: list[str] = []
+    hidden = [(f"workspaces/{name}", name, child)
+              for name, child in sorted(workspaces.children.items()) if child.kind in OPAQUE]
     for name in sorted(root.children):
         if name != "workspaces":
             child = root.children[name]
@@ -101,7 +134,7 @@ def _find_fork(root: Node, workspaces: Node, problem_ids: frozenset[str]) -> Fou
             ignored.append(f"{show(path)}/: not a catalog problem id, not read")
         else:
             ignored.append(_other(name, child, path))
-    return Found(found, ignored)
+    return Found(found, ignored, hidden)
 
 
 def hint(root: Node, problem_ids: frozenset[str]) -> str:

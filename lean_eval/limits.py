@@ -7,6 +7,11 @@ Shared by lean_eval/archive.py and lean_eval/intake.py, so the stages form a str
   raises :class:`LimitError`, which rejects the whole submission (``limit_exceeded``).
 - The budget counts an entry, its depth and its bytes before they are used, and checks the
   intake deadline (``time.monotonic``) at every step, so no submission holds intake past it.
+- A file over ``max_file_bytes`` is refused from its size: it is never read (an archive skips
+  its data, within ``SKIP_FACTOR * max_archive_bytes`` decoded bytes for all such members) and
+  never counted toward ``max_total_bytes``, so it rejects only its own problem.
+- ``Budget.walking`` is the directory the walk is in (path components), so a whole-submission
+  rejection can still name the problem directory it tripped in.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ SKIPPED_NAMES = frozenset({".lake", ".git"})  # build and VCS data: skipped whol
 PATH_MAX = 4096  # Linux: the longest path a system call takes, terminating NUL included
 NAME_MAX = 255  # Linux: the longest path component, in bytes
 TOO_DEEP = "too deep"  # kind of a leaf standing for an entry past max_depth, never read
+UNREADABLE = "unreadable"  # kind of a leaf the harness could not read (a host fault)
+SKIP_FACTOR = 4  # archive data skipped for files over max_file_bytes: at most this x the archive
 LAKE_BUILD_MARGIN = 64  # Lake's build outputs sit deeper than the sources they come from
 
 RejectionCode = Literal["path_rejected", "limit_exceeded", "import_rejected"]
@@ -75,6 +82,8 @@ class Node:
     kind: str  # dir | file | skipped, or a link or special kind: "symlink", "FIFO", ...
     data: bytes = b""
     nlink: int = 1
+    oversize: int = 0  # a file refused from its size (that size); its data was never read
+    error: str = ""  # why an UNREADABLE leaf could not be read
     children: dict[str, Node] = field(default_factory=dict)
 
 
@@ -88,8 +97,9 @@ class Budget:
     """What one submission's intake has used so far: entries, bytes and time."""
 
     def __init__(self, limits: IntakeLimits) -> None:
-        self.limits, self.entries, self.bytes = limits, 0, 0
+        self.limits, self.entries, self.bytes, self.skipped = limits, 0, 0, 0
         self.deadline = time.monotonic() + limits.intake_seconds
+        self.walking: tuple[str, ...] = ()  # the directory the walk is in, as path components
 
     def tick(self, shown: str) -> None:
         """Raise LimitError once the intake deadline has passed."""
@@ -108,3 +118,15 @@ class Budget:
         self.bytes += size
         if self.bytes > (limit := self.limits.max_total_bytes):
             raise LimitError(f"{shown}: the submission holds more than {limit} bytes")
+
+    def skip(self, shown: str, size: int) -> None:
+        """Count archive data skipped for a member refused from its size, before it is decoded."""
+        self.skipped += size
+        if self.skipped > (limit := skip_allowance(self.limits)):
+            raise LimitError(f"{shown}: the archive holds more than {limit} bytes in files over "
+                             f"the size limit of {self.limits.max_file_bytes}")
+
+
+def skip_allowance(limits: IntakeLimits) -> int:
+    """Most decoded bytes an archive may skip for members refused from their size."""
+    return SKIP_FACTOR * limits.max_archive_bytes

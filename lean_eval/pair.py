@@ -136,6 +136,9 @@ def _score(job: PairJob, ctx: RunContext, dirs: workspace.PairDirs, started: flo
         code = sub.rejection_code or (entry.rejection_code if entry else None) or "path_rejected"
         return _verdict(job, ctx, "invalid_submission", "not_run",
                         Reason(code=code, message=message))
+    if entry is not None and entry.fault is not None:  # the host's fault: retried on resume
+        return _verdict(job, ctx, "error", "not_run",
+                        Reason(code="harness_error", message=entry.fault))
     if entry is None:
         raise LookupError(f"submission {sub.submission_id} has no entry for {job.problem_id}")
     problem = ctx.problems[job.problem_id]

@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict
 from lean_eval.catalog import Catalog
 from lean_eval.intake import DEFAULT_LIMITS, IntakeLimits, ProblemEntry, read_submission
 
-Outcome = Literal["scored", "unchanged", "invalid_submission"]
+# error: the harness could not read a file of the problem (a host fault, not the submitter's).
+Outcome = Literal["scored", "unchanged", "invalid_submission", "error"]
 
 
 class ProblemCheck(BaseModel):
@@ -34,6 +35,7 @@ class ProblemCheck(BaseModel):
     ignored: tuple[str, ...]
     rejection: str | None = None
     rejection_code: str | None = None
+    fault: str | None = None
 
 
 class SubmissionCheck(BaseModel):
@@ -52,6 +54,7 @@ class SubmissionCheck(BaseModel):
     rejection_code: str | None
     named: tuple[str, ...]  # problem directories found, also when the whole is rejected
     hint: str | None  # what to change when no problem directory was found
+    hidden: tuple[str, ...] = ()  # entries a limit hid, where a problem directory may be
 
 
 def changed_files(entry: ProblemEntry, starter: Mapping[str, bytes]) -> tuple[str, ...]:
@@ -62,11 +65,12 @@ def changed_files(entry: ProblemEntry, starter: Mapping[str, bytes]) -> tuple[st
 def _problem(entry: ProblemEntry, starter: Mapping[str, bytes]) -> ProblemCheck:
     changed = changed_files(entry, starter)
     outcome: Outcome = ("invalid_submission" if entry.rejection is not None
+                        else "error" if entry.fault is not None
                         else "scored" if changed else "unchanged")
     return ProblemCheck(problem_id=entry.problem_id, location=entry.location, outcome=outcome,
                         files=tuple(f.relpath for f in entry.files), changed=changed,
                         ignored=entry.ignored, rejection=entry.rejection,
-                        rejection_code=entry.rejection_code)
+                        rejection_code=entry.rejection_code, fault=entry.fault)
 
 
 def check_submission(path: Path, catalog: Catalog,
@@ -76,9 +80,9 @@ def check_submission(path: Path, catalog: Catalog,
     problems = tuple(_problem(e, catalog.problems[e.problem_id].starter)
                      for e in intake.problems)
     ok = (intake.rejection is None and bool(intake.named)
-          and all(p.rejection is None for p in problems))
+          and all(p.rejection is None and p.fault is None for p in problems))
     return SubmissionCheck(submission_id=intake.submission_id, source=intake.source,
                            digest=intake.digest, ok=ok, problems=problems,
                            ignored=intake.ignored, rejection=intake.rejection,
                            rejection_code=intake.rejection_code, named=intake.named,
-                           hint=intake.hint)
+                           hint=intake.hint, hidden=intake.hidden)

@@ -21,7 +21,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from lean_eval import batch, report
+from lean_eval import batch, report_console
 from lean_eval.verdict import Summary
 
 _SHORT = {"accepted": "ok", "rejected": "rej", "invalid_submission": "inv",
@@ -56,7 +56,8 @@ class Display:
             return
         if self.bar is None:
             if event.verdict is not None:
-                self.console.print(Text(report.verdict_line(event.verdict)), highlight=False)
+                line = report_console.verdict_line(event.verdict)
+                self.console.print(Text(line), highlight=False)
             return
         status = f"{event.running} running  " + " ".join(
             f"{_SHORT[k]} {n}" for k, n in event.counts.items() if n)
@@ -66,12 +67,17 @@ class Display:
 
 
 def report_end(summary: Summary, console: Console, quiet: bool) -> None:
-    """Name the submissions in which intake found no problem directory (with its hint), and
-    say how to resume an interrupted run (even under -q: the run did not finish)."""
+    """Name the submissions in which intake found no problem directory (with its hint), every
+    entry an intake limit hid (even under -q: a problem directory may be behind it), and say how
+    to resume an interrupted run (even under -q: the run did not finish)."""
     if summary.interrupted:
         console.print(f"lean-eval: interrupted: {summary.not_scored} pair(s) not scored; run "
                       "the same command again to resume (verdicts already written are kept)",
                       markup=False, highlight=False)
+    for sub in summary.submissions:  # even under -q: a problem may have gone unscored
+        for line in sub.hidden:
+            console.print(f"[yellow]warning:[/] {escape(sub.id)}: hidden by an intake limit: "
+                          f"{escape(line)}", highlight=False, soft_wrap=True)
     if quiet:
         return
     for sub in summary.submissions:

@@ -62,3 +62,40 @@ def resolve_toolchain(explicit: Path | None, env: Mapping[str, str], name: str) 
             "bundled from Lean 4.35.0-rc2 on"
         )
     return Toolchain(name=name, root=root, lake=lake, nanoda=nanoda)
+
+
+# --- compatibility of a pinned release with the driver (issue: say it up front) --------------
+
+# The first Lean release whose toolchain bundles `lake comparator` and `bin/nanoda_bin`, the
+# two tools the driver runs (design §5.4); earlier releases cannot score anything.
+FIRST_DRIVER_RELEASE = "v4.35.0-rc2"
+
+
+def release_incompatibility(name: str) -> str | None:
+    """Why the pinned release ``name`` (a ``lean-toolchain`` line such as
+    ``leanprover/lean4:v4.33.0``) cannot run the driver, or None when it can or when its name
+    says nothing about its version (a nightly, a custom toolchain)."""
+    from packaging.version import InvalidVersion, Version
+
+    tag = name.strip().rpartition(":")[2]
+    if not tag.startswith("v"):
+        return None
+    try:
+        pinned = Version(tag[1:])
+    except InvalidVersion:
+        return None
+    if pinned >= Version(FIRST_DRIVER_RELEASE[1:]):
+        return None
+    return (f"the pinned Lean release {name.strip()} predates `lake comparator` and the bundled "
+            f"`nanoda_bin`, which lean-eval drives (both first in {FIRST_DRIVER_RELEASE}); its "
+            f"maintainers must bump lean-toolchain (the root's and every workspace's) to "
+            f"{FIRST_DRIVER_RELEASE} or later, with a Mathlib revision built for that release in "
+            "every [[require]] and lake-manifest.json")
+
+
+def check_release(explicit: Path | None, name: str) -> None:
+    """Refuse (ToolchainError) a pinned release that cannot run the driver. With an explicit
+    toolchain directory the check is on that directory's own ``bin/`` instead, which
+    ``resolve_toolchain`` makes."""
+    if explicit is None and (problem := release_incompatibility(name)):
+        raise ToolchainError(problem)

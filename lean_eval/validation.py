@@ -20,8 +20,12 @@ from lean_eval.declarations import Declaration, declarations
 from lean_eval.documents import CatalogFinding as Finding
 from lean_eval.documents import CatalogReport
 from lean_eval.errors import CatalogError
+from lean_eval.lakefile import lakefile_faults
+from lean_eval.sets import parse_set, set_faults, set_files
 
-_KEYWORDS = {"theorem": ("theorem", "lemma"), "def": ("def", "abbrev"), "instance": ("instance",)}
+# A theorem hole may be an `instance` of a Prop-valued class (Lean makes it a theorem).
+_KEYWORDS = {"theorem": ("theorem", "lemma", "instance"), "def": ("def", "abbrev"),
+             "instance": ("instance",)}
 
 
 def _text(files: Mapping[str, bytes], path: str) -> str:
@@ -73,10 +77,37 @@ def _lean_findings(pid: str, problem: catalog.Problem,
             found.append(Finding(path=prefix + "Solution.lean",
                                  message=f"bridge {hole.name!r} does not use "
                                          f"Submission.{hole.name}"))
+    found.extend(_repeat_findings(prefix, problem, challenge, bridge, starter))
+    return found
+
+
+def _repeat_findings(prefix: str, problem: catalog.Problem, challenge: dict[str, Declaration],
+                     bridge: dict[str, Declaration],
+                     starter: dict[str, Declaration]) -> list[Finding]:
+    """Bridges and starters may repeat the Challenge's auxiliary (non-hole) declarations, as
+    the lean-eval generator writes them; a repeat must state exactly what the Challenge does.
+    A bridge declaration that is neither a hole nor such a repeat is a fault."""
     holes = {h.name for h in problem.holes}
-    found.extend(Finding(path=prefix + "Solution.lean",
-                         message=f"bridge declares {name!r}, which is not a hole")
-                 for name in sorted(set(bridge) - holes))
+    found: list[Finding] = []
+    repeats = [("Solution.lean", name, decl) for name, decl in bridge.items() if name not in holes]
+    repeats += [("Submission.lean", name.removeprefix("Submission."), decl)
+                for name, decl in starter.items()
+                if name.startswith("Submission.") and name.removeprefix("Submission.") not in holes]
+    for file, name, decl in sorted(repeats, key=lambda r: (r[0], r[2].line)):
+        original = challenge.get(name)
+        if original is None:
+            if file == "Solution.lean":
+                found.append(Finding(path=prefix + file,
+                                     message=f"bridge declares {name!r}, which is not a hole "
+                                             "nor a declaration of Challenge.lean"))
+            continue
+        if (decl.keyword, decl.statement) != (original.keyword, original.statement):
+            found.append(Finding(path=prefix + file,
+                                 message=f"repeats {name!r} of {prefix}Challenge.lean "
+                                         f"(line {original.line}) as {decl.keyword} "
+                                         f"{decl.statement!r} (line {decl.line}), "
+                                         f"Challenge.lean as {original.keyword} "
+                                         f"{original.statement!r}"))
     return found
 
 
@@ -91,25 +122,36 @@ def _problem_findings(pid: str, files: Mapping[str, bytes],
             found.append(Finding(path=manifest, message=f"id {problem.id!r} differs from the "
                                                         "file name"))
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(part) for part in first["loc"])
-        return [Finding(path=manifest, message=f"{loc}: {first['msg']}")]
+        return [Finding(path=manifest, message=m) for m in catalog.manifest_errors(exc)]
     except CatalogError as exc:
         return [Finding(path=manifest, message=str(exc))]
-    missing = [n for n in (*catalog.TRUSTED_FILES, "Submission.lean") if prefix + n not in files]
+    try:
+        derived = {n: catalog.workspace_file(pid, n, files) for n in catalog.DERIVED_FILES}
+    except CatalogError as exc:
+        derived = {}
+        found.append(Finding(path=prefix + "lakefile.toml", message=str(exc)))
+    missing = [n for n in (*catalog.TRUSTED_FILES, "Submission.lean")
+               if prefix + n not in files and derived.get(n) is None]
     found.extend(Finding(path=prefix + n, message="missing") for n in missing)
+    found.extend(Finding(path=path, message="not a trusted or starter file: scoring would "
+                                            "leave it out (remove it, or drop what needs it)")
+                 for path in catalog.unexpected_files(pid, files))
+    found.extend(_lakefile_findings(pid, files))
     entry = index.get(pid)
     if not isinstance(entry, dict):
         found.append(Finding(path="workspaces/index.json", message=f"no entry for {pid!r}"))
     else:
         recorded = {**entry.get("trusted", {}), **entry.get("starter", {})}
-        present = [n for n in (*catalog.TRUSTED_FILES, *catalog.OPTIONAL_TRUSTED_FILES,
-                               *catalog.STARTER_FILES) if prefix + n in files]
+        actual = {n: files.get(prefix + n, derived.get(n))
+                  for n in (*catalog.TRUSTED_FILES, *catalog.OPTIONAL_TRUSTED_FILES,
+                            *catalog.STARTER_FILES)}
+        digests = {n: catalog.sha256(data) for n, data in actual.items() if data is not None}
         found.extend(Finding(path=prefix + n, message="differs from its digest in "
-                                                      "workspaces/index.json")
-                     for n in sorted(set(present) | set(recorded))
-                     if recorded.get(n) != (catalog.sha256(files[prefix + n])
-                                            if prefix + n in files else None))
+                                                      "workspaces/index.json"
+                                                      + (" (derived from the root's)"
+                                                         if prefix + n not in files else ""))
+                     for n in sorted(set(digests) | set(recorded))
+                     if recorded.get(n) != digests.get(n))
     try:
         found.extend(Finding(path=p, message=m) for p, m in catalog.pin_differences(pid, files))
         found.extend(Finding(path=p, message=m)
@@ -129,6 +171,41 @@ def _problem_findings(pid: str, files: Mapping[str, bytes],
         except CatalogError as exc:
             found.append(Finding(path=prefix + "config.json", message=str(exc)))
     found.extend(_lean_findings(pid, problem, files))
+    return found
+
+
+def _lakefile_findings(pid: str, files: Mapping[str, bytes]) -> list[Finding]:
+    path = f"workspaces/{pid}/lakefile.toml"
+    if path not in files:
+        return []
+    try:
+        table = catalog.toml_table(files[path], path)
+    except CatalogError as exc:
+        return [Finding(path=path, message=str(exc))]
+    present = {n.removeprefix(f"workspaces/{pid}/") for n in files
+               if n.startswith(f"workspaces/{pid}/")}
+    return [Finding(path=path, message=m) for m in lakefile_faults(table, present)]
+
+
+def _revision(files: Mapping[str, bytes], pid: str) -> int | None:
+    try:
+        return catalog.Problem.model_validate(
+            catalog.toml_table(files[f"problems/{pid}.toml"], pid)).statement_revision
+    except (ValidationError, CatalogError):
+        return None  # reported with the manifest
+
+
+def _set_findings(files: Mapping[str, bytes], ids: list[str]) -> list[Finding]:
+    revisions = {pid: rev for pid in ids if (rev := _revision(files, pid)) is not None}
+    found: list[Finding] = []
+    for path in set_files(files).values():
+        try:
+            problem_set = parse_set(files[path], path)
+        except CatalogError as exc:
+            found.append(Finding(path=path, message=str(exc).removeprefix(f"{path}: ")))
+            continue
+        found.extend(Finding(path=path, message=m) for m in set_faults(
+            problem_set, revisions))
     return found
 
 
@@ -167,6 +244,11 @@ def validate_catalog(root: Path) -> CatalogReport:
     if root_index.get(catalog.BENCHMARK_CONFIG) != config_digest:
         found.append(Finding(path=catalog.BENCHMARK_CONFIG,
                              message="differs from its digest in workspaces/index.json"))
+    set_paths = set(set_files(files).values())
+    found.extend(Finding(path=path, message="differs from its digest in workspaces/index.json")
+                 for path in sorted(set_paths | {k for k in root_index if k.startswith("sets/")})
+                 if root_index.get(path) != (catalog.sha256(files[path])
+                                             if path in files else None))
     ids = sorted(n.removeprefix("problems/").removesuffix(".toml") for n in files
                  if n.startswith("problems/") and n.endswith(".toml") and n.count("/") == 1)
     workspaces = sorted({n.split("/")[1] for n in files
@@ -180,5 +262,6 @@ def validate_catalog(root: Path) -> CatalogReport:
             found.append(Finding(path=f"problems/{pid}.toml", message="invalid problem id"))
             continue
         found.extend(_problem_findings(pid, files, problems_index, reserved))
+    found.extend(_set_findings(files, ids))
     return CatalogReport(ok=not found, benchmark=str(root), problems=tuple(ids),
                          solution_only_modules=reserved, findings=tuple(found))

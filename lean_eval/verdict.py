@@ -201,6 +201,8 @@ class SubmissionSummary(_Model):
     rejection_code: str | None = None
     hint: str | None = None  # why intake found no problem directory, when it found none
     tally: Tally = Tally()
+    # Entries an intake limit hid (too deep, unreadable) where a problem directory may be.
+    hidden: tuple[str, ...] = ()
 
 
 class PairRef(_Model):
@@ -252,6 +254,9 @@ class Summary(_Model):
     # Why the run scored nothing although its arguments were usable (a preflight probe did not
     # pass); None: the run planned and scored. A refused run exits 2 (design §5.5).
     refused: str | None = None
+    # Every option that can change a verdict (resume.verdict_options), so `replay` scores with
+    # them again; None: not recorded (a summary written before they were).
+    options: dict[str, Any] | None = None
 
 
 @functools.cache
@@ -316,7 +321,17 @@ def write_model(path: Path, model: BaseModel) -> None:
 
 def schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schema of each committed model, by file name (printed documents included)."""
-    from lean_eval import attest, documents, export, precheck, report, results_store, verify
+    from lean_eval import (
+        attest,
+        documents,
+        export,
+        precheck,
+        replay_report,
+        report,
+        results_store,
+        selection,
+        verify,
+    )
 
     return {
         "verdict.schema.json": Verdict.model_json_schema(),
@@ -328,6 +343,8 @@ def schemas() -> dict[str, dict[str, Any]]:
         "verdict-statement.schema.json": attest.Statement.model_json_schema(),
         "verify-report.schema.json": verify.VerifyReport.model_json_schema(),
         "export-report.schema.json": export.ExportReport.model_json_schema(),
+        "problem-list.schema.json": selection.ProblemList.model_json_schema(),
+        "replay-report.schema.json": replay_report.ReplayReport.model_json_schema(),
     }
 
 

@@ -2,9 +2,12 @@
 """Audit GitHub Actions workflows for mutable selectors (docs/design.md §9).
 
 A CI run is only reproducible, and only as trustworthy as what it executes, when every thing it
-fetches is named immutably. This script parses workflow YAML with PyYAML's node API (each value
-keeps its line) and applies the policy below to every value, reporting each selector that can
-move under us.
+fetches is named immutably. zizmor (pinned: ``ZIZMOR_VERSION``) parses each file and reports
+unpinned ``uses:`` refs and images; the rules zizmor lacks walk the YAML with PyYAML's node API
+(each value keeps its line) and tokenise ``run:`` blocks. zizmor runs ``--offline``,
+``--no-ignores`` (a ``# zizmor: ignore`` comment silences nothing), with
+``action_pin_audit.zizmor.yml`` (hash-pin every ``uses:``, ``actions/*`` included) and the
+``auditor`` persona (a digest on every tagged image).
 
 Usage:
     python scripts/action_pin_audit.py [--root DIR] [PATH ...]
@@ -15,23 +18,27 @@ Without PATH it audits ``.github/workflows/*.yml|*.yaml`` (and composite actions
 ``*-version-file`` files the workflows read (default: the directory holding ``.github`` when the
 file lies under one, else this repository).
 
-Output: one line per finding, ``path:line: kind: text``, on stdout, then exit 1; otherwise one
-``OK`` line and exit 0. Exit 2 on a usage error, a missing or unreadable file, or nothing to audit.
+Output: one line per finding, ``path:line: kind: text``, on stdout (line order per file), then
+exit 1; otherwise one ``OK`` line and exit 0. Exit 2 on a usage error, a missing or unreadable
+file, nothing to audit, or zizmor missing, of another version, timing out or unreadable.
 
-Finding kinds:
-- ``action-tag`` / ``action-branch`` / ``action-short-sha`` / ``action-no-ref``: a ``uses:``
-  action not pinned to a full 40-hex commit SHA (``@v4``, ``@main``, ``@11bd719``, no ``@``).
+Finding kinds (zizmor's findings say so in their text):
+- ``action-tag`` / ``action-branch`` / ``action-short-sha``: zizmor: a ``uses:`` action not
+  pinned to a full 40-hex commit SHA (``@v4``, ``@main``, ``@11bd719``); ``action-no-ref``: ours,
+  a ``uses:`` with no ``@`` at all (zizmor cannot load such a file).
 - ``reusable-workflow-tag`` / ``-branch`` / ``-short-sha`` / ``-no-ref``: the same for a reusable
   workflow ``owner/repo/.github/workflows/x.yml@ref``.
-- ``docker-unpinned``: a ``docker://`` action, ``container:`` or service ``image:`` without an
-  ``@sha256:`` digest.
+- ``docker-unpinned``: zizmor: a ``docker://`` action, ``container:`` or service ``image:``
+  without an ``@sha256:`` digest.
+- ``zizmor-load-failure``: zizmor cannot load the file (not a valid workflow, a ``uses:`` without
+  ``@ref``, a composite action not named ``action.yml``), so none of its actions or images was
+  audited: a finding, never a pass.
 - ``language-version``: a ``*-version`` / ``*_VERSION`` / ``toolchain:`` value that is not an
   exact ``X.Y.Z`` (``3.x``, ``3.11``, ``latest``, ``>=3.10``, ``lts/*``, ``stable``), a
   ``version:`` input that names a channel (``latest``, ``stable``, ...), an unverifiable
   ``*-version-file``, or ``rustup`` selecting a channel.
 - ``runner-latest``: an unversioned runner image (``ubuntu-latest``, ``windows-latest``,
-  ``macos-latest``): the image behind the label changes without notice, so CI changes too; use
-  a versioned label such as ``ubuntu-24.04``.
+  ``macos-latest``), which changes without notice; use a versioned label (``ubuntu-24.04``).
 - ``go-install``: ``go install|get|run pkg@ref`` where ref is not an exact module version or a
   40-hex commit (``@latest``, ``@master``, a branch, a short hash).
 - ``pip-vcs``: ``pip install`` of a VCS URL (``git+https://...``) not pinned to a 40-hex commit.
@@ -45,17 +52,22 @@ Finding kinds:
   without ``--default-toolchain`` (it would install ``stable``), and ``elan self update``.
 
 Not audited (documented limits): whether a 40-hex SHA belongs to the named repository (an
-impostor commit from a fork); packages installed by ``apt-get``/``pip`` from their registries;
-``git clone`` of a default branch; expressions ``${{ ... }}`` (the values they read, such as
-matrix entries and ``env:`` variables, are audited where they are defined).
+impostor commit: zizmor's audit for it needs the network); packages installed by
+``apt-get``/``pip`` from their registries; ``git clone`` of a default branch; expressions
+``${{ ... }}`` (the values they read are audited where they are defined); zizmor's other audits.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import re
 import shlex
+import shutil
+import subprocess  # noqa: TID251 - a standalone script, not lean_eval: it runs zizmor itself
 import sys
+import sysconfig
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,13 +76,16 @@ from urllib.parse import urlsplit
 import yaml
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+ZIZMOR_VERSION = "1.32.0"  # the same pin as pyproject.toml's test extra
+ZIZMOR_CONFIG = Path(__file__).resolve().with_name("action_pin_audit.zizmor.yml")
+ZIZMOR_TIMEOUT = 120  # seconds for one file; zizmor takes well under one
 
 # Every kind of finding this audit reports (the module docstring says what each means).
 KINDS = (
     "action-tag", "action-branch", "action-short-sha", "action-no-ref",
     "reusable-workflow-tag", "reusable-workflow-branch", "reusable-workflow-short-sha",
-    "reusable-workflow-no-ref", "docker-unpinned", "language-version", "runner-latest",
-    "go-install", "pip-vcs", "mutable-url", "elan-toolchain",
+    "reusable-workflow-no-ref", "docker-unpinned", "zizmor-load-failure", "language-version",
+    "runner-latest", "go-install", "pip-vcs", "mutable-url", "elan-toolchain",
 )
 
 SHA40 = re.compile(r"[0-9a-fA-F]{40}")
@@ -82,7 +97,6 @@ EXACT_VERSION = re.compile(
 GO_VERSION = re.compile(r"v\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+incompatible)?")
 NIGHTLY = re.compile(r"nightly-\d{4}-\d{2}-\d{2}")
 LEAN_TOOLCHAIN = re.compile(r"leanprover/lean4:v\d+\.\d+\.\d+(?:-rc\d+)?")
-DIGEST = re.compile(r"@sha256:[0-9a-f]{64}")
 RUNNER_LATEST = re.compile(r"(?<![\w.-])(?:ubuntu|windows|macos)-latest(?:-[a-z0-9-]+)?(?![\w.])",
                            re.IGNORECASE)
 REUSABLE = re.compile(r"/\.github/workflows/[^/]+\.ya?ml$")
@@ -118,6 +132,7 @@ TOOLCHAIN_READ = re.compile(
     r"""[\w./-]*lean-toolchain)["']?\s*[)`]"?"""
 )
 PLACEHOLDER = re.compile(r"@@LEAN_TOOLCHAIN_(\d+)@@")
+FEATURE_KEY = re.compile(r"^[\w-]+:\s+")  # zizmor's `image: redis:7` -> `redis:7`
 HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 
 
@@ -217,12 +232,8 @@ def check_scalar(audit: Audit, key: str, value: str, lineno: int, parents: list[
         return
     if key == "uses":
         audit.uses_count += 1
-        check_uses(audit, value, lineno)
-        return
-    if key == "container" or (key == "image" and parents[-1:] == ["container"]):
-        check_image(audit, value, lineno, "job container")
-    elif key == "image" and len(parents) >= 2 and parents[-2] == "services":
-        check_image(audit, value, lineno, f"service `{parents[-1]}` image")
+        check_uses_has_ref(audit, value, lineno)
+        return  # its ref and any docker:// image are zizmor's (unpinned-uses, unpinned-images)
     if key not in PROSE_KEYS:
         for match in RUNNER_LATEST.finditer(value):
             audit.add(lineno, "runner-latest",
@@ -240,38 +251,14 @@ def check_scalar(audit: Audit, key: str, value: str, lineno: int, parents: list[
                   "not an exact X.Y.Z")
 
 
-def check_uses(audit: Audit, value: str, lineno: int) -> None:
-    if value.startswith(("./", ".\\")):
+def check_uses_has_ref(audit: Audit, value: str, lineno: int) -> None:
+    """A remote ``uses:`` without ``@``: zizmor cannot load such a file, so we name the line."""
+    if value.startswith(("./", ".\\", "docker://")) or "@" in value:
         return
-    if value.startswith("docker://"):
-        check_image(audit, value[len("docker://"):], lineno, "docker action")
-        return
-    name, at, ref = value.partition("@")
-    target = "reusable-workflow" if REUSABLE.search(name) else "action"
+    target = "reusable-workflow" if REUSABLE.search(value) else "action"
     what = "reusable workflow" if target == "reusable-workflow" else "action"
-    if not at:
-        audit.add(lineno, f"{target}-no-ref",
-                  f"{what} `{value}` names no ref; pin it to a full 40-hex commit SHA")
-    elif SHA40.fullmatch(ref):
-        return
-    elif SHORT_SHA.fullmatch(ref) and re.search(r"\d", ref):
-        audit.add(lineno, f"{target}-short-sha",
-                  f"{what} `{value}` uses an abbreviated SHA; pin the full 40-hex commit SHA")
-    elif TAG_LIKE.fullmatch(ref):
-        audit.add(lineno, f"{target}-tag",
-                  f"{what} `{value}` is pinned to tag `{ref}`, which can be moved; "
-                  "pin the full 40-hex commit SHA")
-    else:
-        audit.add(lineno, f"{target}-branch",
-                  f"{what} `{value}` follows the branch or name `{ref}`; "
-                  "pin the full 40-hex commit SHA")
-
-
-def check_image(audit: Audit, image: str, lineno: int, where: str) -> None:
-    if EXPRESSION in image or DIGEST.search(image):
-        return
-    audit.add(lineno, "docker-unpinned",
-              f"{where} `{image}` has no @sha256: digest; tags move")
+    audit.add(lineno, f"{target}-no-ref",
+              f"{what} `{value}` names no ref; pin it to a full 40-hex commit SHA")
 
 
 def exact_version(value: str) -> bool:
@@ -604,6 +591,74 @@ def check_rustup(audit: Audit, args: list[str], marks: list[tuple[int, int]], te
                       "name an exact X.Y.Z")
 
 
+# --------------------------------------------------------------------------- zizmor
+#
+# zizmor parses each file and owns the pinning of `uses:` refs and images: the findings of those
+# two audits (its others are not ours) are mapped to our kinds. It gets its own environment, so no
+# ZIZMOR_CONFIG, GH_TOKEN or other setting of the caller reaches it.
+ZIZMOR_ENV = {"PATH": os.defpath, "LC_ALL": "C.UTF-8", "NO_COLOR": "1", "RUST_BACKTRACE": "0"}
+ZIZMOR_ARGS = ("--offline", "--no-ignores", "--no-exit-codes", "--persona", "auditor",
+               "--config", str(ZIZMOR_CONFIG), "--format", "json", "--no-progress", "-q", "--")
+
+
+def zizmor(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run zizmor (beside this interpreter, else on PATH): argv a tuple, no shell, a timeout."""
+    beside = Path(sysconfig.get_path("scripts")) / "zizmor"
+    program = str(beside) if beside.is_file() else shutil.which("zizmor")
+    if program is None:
+        raise UsageError(f"zizmor not found; python -m pip install zizmor=={ZIZMOR_VERSION}")
+    try:
+        return subprocess.run((program, *args), capture_output=True, text=True, errors="replace",
+                              env=ZIZMOR_ENV, cwd=REPO_ROOT, stdin=subprocess.DEVNULL,
+                              timeout=ZIZMOR_TIMEOUT, check=False)
+    except (subprocess.TimeoutExpired, OSError) as exc:
+        raise UsageError(f"zizmor {args[-1]}: {exc}") from exc
+
+
+def zizmor_audit(audit: Audit, path: Path) -> None:
+    done = zizmor(*ZIZMOR_ARGS, str(path.resolve()))
+    if done.returncode != 0:  # it cannot load the file, so nothing in it was audited: a finding
+        text = done.stderr.split("Stack backtrace:")[0]
+        why = [m.group(1) for m in re.finditer(r"^ERROR [\w:]+: (?:msg=)?(.*)$", text, re.M)]
+        why += re.findall(r"^\s+\d+: (.*)$", text, re.M)[-1:] or ["no reason given"]
+        at = re.search(r"at line (\d+)", why[-1])
+        audit.add(int(at.group(1)) if at else 1, "zizmor-load-failure",
+                  f"zizmor cannot load this file ({'; '.join(why)[:600]}), so none of its "
+                  "actions or images was audited; make it a valid workflow, or name the "
+                  "composite action action.yml")
+        return
+    try:
+        for finding in json.loads(done.stdout):
+            if finding["ident"] not in ("unpinned-uses", "unpinned-images"):
+                continue
+            primary = next(loc for loc in finding["locations"]
+                           if loc["symbolic"]["kind"] == "Primary")["concrete"]
+            value = FEATURE_KEY.sub("", primary["feature"].strip()).strip("'\"")
+            line = primary["location"]["start_point"]["row"] + 1
+            if finding["ident"] == "unpinned-uses":
+                audit.add(line, *uses_finding(value))
+            else:
+                audit.add(line, "docker-unpinned", f"image `{value}` has no @sha256: digest; "
+                          "tags move (zizmor unpinned-images)")
+    except (ValueError, KeyError, TypeError, StopIteration) as exc:
+        raise UsageError(f"{audit.display}: zizmor printed no report this audit reads "
+                         f"({type(exc).__name__}: {exc})") from exc
+
+
+def uses_finding(value: str) -> tuple[str, str]:
+    """The kind and text of zizmor's unpinned-uses finding on ``name@ref``."""
+    name, _, ref = value.partition("@")
+    target = "reusable-workflow" if REUSABLE.search(name) else "action"
+    if SHORT_SHA.fullmatch(ref) and re.search(r"\d", ref):
+        kind, why = "short-sha", "an abbreviated SHA"
+    elif TAG_LIKE.fullmatch(ref):
+        kind, why = "tag", f"tag `{ref}`, which can be moved"
+    else:
+        kind, why = "branch", f"the branch or name `{ref}`, which moves"
+    text = f"{target.replace('-', ' ')} `{value}` is pinned to {why}; pin the full 40-hex commit"
+    return f"{target}-{kind}", f"{text} SHA (zizmor unpinned-uses)"
+
+
 # --------------------------------------------------------------------------- files and CLI
 
 
@@ -636,6 +691,8 @@ def audit_file(path: Path, display: str, root: Path) -> Audit:
     for document in documents:
         if document is not None:
             walker.walk(document, [])
+    zizmor_audit(audit, path)
+    audit.findings.sort(key=lambda finding: finding.line)  # stable: same-line order is kept
     return audit
 
 
@@ -684,6 +741,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if options.root is not None and not options.root.is_dir():
             raise UsageError(f"--root {options.root}: not a directory")
         files = explicit_files(options.paths) if options.paths else default_files()
+        if zizmor("--version").stdout.split()[-1:] != [ZIZMOR_VERSION]:
+            raise UsageError(f"this audit needs zizmor {ZIZMOR_VERSION}, the rules it relies on; "
+                             f"python -m pip install zizmor=={ZIZMOR_VERSION}")
         audits = [audit_file(path, display, root_for(path, options.root))
                   for path, display in files]
     except UsageError as exc:

@@ -15,6 +15,9 @@ Layout (design §4.2). For each problem ``<id>`` (one ``problems/<id>.toml`` and
   ``ChallengeDeps.lean``;
 * starter: ``Submission.lean`` and ``Submission/Helpers.lean``.
 
+A workspace without ``lake-manifest.json`` is indexed with the digest of the one scoring
+derives from the root's (``lean_eval.catalog.derived_lake_manifest``).
+
 The index is::
 
     {"schema_version": 1,
@@ -23,7 +26,7 @@ The index is::
                            "starter": {"<relpath>": "<sha256>", ...}}}}
 
 ``root`` covers the trusted benchmark configuration ``benchmark.toml`` (solution-only modules)
-and is present exactly when that file is.
+and every named set ``sets/<name>.toml``, and is present exactly when one of them is.
 
 with posix relative paths, sorted keys, 2-space indentation and a trailing newline, so the
 output depends only on the bytes of the listed files.
@@ -46,6 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 # The harness's own lists, so the index covers exactly what scoring checks.
 from lean_eval.catalog import (
     BENCHMARK_CONFIG,
+    DERIVED_FILES,
+    derived_lake_manifest,
 )
 from lean_eval.catalog import (
     OPTIONAL_TRUSTED_FILES as OPTIONAL_TRUSTED,
@@ -56,6 +61,7 @@ from lean_eval.catalog import (
 from lean_eval.catalog import (
     TRUSTED_FILES as REQUIRED_TRUSTED,
 )
+from lean_eval.errors import CatalogError
 
 SCHEMA_VERSION = 1
 INDEX_RELPATH = Path("workspaces") / "index.json"
@@ -93,6 +99,20 @@ def _unexpected_files(workspace: Path, known: set[str]) -> list[str]:
     return found
 
 
+def _derived(root: Path, ws: Path) -> bytes | str:
+    """The lake-manifest.json scoring derives for a workspace without one, or why it cannot."""
+    for path in (root / "lake-manifest.json", ws / "lakefile.toml"):
+        problem = _file_problem(path)
+        if problem is not None:
+            return f"missing, and cannot be derived: {path.relative_to(root)} {problem}"
+    try:
+        return derived_lake_manifest((root / "lake-manifest.json").read_bytes(),
+                                     (ws / "lakefile.toml").read_bytes(),
+                                     str(ws.relative_to(root) / "lakefile.toml"))
+    except CatalogError as exc:
+        return str(exc)
+
+
 def compute_index(root: Path) -> dict[str, Any]:
     """Return the index for the benchmark checkout at ``root``; raise LayoutError on bad layout."""
     problems_dir = root / "problems"
@@ -124,6 +144,12 @@ def compute_index(root: Path) -> dict[str, Any]:
                 problem = _file_problem(ws / name)
                 if problem is None:
                     entry[group][name] = hashlib.sha256((ws / name).read_bytes()).hexdigest()
+                elif problem == "missing" and name in DERIVED_FILES:
+                    derived = _derived(root, ws)
+                    if isinstance(derived, bytes):
+                        entry[group][name] = hashlib.sha256(derived).hexdigest()
+                    else:
+                        errors.append(f"workspaces/{pid}/{name}: {derived}")
                 else:
                     errors.append(f"workspaces/{pid}/{name}: {problem}")
         known = set(trusted_names) | set(STARTER)
@@ -133,13 +159,19 @@ def compute_index(root: Path) -> dict[str, Any]:
         ]
         problems[pid] = entry
     index: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "problems": problems}
-    config = root / BENCHMARK_CONFIG
-    if config.exists() or config.is_symlink():
-        problem = _file_problem(config)
-        if problem is None:
-            index["root"] = {BENCHMARK_CONFIG: hashlib.sha256(config.read_bytes()).hexdigest()}
-        else:
-            errors.append(f"{BENCHMARK_CONFIG}: {problem}")
+    root_files = [BENCHMARK_CONFIG]
+    sets_dir = root / "sets"
+    if sets_dir.is_dir():
+        root_files += [f"sets/{p.name}" for p in sorted(sets_dir.iterdir())
+                       if p.name.endswith(".toml")]
+    for rel in root_files:
+        path = root / rel
+        if path.exists() or path.is_symlink():
+            problem = _file_problem(path)
+            if problem is None:
+                index.setdefault("root", {})[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+            else:
+                errors.append(f"{rel}: {problem}")
     if errors:
         raise LayoutError("\n".join(errors))
     return index

@@ -1,5 +1,6 @@
 """scripts/action_pin_audit.py: the project's workflows pass; every mutable selector is reported
-with its exact ``file:line: kind``; usage errors exit 2.
+with its exact ``file:line: kind``, whether zizmor or our own rules find it; a file zizmor cannot
+load fails the audit; usage errors exit 2.
 
 The audit runs as a separate process (``sys.executable``), exactly as CI runs it.
 """
@@ -7,6 +8,7 @@ The audit runs as a separate process (``sys.executable``), exactly as CI runs it
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess  # noqa: TID251 - the audit is a standalone script, run as CI runs it
 import sys
 from pathlib import Path
@@ -32,9 +34,9 @@ class Audit(NamedTuple):
         return [":".join(line.split(":")[:3]) for line in self.stdout.splitlines()]
 
 
-def audit(*args: str | Path, cwd: Path = REPO) -> Audit:
-    done = subprocess.run((sys.executable, str(SCRIPT), *map(str, args)), cwd=cwd,
-                          capture_output=True, text=True, timeout=60, check=False)
+def audit(*args: str | Path, cwd: Path = REPO, env: dict[str, str] | None = None) -> Audit:
+    done = subprocess.run((sys.executable, str(SCRIPT), *map(str, args)), cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=150, check=False)
     return Audit(done.returncode, done.stdout, done.stderr)
 
 
@@ -94,7 +96,8 @@ BAD: dict[str, list[tuple[int, str]]] = {
     "bad_action_tag.yml": [(7, "action-tag")],
     "bad_action_branch.yml": [(8, "action-branch")],
     "bad_action_short_sha.yml": [(8, "action-short-sha")],
-    "bad_action_no_ref.yml": [(7, "action-no-ref")],
+    # zizmor refuses a `uses:` without @ref (the file is then unaudited by it); our rule names it.
+    "bad_action_no_ref.yml": [(4, "zizmor-load-failure"), (7, "action-no-ref")],
     "bad_python_version_wildcard.yml": [(9, "language-version")],
     "bad_python_version_minor.yml": [(9, "language-version")],
     "bad_python_version_latest.yml": [(9, "language-version")],
@@ -107,7 +110,9 @@ BAD: dict[str, list[tuple[int, str]]] = {
     "bad_reusable_workflow_branch.yml": [(5, "reusable-workflow-branch")],
     "bad_reusable_workflow_tag.yml": [(5, "reusable-workflow-tag")],
     "bad_reusable_workflow_short_sha.yml": [(5, "reusable-workflow-short-sha")],
-    "bad_reusable_workflow_no_ref.yml": [(5, "reusable-workflow-no-ref")],
+    "bad_reusable_workflow_no_ref.yml": [(4, "zizmor-load-failure"),
+                                         (5, "reusable-workflow-no-ref")],
+    "bad_zizmor_load_failure.yml": [(4, "zizmor-load-failure")],
     "bad_runner_latest.yml": [(5, "runner-latest"), (11, "runner-latest")],
     "bad_elan_toolchain.yml": [(8, "elan-toolchain"), (9, "elan-toolchain")],
     "bad_elan_init.yml": [(8, "mutable-url"), (8, "elan-toolchain")],
@@ -148,7 +153,7 @@ def test_finding_texts_name_the_selector() -> None:
     out = audit(FIXTURES / "bad_action_tag.yml").stdout
     assert out == (f"{FIXTURES / 'bad_action_tag.yml'}:7: action-tag: action "
                    "`actions/checkout@v4` is pinned to tag `v4`, which can be moved; pin the "
-                   "full 40-hex commit SHA\n")
+                   "full 40-hex commit SHA (zizmor unpinned-uses)\n")
     assert "`python-version: 3.x`" in audit(FIXTURES / "bad_python_version_wildcard.yml").stdout
     assert "`@latest`" in audit(FIXTURES / "bad_go_install_latest.yml").stdout
     assert "`master`" in audit(FIXTURES / "bad_elan_init.yml").stdout
@@ -328,15 +333,97 @@ jobs:
     assert result.reported == [f"{workflow}:9: action-tag"]
 
 
-def test_composite_action_files_are_audited_too(tmp_path: Path) -> None:
-    action = write(tmp_path / ".github" / "actions" / "setup" / "action.yml", """name: setup
+COMPOSITE = """name: setup
 runs:
   using: composite
   steps:
     - uses: actions/cache@v4
-""")
+"""
+
+
+def test_composite_action_files_are_audited_too(tmp_path: Path) -> None:
+    action = write(tmp_path / ".github" / "actions" / "setup" / "action.yml", COMPOSITE)
     result = audit(action)
     assert result.reported == [f"{action}:5: action-tag"]
+    # zizmor knows an action by its name: any other name cannot be loaded, which is a finding
+    other = write(tmp_path / "setup.yml", COMPOSITE)
+    assert audit(other).reported == [f"{other}:1: zizmor-load-failure"]
+
+
+# -------------------------------------------------------- zizmor: pinned, strict, not silenced
+
+PERMISSIVE = """rules:
+  unpinned-uses:
+    config:
+      policies:
+        "*": any
+  unpinned-images:
+    disable: true
+"""
+
+
+def test_zizmor_is_a_pinned_test_dependency() -> None:
+    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    assert f'"zizmor=={load_script().ZIZMOR_VERSION}"' in pyproject
+
+
+def test_ignore_comments_and_other_zizmor_configs_silence_nothing(tmp_path: Path) -> None:
+    workflow = write(tmp_path / ".github" / "workflows" / "ci.yml", """on: push
+jobs:
+  build:
+    runs-on: ubuntu-24.04
+    container: python:3.11.9-slim  # zizmor: ignore[unpinned-images]
+    steps:
+      - uses: actions/checkout@v4  # zizmor: ignore[unpinned-uses]
+""")
+    for config in (tmp_path / "zizmor.yml", tmp_path / ".github" / "zizmor.yml"):
+        write(config, PERMISSIVE)  # where zizmor would discover a configuration by itself
+    env = {**os.environ, "ZIZMOR_CONFIG": str(tmp_path / "zizmor.yml")}
+    result = audit(workflow, env=env)
+    assert result.returncode == 1
+    assert result.reported == [f"{workflow}:5: docker-unpinned", f"{workflow}:7: action-tag"]
+
+
+def fake_zizmor(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, body: str) -> ModuleType:
+    """The script, loaded in this process, finding ``body`` (a shell script) as its zizmor."""
+    (tmp_path / "bin").mkdir()
+    if body:
+        program = write(tmp_path / "bin" / "zizmor", f"#!/bin/sh\n{body}\n")
+        program.chmod(0o755)
+    module = load_script()
+    monkeypatch.setattr(module.sysconfig, "get_path", lambda _name: str(tmp_path / "bin"))
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    return module
+
+
+VERSION_OK = 'if [ "$1" = --version ]; then echo "zizmor 1.32.0"; exit 0; fi'
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ("", "zizmor not found"),
+    ('echo "zizmor 1.31.0"', "needs zizmor 1.32.0"),
+    (f"{VERSION_OK}\necho 'not json'", "zizmor printed no report"),
+    (f"{VERSION_OK}\nexec sleep 30", "timed out"),
+], ids=["missing", "other-version", "no-json", "timeout"])
+def test_an_unusable_zizmor_is_an_error_never_a_pass(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        body: str, message: str) -> None:
+    module = fake_zizmor(monkeypatch, tmp_path, body)
+    monkeypatch.setattr(module, "ZIZMOR_TIMEOUT", 1)
+    assert module.main([str(GOOD)]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and "OK" not in captured.out, captured
+
+
+def test_a_file_zizmor_refuses_is_a_finding(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path) -> None:
+    module = fake_zizmor(monkeypatch, tmp_path, f"{VERSION_OK}\nexit 1")
+    assert module.main([str(GOOD)]) == 1
+    assert capsys.readouterr().out == (
+        f"{GOOD}:1: zizmor-load-failure: zizmor cannot load this file (no reason given), so none "
+        "of its actions or images was audited; make it a valid workflow, or name the composite "
+        "action action.yml\n")
 
 
 # ---------------------------------------------------------------- usage errors

@@ -1,6 +1,8 @@
-"""examples/distributed: the GitHub Actions workflow passes the pin audit and shards/merges as
-documented, the Slurm scripts pass shellcheck and hand each task its shard, the Kubernetes
-Indexed Job maps JOB_COMPLETION_INDEX to a shard."""
+"""examples/distributed: the GitHub Actions workflow passes the pin audit, builds bubblewrap once
+for every shard and shards/merges as documented; the Slurm scripts pass shellcheck and hand each
+task its shard; the Kubernetes manifests validate against the Kubernetes schema, give bubblewrap
+the securityContext it needs, map JOB_COMPLETION_INDEX to a shard, and kubernetes-run.sh ends on
+a Failed Job as well as a Complete one."""
 
 from __future__ import annotations
 
@@ -18,7 +20,11 @@ from lean_eval import process
 REPO = Path(__file__).resolve().parent.parent
 HERE = REPO / "examples" / "distributed"
 WORKFLOW = HERE / "github-actions.yml"
-SCRIPTS = ("slurm-submit.sh", "slurm-score.sbatch", "slurm-merge.sbatch")
+SCRIPTS = ("slurm-submit.sh", "slurm-score.sbatch", "slurm-merge.sbatch", "kubernetes-run.sh")
+MANIFESTS = ("kubernetes-shards.yaml", "kubernetes-merge.yaml")
+# The oldest release whose schema has every field the manifests use (hostUsers, procMount,
+# appArmorProfile); the README names it.
+KUBERNETES = "1.33.0"
 ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
 
 
@@ -45,10 +51,105 @@ def test_workflow_shards_then_merges_into_the_step_summary() -> None:
     uploads = [s for s in score["steps"] if "upload-artifact" in s.get("uses", "")]
     assert uploads and "matrix.shard" in uploads[0]["with"]["name"]
     assert merge["needs"] == "score"
+    assert score["needs"] == "bwrap"
     text = "\n".join(s.get("run", "") for s in merge["steps"])
     assert "lean-eval merge shards/lean-eval-shard-* --out results" in text
     assert 'lean-eval report results --format markdown >> "$GITHUB_STEP_SUMMARY"' in text
     assert any("download-artifact" in s.get("uses", "") for s in merge["steps"])
+
+
+def test_workflow_builds_bubblewrap_once_and_every_shard_runs_that_binary() -> None:
+    # merge refuses shards whose bubblewrap digests differ: a build per runner would pass only
+    # while every runner image is identical
+    jobs = load("github-actions.yml")["jobs"]
+    builders = [name for name, job in jobs.items()
+                if any("install_bwrap.sh" in s.get("run", "") and "--apparmor-only" not in
+                       s.get("run", "") for s in job["steps"])]
+    assert builders == ["bwrap"]
+    assert "matrix" not in jobs["bwrap"].get("strategy", {})
+    assert jobs["bwrap"]["outputs"]["sha256"] == "${{ steps.pack.outputs.sha256 }}"
+    upload = [s for s in jobs["bwrap"]["steps"] if "upload-artifact" in s.get("uses", "")]
+    assert upload[0]["with"]["name"] == "lean-eval-bwrap"
+    score = jobs["score"]
+    assert score["env"]["BWRAP_SHA256"] == "${{ needs.bwrap.outputs.sha256 }}"
+    download = [s for s in score["steps"] if "download-artifact" in s.get("uses", "")]
+    assert download[0]["with"]["name"] == "lean-eval-bwrap"
+    install = "\n".join(s.get("run", "") for s in score["steps"])
+    assert 'sha256sum --check --strict' in install and "$BWRAP_SHA256" in install
+    assert score["env"]["LEAN_EVAL_BWRAP"] == "/opt/lean-eval-bwrap/bin/bwrap"
+    # the shard installs the checked binary before it prepares or scores
+    names = [s["name"] for s in score["steps"]]
+    assert names.index("Install the bubblewrap binary the bwrap job built") < names.index(
+        "Prepare the runner for scoring")
+
+
+@pytest.mark.parametrize("name", MANIFESTS)
+def test_kubernetes_manifests_validate_against_the_kubernetes_schema(name: str) -> None:
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    # strict: an unknown or misspelt field (procMounts, hostUser) is an error, not ignored
+    kubernetes_validate.validate(load(name), KUBERNETES, strict=True)
+
+
+def test_kubernetes_schema_check_catches_a_misspelt_field() -> None:
+    # negative control: the validation above is not vacuous
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    job = load("kubernetes-shards.yaml")
+    context = job["spec"]["template"]["spec"]["containers"][0]["securityContext"]
+    context["procMounts"] = context.pop("procMount")
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(job, KUBERNETES, strict=True)
+
+
+def test_kubernetes_shard_pod_gives_bubblewrap_what_it_needs() -> None:
+    # bubblewrap mounts a new /proc in its own PID namespace: a default pod masks /proc (the
+    # kernel then refuses the mount) and its seccomp/AppArmor profiles refuse unshare and mount
+    pod = load("kubernetes-shards.yaml")["spec"]["template"]["spec"]
+    assert pod["hostUsers"] is False  # Kubernetes accepts Unmasked only in a user namespace
+    context = pod["containers"][0]["securityContext"]
+    assert context["procMount"] == "Unmasked"
+    assert context["seccompProfile"]["type"] in {"Unconfined", "Localhost"}
+    assert context["appArmorProfile"]["type"] in {"Unconfined", "Localhost"}
+    # and nothing broader than that
+    assert context.get("privileged", False) is False
+    assert context["allowPrivilegeEscalation"] is False
+    assert context["capabilities"] == {"drop": ["ALL"]}
+
+
+def _fake_kubectl(bin_dir: Path, log: Path, failed: set[str]) -> dict[str, str]:
+    """A ``kubectl`` whose ``wait`` reports each Job in ``failed`` Failed, every other Complete;
+    the wait for the condition a Job never reaches blocks, as the real one does."""
+    bin_dir.mkdir()
+    cases = "\n".join(f"  *job/{job}) state=failed ;;" for job in sorted(failed))
+    (bin_dir / "kubectl").write_text(
+        "#!/bin/sh\n"
+        f'echo "kubectl $*" >> {log}\n'
+        '[ "$1" = wait ] || exit 0\n'
+        'state=complete\n'
+        f'case "$*" in\n{cases}\nesac\n'
+        'case "$*" in *"condition=$state"*) exit 0 ;; esac\n'
+        "exec sleep 600\n", encoding="utf-8")
+    (bin_dir / "kubectl").chmod(0o755)
+    return {**ENV, "PATH": f"{bin_dir}:/usr/bin:/bin"}
+
+
+@pytest.mark.parametrize(("failed", "expected"), [
+    (set(), 0), ({"lean-eval-shards"}, 1), ({"lean-eval-merge"}, 1)])
+def test_kubernetes_run_waits_for_complete_or_failed_then_merges(
+        tmp_path: Path, failed: set[str], expected: int) -> None:
+    log = tmp_path / "calls"
+    env = _fake_kubectl(tmp_path / "bin", log, failed)
+    done = process.run_capture(("bash", str(HERE / "kubernetes-run.sh"), "1h"), env=env,
+                               cwd=tmp_path, timeout=120)
+    assert done.returncode == expected, done.stderr.decode()
+    calls = log.read_text().splitlines()
+    applies = [c for c in calls if c.startswith("kubectl apply")]
+    # the merge is applied after the shard Job ended, Failed or Complete
+    assert [a.split("/")[-1] for a in applies] == ["kubernetes-shards.yaml",
+                                                   "kubernetes-merge.yaml"]
+    assert calls.index(applies[1]) > max(i for i, c in enumerate(calls)
+                                         if "job/lean-eval-shards" in c)
+    shards = "Failed" if "lean-eval-shards" in failed else "Complete"
+    assert f"job/lean-eval-shards: {shards}".encode() in done.stdout
 
 
 def _embedded_scripts() -> list[tuple[str, str]]:

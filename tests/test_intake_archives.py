@@ -193,9 +193,20 @@ def test_gzip_bomb_is_not_decompressed(tmp_path: Path, monkeypatch: pytest.Monke
     path.write_bytes(b"".join(parts))
     assert path.stat().st_size < 200_000
     decoded = _count_decoded(monkeypatch)
-    intake = read_submission(path, IDS, IntakeLimits(max_total_bytes=100_000))
+    # Within the file size limit, the member's declared size counts toward the total first.
+    intake = read_submission(path, IDS, IntakeLimits(max_total_bytes=100_000,
+                                                     max_file_bytes=size))
     assert intake.rejection == (
         "P1/Submission/Bomb.lean: the submission holds more than 100000 bytes")
+    assert decoded[0] < 1024 * 1024
+    # Over it, the member is refused from its size; skipping its data is bounded before any
+    # of it is decoded (SKIP_FACTOR x the archive limit).
+    decoded[0] = 0
+    intake = read_submission(path, IDS, IntakeLimits(max_total_bytes=100_000,
+                                                     max_archive_bytes=1 << 20))
+    assert intake.rejection == (
+        "P1/Submission/Bomb.lean: the archive holds more than 4194304 bytes in files over the "
+        "size limit of 1048576")
     assert decoded[0] < 1024 * 1024
 
 

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 from conftest import REPO
 
@@ -15,18 +21,34 @@ def _sh_blocks() -> list[str]:
     return [b.strip() for b in re.findall(r"```sh\n(.*?)```", text, flags=re.DOTALL)]
 
 
+VENV = "python3 -m venv .venv && . .venv/bin/activate && python3 -m pip install "
+
+
 def test_readme_gives_exactly_two_setup_commands() -> None:
     blocks = _sh_blocks()
     assert len(blocks) == 2
     assert all("\n" not in b for b in blocks)
     assert "run-eval examples/submissions/" in blocks[0]
+    # A distribution Python (Debian 12) refuses pip outside a virtual environment
+    # (externally-managed-environment): both commands install into .venv, never system-wide.
+    for block in blocks:
+        assert VENV in block and block.count("pip install") == 1, block
 
 
 def test_ci_runs_the_readme_test_command_verbatim() -> None:
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     command = _sh_blocks()[1]
     assert command in ci
-    assert "apt-get install" in command and "bubblewrap" in command
+    assert "apt-get install" in command and "bubblewrap" in command and "shellcheck" in command
+    assert command.index("apt-get install") < command.index(VENV)
+
+
+def test_the_virtual_environment_is_ignored_by_git_and_the_linters() -> None:
+    assert ".venv/" in (REPO / ".gitignore").read_text(encoding="utf-8").splitlines()
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    assert ".venv" in config["tool"]["ruff"]["extend-exclude"]
+    assert config["tool"]["mypy"]["files"] == ["lean_eval"]
+    assert config["tool"]["pytest"]["ini_options"]["testpaths"] == ["tests"]
 
 
 def test_committed_json_schemas_match_the_models() -> None:

@@ -136,3 +136,23 @@ def test_start_edit_validate_score(run_eval: RunEval, outside: Path) -> None:
     assert run.verdict("alice", "two_plus_two")["verdict"] == "accepted"
     assert (run.out / "summary.json").is_file()
     assert "Traceback" not in run.result.output
+
+
+def test_writes_the_lake_manifest_derived_for_a_workspace_without_one(bench_copy: Path,
+                                                                     outside: Path) -> None:
+    import importlib.util
+    (bench_copy / "workspaces" / "double_def" / "lake-manifest.json").unlink()
+    spec = importlib.util.spec_from_file_location("update_index",
+                                                  REPO / "scripts" / "update_index.py")
+    assert spec is not None and spec.loader is not None
+    update_index = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(update_index)
+    assert update_index.main(["--root", str(bench_copy)]) == 0
+    code, _, err = start(bench_copy, "double_def", str(outside / "mine"))
+    assert code == 0, err
+    written = outside / "mine" / "double_def" / "lake-manifest.json"
+    expected = catalog.derived_lake_manifest(
+        (bench_copy / "lake-manifest.json").read_bytes(),
+        (bench_copy / "workspaces" / "double_def" / "lakefile.toml").read_bytes(), "lakefile")
+    assert written.read_bytes() == expected
+    assert json.loads(expected)["name"] == "double_def"

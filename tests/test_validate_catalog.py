@@ -227,3 +227,166 @@ def test_run_eval_refuses_a_challenge_importing_the_solution_only_package(
     assert run.code == 2
     assert "workspaces/two_plus_two/Challenge.lean imports LeanPool" in run.result.stderr
     assert not (run.out / "summary.json").exists()
+
+
+def _with_auxiliary(root: Path, bridge_repeat: str, starter_repeat: str) -> None:
+    """two_plus_two with an auxiliary (non-hole) definition in its Challenge, repeated by the
+    bridge and the starter as the lean-eval generator writes them."""
+    ws = root / "workspaces" / "two_plus_two"
+    edit(ws / "Challenge.lean", "/-- Hole (theorem)",
+         "def Scale (r : Nat) (f : Nat → Nat) : Nat := f (r + 0)\n\n/-- Hole (theorem)")
+    edit(ws / "Solution.lean", "theorem two_plus_two", bridge_repeat + "\n\ntheorem two_plus_two")
+    edit(ws / "Submission.lean", "theorem two_plus_two",
+         starter_repeat + "\n\ntheorem two_plus_two")
+
+
+def test_bridges_and_starters_may_repeat_challenge_declarations_verbatim(outside: Path) -> None:
+    repeat = "def Scale (r : Nat) (f : Nat → Nat) : Nat := f (r + 0)"
+    result = validate(bench(outside, lambda root: _with_auxiliary(root, repeat, repeat)))
+    assert result.exit_code == 0, result.output
+
+
+def test_a_repeat_stating_a_challenge_declaration_differently_names_both_files(
+        outside: Path) -> None:
+    good = "def Scale (r : Nat) (f : Nat → Nat) : Nat := f (r + 0)"
+    bad = "def Scale (r : Nat) (f : Nat → Nat) : Int := f (r + 0)"
+    result = validate(bench(outside, lambda root: _with_auxiliary(root, bad, good)))
+    assert result.exit_code == 1
+    lines = [ln for ln in result.output.splitlines() if "Scale" in ln]
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith("workspaces/two_plus_two/Solution.lean: repeats 'Scale' of "
+                               "workspaces/two_plus_two/Challenge.lean")
+    assert "': Int'" not in lines[0] and "Int" in lines[0]
+    result = validate(bench(outside / "s", lambda root: _with_auxiliary(root, good, bad)))
+    assert result.exit_code == 1
+    assert ("workspaces/two_plus_two/Submission.lean: repeats 'Scale' of "
+            "workspaces/two_plus_two/Challenge.lean") in result.output
+
+
+def test_a_change_after_a_named_argument_in_a_bridge_is_a_fault(outside: Path) -> None:
+    def change(root: Path) -> None:
+        ws = root / "workspaces" / "two_plus_two"
+        for name in ("Challenge.lean", "Solution.lean", "Submission.lean"):
+            edit(ws / name, "2 + 2 = 4", "Nat.add (n := 2) 2 = 4")
+    assert validate(bench(outside, change)).exit_code == 0
+
+    def mutate(root: Path) -> None:
+        change(root)
+        edit(root / "workspaces" / "two_plus_two" / "Solution.lean", "(n := 2) 2", "(n := 2) 3")
+    result = validate(bench(outside / "m", mutate))
+    assert result.exit_code == 1
+    assert ("workspaces/two_plus_two/Solution.lean: bridge states 'two_plus_two' as "
+            "': Nat.add (n := 2) 3 = 4', Challenge.lean as ': Nat.add (n := 2) 2 = 4'"
+            ) in result.output
+
+
+def test_a_theorem_hole_may_be_a_prop_valued_instance(outside: Path) -> None:
+    def change(root: Path) -> None:
+        ws = root / "workspaces" / "two_plus_two"
+        for name in ("Challenge.lean", "Solution.lean", "Submission.lean"):
+            edit(ws / name, "theorem two_plus_two : 2 + 2 = 4",
+                 "instance two_plus_two : Fact (2 + 2 = 4)")
+    result = validate(bench(outside, change))
+    assert result.exit_code == 0, result.output
+
+
+def test_manifests_accept_the_descriptive_keys_and_report_every_unknown_key(
+        outside: Path, bwrap: str) -> None:
+    def describe(root: Path) -> None:
+        path = root / "problems" / "two_plus_two.toml"
+        path.write_text(path.read_text() + (
+            'group = "formalization-evaluation"\nmodule = "Bench.TwoPlusTwo"\n'
+            'informal_solution = "Compute."\ntest = false\n\n'
+            '[[status_history]]\nstatus = "active"\neffective_date = "2026-01-02"\n'
+            'reason = "policy"\n\n[[revision_history]]\nrevision = 1\n'
+            'effective_date = "2026-01-01"\nreason = "initial"\n'
+            'statement_digest = "sha256:' + "0" * 64 + '"\n'))
+    assert validate(bench(outside, describe)).exit_code == 0
+
+    def unknown(root: Path) -> None:
+        path = root / "problems" / "two_plus_two.toml"
+        path.write_text(path.read_text() + 'colour = "red"\nflavour = "sour"\ntest = "yes"\n')
+    root = bench(outside / "u", unknown)
+    result = validate(root)
+    assert result.exit_code == 1
+    for key in ("colour", "flavour", "test"):
+        assert f"problems/two_plus_two.toml: {key}: " in result.output, result.output
+    submission = make_submission(outside, "alice",
+                                 {"two_plus_two": {"Submission.lean": correct("two_plus_two")}})
+    run = RunEval(root, outside / "u")(submission)
+    assert run.code == 2
+    assert "colour" in run.result.stderr and "flavour" in run.result.stderr
+    assert not (run.out / "summary.json").exists()
+
+
+def test_extra_workspace_files_are_refused_alike_by_the_index_validate_catalog_and_run_eval(
+        outside: Path, bwrap: str) -> None:
+    def change(root: Path) -> None:
+        (root / "workspaces" / "two_plus_two" / "holes.json").write_text("{}\n")
+    root = bench(outside, change, reindex=False)
+    assert UPDATE_INDEX.main(["--root", str(root)]) == 2
+    result = validate(root)
+    assert result.exit_code == 1
+    assert ("workspaces/two_plus_two/holes.json: not a trusted or starter file"
+            in result.output)
+    submission = make_submission(outside, "alice",
+                                 {"two_plus_two": {"Submission.lean": correct("two_plus_two")}})
+    run = RunEval(root, outside)(submission)
+    assert run.code == 2
+    assert "workspaces/two_plus_two/holes.json is not a trusted or starter file" in (
+        run.result.stderr)
+    assert not (run.out / "summary.json").exists()
+
+
+def test_a_workspace_without_a_lake_manifest_scores_with_the_one_derived_from_the_root(
+        outside: Path, bwrap: str) -> None:
+    from lean_eval import catalog
+    root = bench(outside, lambda r: (r / "workspaces" / "two_plus_two" /
+                                     "lake-manifest.json").unlink())
+    assert validate(root).exit_code == 0
+    derived = catalog.load_catalog(root, revision=None).problems["two_plus_two"].trusted[
+        "lake-manifest.json"]
+    assert json.loads(derived)["name"] == "two_plus_two"
+    assert json.loads(derived)["packages"] == json.loads((root / "lake-manifest.json").read_text())[
+        "packages"]
+    index = json.loads((root / "workspaces" / "index.json").read_text())
+    assert index["problems"]["two_plus_two"]["trusted"]["lake-manifest.json"] == (
+        catalog.sha256(derived))
+    submission = make_submission(outside, "alice",
+                                 {"two_plus_two": {"Submission.lean": correct("two_plus_two")}})
+    run = RunEval(root, outside)(submission)
+    assert run.code == 0, run.result.output
+    assert run.verdict("alice", "two_plus_two")["verdict"] == "accepted"
+    # the derived bytes are covered: a root manifest edited afterwards is a digest fault
+    (root / "lake-manifest.json").write_text((root / "lake-manifest.json").read_text()
+                                             .replace('"lakeDir": ".lake"', '"lakeDir": ".lake2"'))
+    result = validate(root)
+    assert ("workspaces/two_plus_two/lake-manifest.json: differs from its digest in "
+            "workspaces/index.json (derived from the root's)") in result.output
+
+
+@pytest.mark.parametrize(("old", "new", "fault"), [
+    ('defaultTargets = ["Challenge"]', 'defaultTargets = ["Challenge", "Solution"]',
+     "defaultTargets includes 'Solution', which builds submitted code"),
+    ('globs = ["Submission", "Submission.+"]', "",
+     "[[lean_lib]] 'Submission' must have globs"),
+    ('defaultTargets = ["Challenge"]',
+     'defaultTargets = ["Challenge"]\ntestDriver = "workspace_test"\n\n[[lean_exe]]\n'
+     'name = "workspace_test"\nroot = "WorkspaceTest"',
+     "[[lean_exe]] 'workspace_test' root 'WorkspaceTest' has no file WorkspaceTest.lean"),
+    ('name = "Solution"', 'name = "Solutions"', "declares no [[lean_lib]] 'Solution'"),
+])
+def test_names_a_workspace_lakefile_the_harness_cannot_rely_on(outside: Path, old: str,
+                                                                new: str, fault: str) -> None:
+    def change(root: Path) -> None:
+        text = (root / "workspaces" / "multi_hole" / "lakefile.toml").read_text()
+        assert old in text
+        if "[[lean_exe]]" in new:  # the driver's lines go up top, its target at the end
+            head, tail = new.split("\n\n", 1)
+            text = text.replace(old, head) + "\n" + tail + "\n"
+        else:
+            text = text.replace(old, new)
+        (root / "workspaces" / "multi_hole" / "lakefile.toml").write_text(text)
+    result = validate(bench(outside, change))
+    assert result.exit_code == 1
+    assert f"workspaces/multi_hole/lakefile.toml: {fault}" in result.output, result.output

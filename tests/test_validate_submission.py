@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 from conftest import REPO, correct, make_submission
 
@@ -128,3 +129,86 @@ def test_unusable_path_or_problem_is_a_usage_error(bench_copy: Path, outside: Pa
     root = make_submission(outside, "eve", {GOOD: {"Submission.lean": correct(GOOD)}})
     result = validate(bench_copy, root, "--problem", "two_plus_tw")
     assert result.exit_code == 2 and "did you mean two_plus_two?" in result.stderr
+
+
+def _limit_options(command: str) -> dict[str, tuple[object, ...]]:
+    """Every intake-limit option of `command`: (type, default, help, envvar, show_envvar)."""
+    params = main.commands[command].params  # type: ignore[attr-defined]
+    return {p.name: (type(p.type), p.type, p.default, getattr(p, "help", None), p.envvar,
+                     getattr(p, "show_envvar", None))
+            for p in params if p.name in LIMIT_OPTIONS}
+
+
+LIMIT_OPTIONS = ("max_file_bytes", "max_total_bytes", "max_files", "max_depth",
+                 "max_archive_bytes", "intake_timeout")
+
+
+def test_validate_submission_takes_run_evals_intake_limits() -> None:
+    ours, theirs = _limit_options("validate-submission"), _limit_options("run-eval")
+    assert sorted(ours) == sorted(LIMIT_OPTIONS)
+    assert ours.keys() == theirs.keys()
+    for name in LIMIT_OPTIONS:  # the same declaration: type, default, help and environment
+        assert ours[name][0] is theirs[name][0] and ours[name][2:] == theirs[name][2:], name
+        assert ours[name][1].__dict__ == theirs[name][1].__dict__, name
+
+
+@pytest.mark.parametrize(("option", "value", "code"), [
+    ("--max-file-bytes", "100", "limit_exceeded"),
+    ("--max-depth", "2", "limit_exceeded"),
+])
+def test_a_limit_given_to_validate_submission_changes_its_answer(
+        bench_copy: Path, outside: Path, option: str, value: str, code: str) -> None:
+    root = make_submission(outside, "dave", {
+        GOOD: {"Submission.lean": correct(GOOD),
+               "Submission/Helpers.lean": starter(GOOD, "Submission/Helpers.lean")},
+        OTHER: {"Submission.lean": starter(OTHER)}})
+    default = validate(bench_copy, root, "--json")
+    assert default.exit_code == 0, default.output
+    limited = validate(bench_copy, root, "--json", option, value)
+    assert limited.exit_code == 1, limited.output
+    outcomes = {p["problem_id"]: (p["outcome"], p["rejection_code"])
+                for p in document(limited)["problems"]}
+    assert outcomes[GOOD] == ("invalid_submission", code)
+    total = validate(bench_copy, root, "--max-total-bytes", "64")
+    assert total.exit_code == 1
+    assert "dave: whole submission rejected (limit_exceeded)" in total.stderr
+
+
+def test_a_problem_hidden_by_max_depth_is_named(bench_copy: Path, outside: Path) -> None:
+    root = make_submission(outside, "erin", {OTHER: {"Submission.lean": correct(OTHER)}})
+    deep = root / "a" / "b" / "c" / "d"
+    (deep / GOOD).mkdir(parents=True)
+    (deep / GOOD / "Submission.lean").write_text(correct(GOOD))
+    (deep / "e" / GOOD).mkdir(parents=True)
+    (deep / "e" / GOOD / "Submission.lean").write_text(correct(GOOD))
+    result = validate(bench_copy, root, "--max-depth", "4")
+    assert result.exit_code == 1
+    assert (f"{GOOD} (a/b/c/d/{GOOD}): invalid_submission (limit_exceeded): a/b/c/d/{GOOD}: "
+            "deeper than 4 path components") in result.stderr
+    assert ("hidden by a limit: a/b/c/d/e: deeper than 4 path components, not read; a problem "
+            "directory in it would not be found") in result.stderr
+    assert f"{OTHER} ({OTHER}): would be scored" in result.stdout
+    assert document(validate(bench_copy, root, "--max-depth", "4", "--json"))["hidden"] == [
+        "a/b/c/d/e: deeper than 4 path components, not read; a problem directory in it would "
+        "not be found"]
+
+
+def test_a_file_the_harness_cannot_read_is_error_not_invalid(
+        bench_copy: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lean_eval import intake
+
+    root = make_submission(outside, "fred", {GOOD: {"Submission.lean": correct(GOOD)}})
+    real = intake._open_same
+
+    def denied(name: str, dfd: int, flags: int, st: os.stat_result, shown: str) -> int:
+        if name == "Submission.lean":  # as for a file the harness's user may not read
+            raise PermissionError(13, "Permission denied", name)
+        return real(name, dfd, flags, st, shown)
+
+    monkeypatch.setattr(intake, "_open_same", denied)
+    result = validate(bench_copy, root)
+    assert result.exit_code == 1
+    assert (f"{GOOD} ({GOOD}): error (the harness, not the submission): {GOOD}/Submission.lean: "
+            "cannot be read by the harness (Permission denied)") in result.stderr
+    (item,) = document(validate(bench_copy, root, "--json"))["problems"]
+    assert (item["outcome"], item["rejection"]) == ("error", None)

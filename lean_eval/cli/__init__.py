@@ -2,9 +2,10 @@
 
 This module holds the group, the options and helpers every command shares; the commands live in
 ``scoring`` (run-eval, probe, the self-checks, test), ``authoring`` (start-problem,
-validate-submission, validate-catalog, prepare), ``results`` (merge, report) and ``publish``
-(export-results, verify), which register themselves on :func:`main` when imported at the end
-of this module.
+validate-submission, validate-catalog, prepare), ``catalog_commands`` (import-catalog,
+list-problems), ``results`` (merge, report), ``publish`` (export-results, verify) and
+``replay``, which register themselves on :func:`main` when imported at the end of this
+module.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ if TYPE_CHECKING:  # "x as x": re-exported to the command modules of this packag
     from lean_eval import validation as validation
     from lean_eval import verdict as verdict
     from lean_eval.shard import parse_shard as parse_shard
+    from lean_eval.toolchain import check_release as check_release
+    from lean_eval.toolchain import release_incompatibility as release_incompatibility
     from lean_eval.toolchain import resolve_toolchain as resolve_toolchain
     from lean_eval.verdict import Preflight as Preflight
 else:
@@ -88,6 +91,8 @@ else:
     Console = no_wrap_console
     parse_shard = _deferred("lean_eval.shard", "parse_shard")
     resolve_toolchain = _deferred("lean_eval.toolchain", "resolve_toolchain")
+    check_release = _deferred("lean_eval.toolchain", "check_release")
+    release_incompatibility = _deferred("lean_eval.toolchain", "release_incompatibility")
 
 # The probes `probe --only` accepts, spelled here so --help need not import lean_eval.probe
 # (tests/test_cli_usability.py checks it equals probe.PROBE_NAMES).
@@ -171,9 +176,7 @@ def _options(func: F, benchmark: bool) -> F:
         click.option("--bwrap", "bwrap_path", type=str, envvar="LEAN_EVAL_BWRAP",
                      show_envvar=True,
                      help="bubblewrap executable (default: the one `lean-eval prepare` "
-                          "installed, $XDG_DATA_HOME/lean-eval/bwrap/bin/bwrap, by default "
-                          "~/.local/share/lean-eval/bwrap/bin/bwrap; else bwrap on the "
-                          "filtered PATH)."),
+                          "installed, else bwrap on the filtered PATH)."),
         click.option("--allow-bwrap-version", "allow_bwrap", metavar="MIN",
                      envvar="LEAN_EVAL_ALLOW_BWRAP_VERSION", show_envvar=True,
                      help="Accept bubblewrap older than 0.12.0, down to MIN. Recorded in every "
@@ -200,6 +203,42 @@ def tool_options(func: F) -> F:
     return _options(func, benchmark=False)
 
 
+def intake_limit_options(func: F) -> F:
+    """The intake limits (design §5.2), declared once for run-eval and validate-submission so
+    both read a submission under the same options, defaults and help text."""
+    decorators = [
+        click.option("--max-file-bytes", type=ByteSize(), default="1MiB", show_default=True,
+                     help="Largest submitted file (bytes; K/M/G suffixes); a file over it is "
+                          "refused from its size and rejects its own problem only."),
+        click.option("--max-total-bytes", type=ByteSize(), default="16MiB", show_default=True,
+                     help="Bytes of all the files of one submission that are read (K/M/G "
+                          "suffixes)."),
+        click.option("--max-files", type=click.IntRange(min=1), default=10_000,
+                     show_default=True,
+                     help="Entries walked in one submission (archive members included)."),
+        click.option("--max-depth", type=click.IntRange(min=1, max=256), default=32,
+                     show_default=True,
+                     help="Path components of any entry; deeper ones are never read."),
+        click.option("--max-archive-bytes", type=ByteSize(), default="64MiB",
+                     show_default=True,
+                     help="Largest submission archive file (K/M/G suffixes)."),
+        click.option("--intake-timeout", type=click.FloatRange(min=0.1), default=60.0,
+                     show_default=True, help="Seconds to read one submission before rejecting it."),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def intake_limits(max_file_bytes: int, max_total_bytes: int, max_files: int, max_depth: int,
+                  max_archive_bytes: int, intake_timeout: float) -> intake.IntakeLimits:
+    """The :class:`IntakeLimits` the options of :func:`intake_limit_options` spell."""
+    return intake.IntakeLimits(max_file_bytes=max_file_bytes, max_total_bytes=max_total_bytes,
+                               max_files=max_files, max_depth=max_depth,
+                               max_archive_bytes=max_archive_bytes,
+                               intake_seconds=intake_timeout)
+
+
 def _fail(message: str, code: int = EXIT_SETUP) -> None:
     click.echo(f"lean-eval: error: {message}", err=True)
     sys.exit(code)
@@ -224,8 +263,38 @@ def main(ctx: click.Context, config_file: Path | None) -> None:
     config.apply(ctx, config_file)
 
 
+def selection_options(func: F) -> F:
+    """--set, --status and --tag: which problems of the catalog a command works on."""
+    decorators = [
+        click.option("--set", "set_name", metavar="NAME",
+                     help="Only the members of sets/NAME.toml (a frozen set must match the "
+                          "catalog's statement revisions)."),
+        click.option("--status", "statuses", multiple=True, metavar="STATUS",
+                     help="Only problems with this status (repeatable: any of them)."),
+        click.option("--tag", "tags", multiple=True, metavar="TAG",
+                     help="Only problems with this tag (repeatable: any of them)."),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def _load_selected(benchmark: Path | None, revision: str, only: frozenset[str] | None,
+                   set_name: str | None, statuses: Sequence[str], tags: Sequence[str],
+                   quiet: bool = False) -> catalog.Catalog:
+    """``_load``, narrowed to --problem (``only``), --set, --status and --tag together."""
+    from lean_eval.selection import select_catalog
+    from lean_eval.sets import Selection
+
+    chosen = Selection(set_name=set_name, statuses=tuple(statuses), tags=tuple(tags))
+    if chosen.is_everything:
+        return _load(benchmark, revision, only, quiet)
+    return select_catalog(_load(benchmark, revision, None, quiet), chosen, only)
+
+
 def _tools(cat: catalog.Catalog, toolchain: Path | None, bwrap_path: str | None,
            allow_bwrap: str | None, env: dict[str, str], writable: list[Path]) -> batch.Tools:
+    check_release(toolchain, cat.toolchain_name)
     return _resolve_tools(cat.toolchain_name, toolchain, bwrap_path, allow_bwrap, env, writable)
 
 
@@ -351,8 +420,19 @@ def _say_kept(run_dirs: set[Path], quiet: bool) -> None:
 
 
 # The commands register themselves on `main`; imported last because they use the above.
-from lean_eval.cli import authoring, config, publish, results, scoring  # noqa: E402
+# (`catalog_commands`, not `catalog`: a submodule named `catalog` would rebind this package's
+# `catalog`, the deferred lean_eval.catalog the helpers above use.)
+from lean_eval.cli import (  # noqa: E402
+    authoring,
+    catalog_commands,
+    config,
+    publish,
+    replay,
+    results,
+    scoring,
+)
 
 config.add_envvars(main)  # after every command is registered: it walks them all
 
-__all__ = ["authoring", "config", "main", "publish", "results", "scoring"]
+__all__ = ["authoring", "catalog_commands", "config", "main", "publish", "replay", "results",
+           "scoring"]

@@ -14,11 +14,17 @@ from lean_eval.cli import (
     _default_benchmark,
     _fail,
     _load,
+    _load_selected,
+    check_release,
     common_options,
     documents,
     inputs,
+    intake_limit_options,
+    intake_limits,
     main,
     prepare,
+    release_incompatibility,
+    selection_options,
     starter,
     validation,
 )
@@ -93,6 +99,11 @@ def validate_catalog_command(benchmark: Path | None, toolchain: Path | None,
     except SetupError as exc:
         _fail(str(exc))
         return
+    pinned = Path(result.benchmark) / "lean-toolchain"
+    incompatible = (release_incompatibility(pinned.read_text(encoding="utf-8", errors="replace"))
+                    if pinned.is_file() else None)
+    if incompatible:  # the catalog can be consistent and still unscorable: a warning, not a fault
+        click.echo(f"warning: lean-toolchain: {incompatible}", err=True)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:
@@ -121,12 +132,18 @@ def validate_catalog_command(benchmark: Path | None, toolchain: Path | None,
 @click.option("-v", "--verbose", count=True,
               help="Also the submission's digest and every file that would be scored.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only what is wrong.")
+@selection_options
+@intake_limit_options
 def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark: Path | None,
                                 benchmark_rev: str, as_json: bool, verbose: int,
-                                quiet: bool) -> None:
+                                quiet: bool, set_name: str | None, statuses: tuple[str, ...],
+                                tags: tuple[str, ...], max_file_bytes: int,
+                                max_total_bytes: int, max_files: int, max_depth: int,
+                                max_archive_bytes: int, intake_timeout: float) -> None:
     """Check PATH (a directory or .tar/.tar.gz/.tgz) as run-eval would read it, without Lean:
     per problem what would be scored, what is unchanged, what is ignored, and every rejection
-    with the entry it names. Exit 0 when nothing would be rejected, 1 otherwise."""
+    with the entry it names, under the same intake limits as run-eval (pass the ones the
+    maintainer's run-eval uses). Exit 0 when nothing would be rejected, 1 otherwise."""
     from lean_eval import precheck
 
     selected = frozenset(p for item in problems for p in item.split(",") if p) or None
@@ -134,7 +151,10 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
         inputs.check_submission(path)
         bench = benchmark or _default_benchmark()
         inputs.check_problems(selected or (), inputs.problem_ids(bench))
-        result = precheck.check_submission(path, _load(bench, benchmark_rev, selected))
+        limits = intake_limits(max_file_bytes, max_total_bytes, max_files, max_depth,
+                               max_archive_bytes, intake_timeout)
+        result = precheck.check_submission(path, _load_selected(
+            bench, benchmark_rev, selected, set_name, statuses, tags), limits)
     except SetupError as exc:
         _fail(str(exc))
         return
@@ -157,6 +177,8 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
         where = f"{item.problem_id} ({item.location})"
         if item.rejection is not None:
             say(True, f"{where}: invalid_submission ({item.rejection_code}): {item.rejection}")
+        elif item.fault is not None:
+            say(True, f"{where}: error (the harness, not the submission): {item.fault}")
         elif item.outcome == "unchanged":
             say(False, f"{where}: unchanged, every file is the starter: would be skipped")
         else:
@@ -169,6 +191,8 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
             say(False, f"  ignored: {line}")
     for line in result.ignored:
         say(False, f"ignored: {line}")
+    for line in result.hidden:
+        say(True, f"hidden by a limit: {line}")
     if not result.named:
         say(True, f"{result.submission_id}: no problem directory found",
             f": {result.hint}" if result.hint else "")
@@ -200,6 +224,9 @@ def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
                                 toolchain=toolchain.resolve() if toolchain else None)
     failed: prepare.StepFailedError | None = None
     try:
+        pinned = settings.benchmark / "lean-toolchain"
+        if pinned.is_file():
+            check_release(toolchain, pinned.read_text(encoding="utf-8", errors="replace"))
         steps = prepare.prepare(settings)
     except prepare.StepFailedError as exc:  # name the step; show what was finished before it
         failed, steps = exc, exc.done

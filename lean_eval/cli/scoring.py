@@ -21,7 +21,7 @@ from lean_eval.cli import (
     ProbesFailedError,
     _default_benchmark,
     _fail,
-    _load,
+    _load_selected,
     _preflight,
     _print_probes,
     _resolve_tools,
@@ -37,14 +37,16 @@ from lean_eval.cli import (
     documents,
     driver,
     inputs,
-    intake,
+    intake_limit_options,
+    intake_limits,
     main,
     parse_shard,
     progress,
-    report,
+    selection_options,
     selfcheck,
     tool_options,
 )
+from lean_eval.cli.results import fail_on_option, failing_exit
 from lean_eval.errors import LeanEvalError, SetupError, UsageError
 
 
@@ -65,22 +67,7 @@ from lean_eval.errors import LeanEvalError, SetupError, UsageError
                    "every verdict).")
 @click.option("--benchmark-rev", default="HEAD", show_default=True,
               help="Git revision of the benchmark whose trusted files are used.")
-@click.option("--max-file-bytes", type=ByteSize(), default="1MiB", show_default=True,
-              help="Largest submitted file (bytes; K/M/G suffixes).")
-@click.option("--max-total-bytes", type=ByteSize(), default="16MiB",
-              show_default=True,
-              help="Most bytes of one submission, every file walked together; more "
-                   "rejects the whole submission (limit_exceeded; K/M/G suffixes).")
-@click.option("--max-files", type=click.IntRange(min=1), default=10_000, show_default=True,
-              help="Most entries (files and directories) of one submission; more rejects "
-                   "the whole submission (limit_exceeded).")
-@click.option("--max-depth", type=click.IntRange(min=1), default=32, show_default=True,
-              help="Most path components of a submitted path; a deeper path rejects only "
-                   "the problem that holds it.")
-@click.option("--max-archive-bytes", type=ByteSize(), default="64MiB", show_default=True,
-              help="Largest submission archive file (K/M/G suffixes).")
-@click.option("--intake-timeout", type=click.FloatRange(min=0.1), default=60.0,
-              show_default=True, help="Seconds to read one submission before rejecting it.")
+@intake_limit_options
 @click.option("--max-written-file-bytes", type=ByteSize(minimum=1 << 20),
               default="8GiB", show_default=True,
               help="No file a build writes may grow past this (RLIMIT_FSIZE).")
@@ -103,6 +90,8 @@ from lean_eval.errors import LeanEvalError, SetupError, UsageError
               envvar="LEAN_EVAL_SIGN_KEY", show_envvar=True,
               help="Ed25519 private key in PEM (openssl genpkey -algorithm ed25519): write a "
                    "signed in-toto envelope <problem>.intoto.json beside every verdict.")
+@selection_options
+@fail_on_option
 @common_options
 def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, ...],
              timeout: float, work_dir: Path | None, keep_work: bool, skip_probes: bool,
@@ -110,7 +99,9 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
              max_depth: int, max_archive_bytes: int, intake_timeout: float,
              max_written_file_bytes: int, jobs: int | None, memory_limit: int,
              max_processes: int, rescore: bool, shard_text: str | None,
-             private: tuple[Path, ...], sign_key: Path | None, benchmark: Path | None,
+             private: tuple[Path, ...], sign_key: Path | None, set_name: str | None,
+             statuses: tuple[str, ...], tags: tuple[str, ...], fail_on: frozenset[str],
+             benchmark: Path | None,
              toolchain: Path | None,
              bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
              quiet: bool) -> None:
@@ -129,13 +120,12 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
         inputs.check_run(submissions, out_dir, work_dir, selected,
                          benchmark or _default_benchmark())
         batch.check_inputs(submissions)
-        cat = _load(benchmark, benchmark_rev, selected, quiet)
+        cat = _load_selected(benchmark, benchmark_rev, selected, set_name, statuses, tags,
+                             quiet)
         writable = [out_dir, Path(tempfile.gettempdir()), *([work_dir] if work_dir else [])]
         tools = _tools(cat, toolchain, bwrap_path, allow_bwrap, env, writable)
-        limits = intake.IntakeLimits(max_file_bytes=max_file_bytes,
-                                     max_total_bytes=max_total_bytes, max_files=max_files,
-                                     max_depth=max_depth, max_archive_bytes=max_archive_bytes,
-                                     intake_seconds=intake_timeout)
+        limits = intake_limits(max_file_bytes, max_total_bytes, max_files, max_depth,
+                               max_archive_bytes, intake_timeout)
         try:
             preflight = _preflight(tools, env, work_dir, skip_probes, quiet, verbose)
         except ProbesFailedError as exc:
@@ -166,8 +156,10 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     if as_json:
         click.echo(summary.model_dump_json(indent=2))
     elif not quiet:
-        report.print_summary(summary, Console())
-    sys.exit(summary.exit_code)
+        from lean_eval import report_console
+
+        report_console.print_summary(summary, Console())
+    sys.exit(failing_exit(summary, fail_on, summary.exit_code))
 
 
 def _record_refusal(out_dir: Path, cat: catalog.Catalog, tools: batch.Tools,
@@ -235,7 +227,9 @@ def _selfcheck_command(name: str, check_name: str, summary: str) -> Any:
             click.echo(documents.selfcheck_report(name, result).model_dump_json(indent=2))
         elif not quiet or not result.ok:  # a failed check is an error: shown even under -q
             console = Console(stderr=quiet)
-            report.print_selfcheck(name, result, console)
+            from lean_eval import report_console
+
+            report_console.print_selfcheck(name, result, console)
             if verbose:
                 console.print(f"toolchain {tools.toolchain.root}, bwrap {tools.bwrap.path} "
                               f"{tools.bwrap.version}", highlight=False)

@@ -29,6 +29,15 @@ NANODA_BOTH_MESSAGE = (
     "register nanoda in the list instead"
 )
 NOTHING_MESSAGE = "nothing to check: the configuration names no theorems or definitions"
+# `--paranoid`: every checker the release bundles, in this order, before `Lean default`:
+# (kernel name, program in <sysroot>/bin, arguments before the export or nanoda config path).
+PARANOID_CHECKERS = (
+    ("Lean paranoid", "leanchecker-paranoid", ("--silent", "--from-export")),
+    ("lean4lean", "lean4lean", ()),
+    ("nanoda", "nanoda_bin", ()),
+    ("con-leche", "con-leche", ()),
+    ("con-ron", "con-ron", ()),
+)
 
 
 class Exit(Exception):
@@ -255,6 +264,12 @@ def load_export(path: str) -> dict[str, dict]:
     return out
 
 
+def _as(kind: str, c: dict) -> dict:
+    """An `instance` is a theorem when its type is a Prop, else a definition; the model has no
+    types, so an instance has the kind of the check it is named in (elab.KINDS)."""
+    return dict(c, kind=kind) if c["kind"] == "instance" else c
+
+
 def compare(cfg: dict, challenge: dict[str, dict], solution: dict[str, dict]) -> None:
     for name in cfg["theorem_names"]:
         c, s = challenge.get(name), solution.get(name)
@@ -262,6 +277,7 @@ def compare(cfg: dict, challenge: dict[str, dict], solution: dict[str, dict]) ->
             raise Exit(1, f"Const not found in challenge: '{name}'")
         if s is None:
             raise Exit(1, f"Const not found in solution: '{name}'")
+        c, s = _as("theorem", c), _as("theorem", s)
         if c["kind"] != s["kind"]:
             raise Exit(1, f"Challenge and solution constant kind don't match: '{name}'")
         if s["kind"] != "theorem":
@@ -274,6 +290,7 @@ def compare(cfg: dict, challenge: dict[str, dict], solution: dict[str, dict]) ->
             raise Exit(1, f"Const not found in challenge: '{name}'")
         if s is None:
             raise Exit(1, f"Const not found in solution: '{name}'")
+        c, s = _as("definition", c), _as("definition", s)
         if c["kind"] != s["kind"]:
             raise Exit(1, f"Challenge and solution constant kind don't match: '{name}'")
         if c["kind"] != "definition":
@@ -323,6 +340,17 @@ def run(argv: list[str], trace: dict, tmp_holder: list[str]) -> int:
         if exe is None:
             raise Exit(2, f"`{name}` kernel `{command[0]}` was not found")
         resolved["kernels"][name] = [exe, *command[1:]]
+    order = sorted(kernels)
+    if opts["paranoid"]:
+        bundled = []
+        for name, program, args in PARANOID_CHECKERS:
+            if name not in kernels:  # a configured kernel of the same name runs once, as set
+                exe = os.path.join(SYSROOT, "bin", program)
+                if not is_executable_file(exe):
+                    raise Exit(2, f"`{name}` kernel `{exe}` was not found")
+                resolved["kernels"][name] = [exe, *args]
+            bundled.append(name)
+        order = bundled + [name for name in order if name not in bundled]
     for key in ("challenge_from_export", "solution_from_export"):
         if opts[key] is not None and not os.path.exists(opts[key]):
             raise Exit(2, f"'{opts[key]}' does not exist")
@@ -381,7 +409,7 @@ def run(argv: list[str], trace: dict, tmp_holder: list[str]) -> int:
 
     export = exports["solution"]
     runs: list[tuple[str, list[str], list[str]]] = []
-    for i, name in enumerate(sorted(resolved["kernels"])):
+    for i, name in enumerate(order):
         command = resolved["kernels"][name]
         if "noda" in name:
             handoff = os.path.join(tmp, f"kernel-{i}-config.json")

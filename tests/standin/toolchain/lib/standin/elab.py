@@ -12,15 +12,19 @@ import re
 OLEAN_FORMAT = "standin-olean-1"
 EXPORT_FORMAT = "standin-export-1"
 
-# keyword -> kind of constant it declares
+# keyword -> kind of constant it declares. An instance is a theorem when its type is a Prop and a
+# definition otherwise; the model has no types, so it records "instance" and the comparison
+# takes the kind its check needs (see comparator.compare).
 KINDS = {
     "theorem": "theorem",
     "lemma": "theorem",
     "def": "definition",
     "abbrev": "definition",
-    "instance": "definition",
+    "instance": "instance",
     "axiom": "axiom",
 }
+# declarations the model does not record (they end the previous one, like an anonymous instance)
+UNMODELLED = ("structure", "class", "inductive", "opaque")
 
 # Axioms the model knows without a declaration, and the proof terms that stand for them.
 BUILTIN_AXIOMS = {
@@ -30,12 +34,20 @@ BUILTIN_AXIOMS = {
 TACTIC_AXIOMS = {"sorry": "sorryAx", "admit": "sorryAx", "native_decide": "Lean.ofReduceBool"}
 
 _MODIFIERS = r"(?:(?:private|protected|noncomputable|partial|unsafe|nonrec)\s+)*"
+_ATTRS = r"(?:@\[(?:[^\[\]]|\[[^\[\]]*\])*\]\s*)*"
+_IN_PREFIX = r"(?:(?:open\s+[^\n]*?|set_option\s+\S+\s+\S+)\s+in(?:\s+|$))*"
 DECL_RE = re.compile(
-    r"^\s*(?:@\[[^\]]*\]\s*)*" + _MODIFIERS + r"(theorem|lemma|def|abbrev|instance|axiom)(?=\s|$)(.*)$"
+    r"^\s*" + _IN_PREFIX + _ATTRS + _MODIFIERS
+    + r"(theorem|lemma|def|abbrev|instance|axiom|structure|class|inductive|opaque)(?=\s|$)(.*)$"
 )
 _PRIORITY_RE = re.compile(r"^\s*\(\s*priority\s*:=[^)]*\)")
 _NAME_RE = re.compile(r"^\s+([^\s:(\[{⦃⟨]+)")
-SCOPE_RE = re.compile(r"^\s*(namespace|section|end)(?=\s|$)\s*(\S*)")
+SCOPE_RE = re.compile(r"^\s*(?:(?:noncomputable|public)\s+)*(namespace|section|end)(?=\s|$)\s*(\S*)")
+# lines that end a declaration without starting one the model records
+BOUNDARY_RE = re.compile(
+    r"^\s*(?:(?:open|set_option|variable|universe|attribute|example|mutual)(?=\s|$)|#|"
+    r"(?:@\[(?:[^\[\]]|\[[^\[\]]*\])*\]\s*)+$)"
+)
 IMPORT_RE = re.compile(r"^\s*import\s+(.*)$")
 
 BUILD_ERROR_RE = re.compile(r"^\s*--\s*standin:\s*build-error\s*$")
@@ -45,6 +57,9 @@ IO_RE = re.compile(r"^\s*--\s*standin-io:\s?(.*)$")
 _OPEN = "([{⟨⦃"
 _CLOSE = ")]}⟩⦄"
 _STRING_RE = re.compile(r'"(?:\\.|[^"\\])*"')
+_CHAR_RE = re.compile(r"'(?:\\.|[^\\'\n])'")
+_IDENT_CHAR_RE = re.compile(r"[\w'!?.]")
+_ALTERNATIVE_RE = re.compile(r"[ \t]*\|[^\n]*=>")
 _IDENT_RE = re.compile(r"[^\W\d][\w'!?]*(?:\.[^\W\d][\w'!?]*)*")
 
 
@@ -56,8 +71,21 @@ class ElabError(Exception):
         self.line = line
 
 
+def literal_end(text: str, i: int) -> int:
+    """End of the string or character literal at `i` (`i` itself when there is none)."""
+    if text[i] == '"':
+        m = _STRING_RE.match(text, i)
+        return m.end() if m else len(text)
+    if text[i] == "'" and (i == 0 or not _IDENT_CHAR_RE.match(text[i - 1])):
+        m = _CHAR_RE.match(text, i)
+        if m:
+            return m.end()
+    return i
+
+
 def strip_comments(text: str) -> str:
-    """Remove `--` and (nested) `/- -/` comments, keeping newlines and string literals."""
+    """Blank out `--` and (nested) `/- -/` comments (a comment separates tokens, as in Lean),
+    keeping newlines, string and character literals."""
     out: list[str] = []
     i, n, depth = 0, len(text), 0
     while i < n:
@@ -65,20 +93,25 @@ def strip_comments(text: str) -> str:
         if depth:
             if text.startswith("/-", i):
                 depth, i = depth + 1, i + 2
+                out.append("  ")
             elif text.startswith("-/", i):
                 depth, i = depth - 1, i + 2
+                out.append("  ")
             else:
-                if c == "\n":
-                    out.append(c)
+                out.append("\n" if c == "\n" else " ")
                 i += 1
         elif text.startswith("/-", i):
-            depth, i = 1, i + 2
+            # Lean consumes the character after `/-` before scanning the body (for `/--` and
+            # `/-!` it is the doc marker), so `/-/- -/` is one comment, not two openings
+            after = text[i + 2:i + 3]
+            out.append("  " + ("\n" if after == "\n" else " " * len(after)))
+            depth, i = 1, i + 3
         elif text.startswith("--", i):
             j = text.find("\n", i)
-            i = n if j < 0 else j
-        elif c == '"':
-            m = _STRING_RE.match(text, i)
-            j = m.end() if m else n
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif (j := literal_end(text, i)) > i:
             out.append(text[i:j])
             i = j
         else:
@@ -92,21 +125,29 @@ def collapse(text: str) -> str:
 
 
 def split_statement(text: str) -> tuple[str, str]:
-    """Split at the first `:=` outside brackets: (statement, body)."""
+    """Split at the end of the statement: the first `:=`, `where` or line-leading `| ... =>`
+    outside brackets and literals: (statement, body). The body keeps a `where`/`|`, drops `:=`."""
     depth = 0
     i = 0
     while i < len(text):
-        c = text[i]
-        if c == '"':
-            m = _STRING_RE.match(text, i)
-            i = m.end() if m else len(text)
+        j = literal_end(text, i)
+        if j > i:
+            i = j
             continue
+        c = text[i]
         if c in _OPEN:
             depth += 1
         elif c in _CLOSE:
             depth = max(0, depth - 1)
-        elif depth == 0 and text.startswith(":=", i):
-            return text[:i], text[i + 2 :]
+        elif depth == 0:
+            if text.startswith(":=", i):
+                return text[:i], text[i + 2 :]
+            before = text[i - 1] if i else " "
+            if (text.startswith("where", i) and not _IDENT_CHAR_RE.match(before)
+                    and not _IDENT_CHAR_RE.match(text[i + 5 : i + 6] or " ")):
+                return text[:i], text[i:]
+            if before == "\n" and _ALTERNATIVE_RE.match(text, i):
+                return text[:i], text[i:]
         i += 1
     return text, ""
 
@@ -146,10 +187,11 @@ def parse_directives(text: str) -> dict:
 def parse_declarations(text: str) -> list[dict]:
     """Declarations of a file: [{name, kind, type, value, line}] in file order.
 
-    A declaration starts at a line `[@[..]] [modifiers] <keyword> <name>` and runs to the next
-    such line or a line starting with `end`/`namespace`/`section`. `namespace X` ... `end X`
-    prefix names with `X.`; `_root_.` escapes the namespace. Anonymous instances end the
-    previous declaration but are not recorded (nothing can name them).
+    A declaration starts at a line `[open .. in]* [@[..]]* [modifiers] <keyword> <name>` and
+    runs to the next such line or a boundary line (`end`, `namespace`, `section`, `open`, ...:
+    BOUNDARY_RE). `namespace X` ... `end X` prefix names with `X.`; `_root_.` escapes the
+    namespace. Anonymous instances and unmodelled keywords end the previous declaration but
+    are not recorded.
     """
     decls: list[dict] = []
     scopes: list[tuple[str, str]] = []  # (kind, name)
@@ -183,7 +225,9 @@ def parse_declarations(text: str) -> list[dict]:
                 else:
                     prefix = ".".join(n for k, n in scopes if k == "namespace" and n)
                     name = f"{prefix}.{name}" if prefix else name
-            current = {"name": name, "kind": KINDS[keyword], "line": lineno, "lines": [rest]}
+            if keyword in UNMODELLED:
+                name = None
+            current = {"name": name, "kind": KINDS.get(keyword), "line": lineno, "lines": [rest]}
             continue
         s = SCOPE_RE.match(line)
         if s:
@@ -194,6 +238,9 @@ def parse_declarations(text: str) -> list[dict]:
                     scopes.pop()
             else:
                 scopes.append((word, arg))
+            continue
+        if BOUNDARY_RE.match(line):
+            finish()
             continue
         if current is not None:
             current["lines"].append(line)

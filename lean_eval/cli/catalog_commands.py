@@ -1,0 +1,120 @@
+"""Commands for maintainers of a catalog: import-catalog (and list-problems)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import click
+
+from lean_eval.cli import EXIT_FAULT, _fail, _load_selected, main, selection_options
+from lean_eval.errors import SetupError
+
+# --- import-catalog ---------------------------------------------------------------------------
+
+
+@main.command("import-catalog")
+@click.argument("src", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("dest", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--check", is_flag=True,
+              help="Write nothing: compare DEST with what importing would write (exit 1 when "
+                   "it differs).")
+@click.option("--json", "as_json", is_flag=True, help="Print every note as a JSON document.")
+@click.option("-v", "--verbose", count=True, help="List every file a note concerns.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors and warnings.")
+def import_catalog_command(src: Path, dest: Path, check: bool, as_json: bool, verbose: int,
+                           quiet: bool) -> None:
+    """Turn SRC, a checkout in the lean-eval source layout (manifests/problems/,
+    manifests/sets/, generated/<id>/), into the benchmark layout in DEST, a fresh directory.
+    Prints what was changed, dropped or could not be mapped; exit 2 naming the file when SRC
+    cannot be imported faithfully. Importing twice gives the same bytes."""
+    from lean_eval import importer, toolchain
+
+    try:
+        plan = importer.plan_import(src)
+        stale = importer.check_import(plan, dest) if check else []
+        if not check:
+            importer.write_import(plan, dest)
+    except SetupError as exc:
+        _fail(str(exc))
+        return
+    notes = list(plan.notes)
+    release = plan.files["lean-toolchain"].decode("utf-8", errors="replace").strip()
+    problem = toolchain.release_incompatibility(release)
+    if problem:
+        notes.append(importer.ImportNote("warning", "lean-toolchain", problem))
+    if as_json:
+        click.echo(json.dumps({"schema_version": 1, "dest": str(dest), "check": check,
+                               "stale": stale, "files": len(plan.files),
+                               "notes": [n._asdict() for n in notes]}, indent=2))
+    else:
+        grouped: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for note in notes:
+            grouped[(note.action, note.message)].append(note.path)
+        for (action, message), paths in grouped.items():
+            err = action == "warning"
+            if quiet and not err:
+                continue
+            where = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more"
+            click.echo(f"{action}: {where}: {message}", err=err)
+            if verbose and len(paths) > 1:
+                for path in paths[1:]:
+                    click.echo(f"  {path}", err=err)
+        for line in stale:
+            click.echo(f"stale: {dest}/{line}", err=True)
+        if not quiet or stale:
+            problems = sum(1 for rel in plan.files if rel.startswith("problems/"))
+            verb = "would write" if check else "wrote"
+            click.echo(f"{problems} problem(s), {len(plan.files)} file(s): "
+                       + (f"{dest} is stale ({len(stale)} difference(s))" if stale
+                          else f"{dest} is up to date" if check else f"{verb} {dest}"),
+                       err=bool(stale))
+    sys.exit(EXIT_FAULT if stale else 0)
+
+
+# --- list-problems ----------------------------------------------------------------------------
+
+
+@main.command("list-problems")
+@click.option("--benchmark", type=click.Path(path_type=Path, file_okay=False),
+              help="Benchmark checkout (default: the current git checkout).")
+@click.option("--benchmark-rev", default="HEAD", show_default=True,
+              help="Git revision of the benchmark to list.")
+@click.option("--problem", "problems", multiple=True,
+              help="Only these problem ids (comma-separated or repeated), as in run-eval.")
+@selection_options
+@click.option("--json", "as_json", is_flag=True, help="Print the list as a JSON document.")
+@click.option("-v", "--verbose", count=True, help="Also each problem's group and module.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors (and --json).")
+def list_problems_command(benchmark: Path | None, benchmark_rev: str, problems: tuple[str, ...],
+                          set_name: str | None, statuses: tuple[str, ...],
+                          tags: tuple[str, ...], as_json: bool, verbose: int,
+                          quiet: bool) -> None:
+    """List the benchmark's problems (those --problem/--set/--status/--tag select): id, title,
+    status, holes with their kinds, sets and tags."""
+    from lean_eval import selection
+
+    selected = frozenset(p for item in problems for p in item.split(",") if p) or None
+    try:
+        listing = selection.problem_list(_load_selected(benchmark, benchmark_rev, selected,
+                                                        set_name, statuses, tags, quiet=True))
+    except SetupError as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        click.echo(listing.model_dump_json(indent=2))
+        return
+    if quiet:
+        return
+    for item in listing.problems:
+        holes = ", ".join(f"{h.name} ({h.kind})" for h in item.holes)
+        click.echo(f"{item.id}  [{item.status}{'' if item.visible else ', hidden'}]  "
+                   f"{item.title}")
+        click.echo(f"    holes: {holes}")
+        click.echo(f"    sets: {', '.join(item.sets) or '-'}    "
+                   f"tags: {', '.join(item.tags) or '-'}")
+        if verbose:
+            click.echo(f"    group: {item.group or '-'}    module: {item.module or '-'}")
+    click.echo(f"{len(listing.problems)} problem(s)")

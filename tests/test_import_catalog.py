@@ -1,0 +1,212 @@
+"""`lean-eval import-catalog`: a catalog in the lean-eval source layout becomes this layout.
+
+The fixture ``tests/fixtures/source_catalog`` is written here in the source layout's
+conventions: holes as names (short and qualified) with kinds in ``holes.json`` and
+``config.json``, descriptive manifest keys, a Prop-valued instance theorem hole, an instance
+hole written with ``where``, a ``noncomputable section``, a Solution and starter repeating the
+Challenge's auxiliary declarations, named arguments and a structure instance in a statement,
+no workspace lake manifests, a root Lean project that differs from the pin set, a frozen set.
+"""
+
+# ruff: noqa: RUF001  (Lean statements use the Unicode letters Mathlib writes)
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from lean_eval import importer
+from lean_eval.cli import main
+from tests.conftest import BWRAP_FLOOR, REPO, RunEval, make_submission
+from tests.test_validate_catalog import UPDATE_INDEX
+
+SOURCE = REPO / "tests" / "fixtures" / "source_catalog"
+
+SOLVED = {
+    "scaled_norm": ("  sorry\n", "  simp\n"),
+    "widget_facts": None,  # several holes: see solved()
+    "counter_where": ("count := sorry", "count := fun n => n"),
+}
+
+
+def solved(src: Path, pid: str) -> str:
+    """A solved submission: the starter with each ``sorry`` replaced by a proof."""
+    text = (src / "generated" / pid / "Submission.lean").read_text(encoding="utf-8")
+    if pid == "widget_facts":
+        for old, new in (("def widget : ℕ := sorry", "def widget : ℕ := 1"),
+                         ("Fact (0 < widget) := sorry", "Fact (0 < widget) := ⟨by decide⟩"),
+                         ("Inhabited Carrier := sorry", "Inhabited Carrier := ⟨⟨0, by decide⟩⟩"),
+                         ("  sorry\n", "  simp [widget]\n")):
+            assert old in text
+            text = text.replace(old, new)
+    else:
+        old, new = SOLVED[pid] or ("", "")
+        assert old in text
+        text = text.replace(old, new)
+    assert "sorry" not in text
+    return text
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def source_copy(base: Path) -> Path:
+    src = base / "source"
+    shutil.copytree(SOURCE, src)
+    return src
+
+
+def test_the_fixture_imports_validates_clean_and_every_problem_scores_accepted(
+        outside: Path, bwrap: str) -> None:
+    dest = outside / "bench"
+    result = invoke("import-catalog", str(SOURCE), str(dest))
+    assert result.exit_code == 0, result.output
+    for said in ("removed testDriver", "defaultTargets", "globs", "dropped: generated/",
+                 "holes.json", "WorkspaceTest.lean", "mentions `lake test`",
+                 "replaced by the pin set"):
+        assert said in result.output, said
+    assert "warning" not in result.output  # v4.35.0 can run the driver
+    validated = invoke("validate-catalog", "--benchmark", str(dest))
+    assert validated.exit_code == 0, validated.output
+    assert UPDATE_INDEX.main(["--root", str(dest), "--check"]) == 0
+    assert not any((dest / "workspaces").glob("*/lake-manifest.json"))
+    manifest = (dest / "problems" / "widget_facts.toml").read_text(encoding="utf-8")
+    assert '{ name = "Widgets.Solid.instFactWidget", kind = "theorem" }' in manifest
+    assert '{ name = "Widgets.Solid.instInhabitedCarrier", kind = "instance" }' in manifest
+    assert 'group = "formalization-evaluation"' in manifest
+    assert (dest / "sets" / "v1.toml").read_bytes() == (
+        SOURCE / "manifests" / "sets" / "v1.toml").read_bytes()
+    for name in ("Challenge.lean", "Solution.lean", "ChallengeDeps.lean", "Submission.lean",
+                 "README.md", "config.json"):
+        assert (dest / "workspaces" / "widget_facts" / name).read_bytes() == (
+            SOURCE / "generated" / "widget_facts" / name).read_bytes()
+    problems = {pid: {"Submission.lean": solved(SOURCE, pid)} for pid in SOLVED}
+    run = RunEval(dest, outside)(make_submission(outside, "alice", problems))
+    assert run.code == 0, run.result.output
+    assert {pid: run.verdict("alice", pid)["verdict"] for pid in SOLVED} == dict.fromkeys(
+        SOLVED, "accepted")
+    assert (run.out / "summary.json").is_file()
+    assert "Traceback" not in run.result.output
+    unchanged = RunEval(dest, outside / "u")(make_submission(
+        outside / "u", "bob", {pid: {"Submission.lean": (
+            SOURCE / "generated" / pid / "Submission.lean").read_text()} for pid in SOLVED}))
+    assert {unchanged.verdict("bob", pid)["verdict"] for pid in SOLVED} == {"unchanged"}
+
+
+def test_a_change_after_a_named_argument_in_one_bridge_is_a_validate_catalog_fault(
+        outside: Path) -> None:
+    dest = outside / "bench"
+    assert invoke("import-catalog", str(SOURCE), str(dest)).exit_code == 0
+    bridge = dest / "workspaces" / "scaled_norm" / "Solution.lean"
+    text = bridge.read_text(encoding="utf-8")
+    bridge.write_text(text.replace("ContinuousAt f (x := r))", "ContinuousAt f (x := r + 1))"),
+                      encoding="utf-8")
+    assert UPDATE_INDEX.main(["--root", str(dest)]) == 0
+    result = invoke("validate-catalog", "--benchmark", str(dest))
+    assert result.exit_code == 1
+    assert ("workspaces/scaled_norm/Solution.lean: bridge states 'scaled_norm_eq' as "
+            "'(r : ℝ) (f : ℝ → ℝ) (hf : ContinuousAt f (x := r + 1))") in result.output
+
+
+def test_importing_twice_gives_the_same_bytes_and_check_reports_a_stale_dest(
+        outside: Path) -> None:
+    first, second = outside / "one", outside / "two"
+    assert invoke("import-catalog", str(SOURCE), str(first)).exit_code == 0
+    assert invoke("import-catalog", str(SOURCE), str(second), "-q").exit_code == 0
+    files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
+    assert all((first / f).read_bytes() == (second / f).read_bytes() for f in files)
+    assert importer.plan_import(SOURCE) == importer.plan_import(SOURCE)
+    assert invoke("import-catalog", str(SOURCE), str(first), "--check").exit_code == 0
+    (first / "problems" / "scaled_norm.toml").write_text("id = 'edited'\n")
+    (first / "workspaces" / "scaled_norm" / "Solution.lean").unlink()
+    (first / "stray.txt").write_text("x")
+    stale = invoke("import-catalog", str(SOURCE), str(first), "--check")
+    assert stale.exit_code == 1
+    for line in ("problems/scaled_norm.toml: differs",
+                 "workspaces/scaled_norm/Solution.lean: missing",
+                 "stray.txt: not written by the import"):
+        assert line in stale.output, stale.output
+    again = invoke("import-catalog", str(SOURCE), str(first))
+    assert again.exit_code == 2
+    assert "exists" in again.output
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    (lambda src: (src / "generated" / "scaled_norm" / "Extra.lean").write_text("-- x\n"),
+     "generated/scaled_norm/Extra.lean"),
+    (lambda src: (src / "generated" / "counter_where" / "holes.json").write_text(
+        (src / "generated" / "counter_where" / "holes.json").read_text().replace(
+            '"kind": "def"', '"kind": "theorem"')),
+     "generated/counter_where/holes.json"),
+    (lambda src: (src / "manifests" / "problems" / "scaled_norm.toml").write_text(
+        (src / "manifests" / "problems" / "scaled_norm.toml").read_text().replace(
+            'holes = ["scaled_norm_eq"]', 'holes = ["scaled_norm_eq", "missing_hole"]')),
+     "manifests/problems/scaled_norm.toml"),
+    (lambda src: (src / "manifests" / "problems" / "scaled_norm.toml").write_text(
+        'colour = "red"\n' + (src / "manifests" / "problems" / "scaled_norm.toml").read_text()),
+     "manifests/problems/scaled_norm.toml: colour"),
+    (lambda src: (src / "generated" / "widget_facts" / "lakefile.toml").write_text(
+        (src / "generated" / "widget_facts" / "lakefile.toml").read_text().replace(
+            "1111111111111111111111111111111111111111", "4" * 40)),
+     "generated/widget_facts/lakefile.toml: [[require]] entries differ"),
+    (lambda src: (src / "generated" / "scaled_norm" / "lean-toolchain").write_text(
+        "leanprover/lean4:v4.36.0\n"), "generated/scaled_norm/lean-toolchain"),
+], ids=["unknown-file", "holes-json-kind", "hole-not-in-config", "unknown-key", "pins",
+        "toolchain"])
+def test_refuses_what_it_cannot_import_faithfully_naming_the_file(outside: Path, change: object,
+                                                                   named: str) -> None:
+    src = source_copy(outside)
+    change(src)  # type: ignore[operator]
+    dest = outside / "bench"
+    result = invoke("import-catalog", str(src), str(dest))
+    assert result.exit_code == 2
+    assert named in result.output, result.output
+    assert "Traceback" not in result.output
+    assert not dest.exists()
+    assert [p.name for p in outside.iterdir()] == ["source"]  # no staging directory left
+
+
+def test_a_release_without_lake_comparator_is_said_up_front(outside: Path, bwrap: str) -> None:
+    src = source_copy(outside)
+    for path in [src / "lean-toolchain", *src.glob("generated/*/lean-toolchain")]:
+        path.write_text("leanprover/lean4:v4.33.0\n")
+    dest = outside / "bench"
+    imported = invoke("import-catalog", str(src), str(dest))
+    assert imported.exit_code == 0
+    assert "warning: lean-toolchain: the pinned Lean release leanprover/lean4:v4.33.0" in (
+        imported.output)
+    assert "v4.35.0-rc2" in imported.output
+    validated = invoke("validate-catalog", "--benchmark", str(dest))
+    assert validated.exit_code == 0  # consistent, only unscorable
+    assert "predates `lake comparator`" in validated.output
+    submission = make_submission(outside, "alice", {"scaled_norm": {
+        "Submission.lean": solved(src, "scaled_norm")}})
+    refused = CliRunner().invoke(main, [
+        "run-eval", str(submission), "--out", str(outside / "out"), "--benchmark", str(dest),
+        "-q", "--allow-bwrap-version", BWRAP_FLOOR, "--skip-probes"],
+        env={"LEAN_EVAL_TOOLCHAIN": ""}, catch_exceptions=False)
+    assert refused.exit_code == 2
+    assert "v4.35.0-rc2" in refused.output and "must bump lean-toolchain" in refused.output
+    assert not (outside / "out" / "summary.json").exists()
+    prepared = CliRunner().invoke(main, ["prepare", "--dry-run", "--benchmark", str(dest)],
+                                  env={"LEAN_EVAL_TOOLCHAIN": ""}, catch_exceptions=False)
+    assert prepared.exit_code == 2
+    assert "v4.35.0-rc2" in prepared.output
+    # with --toolchain DIR the check is DIR's own bin/ (the stand-in bundles both tools)
+    run = RunEval(dest, outside)(submission)
+    assert run.code == 0, run.result.output
+    assert run.verdict("alice", "scaled_norm")["verdict"] == "accepted"
+
+
+def test_the_import_json_lists_every_note(outside: Path) -> None:
+    result = invoke("import-catalog", str(SOURCE), str(outside / "bench"), "--json")
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    dropped = {n["path"] for n in data["notes"] if n["action"] == "dropped"}
+    assert "generated/widget_facts/holes.json" in dropped
+    assert "generated/widget_facts/WorkspaceTest.lean" in dropped
