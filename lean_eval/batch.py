@@ -101,7 +101,9 @@ def check_inputs(inputs: Sequence[Path]) -> list[tuple[str, Path]]:
             raise UsageError(f"submission {path}: its id {sid!r} collides with a file run-eval "
                              "writes at the top of --out; rename it")
         if sid in seen:
-            raise UsageError(f"submissions {seen[sid]} and {path} have the same id {sid!r}")
+            raise UsageError(f"submissions {seen[sid]} and {path} have the same id {sid!r} "
+                             "(an id is the file or directory name without .tar/.tar.gz/"
+                             f".tgz); rename one, e.g. to <submitter>-{sid}")
         seen[sid] = path
     return list(seen.items())
 

@@ -181,6 +181,26 @@ class PrepareReport(_Document):
     error: str | None = None  # why failed_step failed
 
 
+class ConfigSetting(_Document):
+    """One setting of one command: its effective value and where it comes from."""
+
+    command: str
+    option: str  # the long option, e.g. --jobs; the config key is its name without the dashes
+    value: bool | int | float | str | tuple[str, ...] | None  # None: unset
+    source: Literal["flag", "env", "config", "default"]
+    origin: str  # "command line", the environment variable, the config file, "built-in default"
+    envvar: str | None  # the LEAN_EVAL_<OPTION> variable that sets it
+
+
+class ConfigReport(_Document):
+    """``lean-eval config --json``."""
+
+    schema_version: int = DOCUMENT_SCHEMA_VERSION
+    config_file: str | None  # None: no config file is in effect
+    table: str  # "tool.lean-eval" for a pyproject.toml, "" otherwise
+    settings: tuple[ConfigSetting, ...]
+
+
 def schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schema of each printed document, by file name."""
     return {
@@ -190,4 +210,5 @@ def schemas() -> dict[str, dict[str, Any]]:
         "start-problem-report.schema.json": StartProblemReport.model_json_schema(),
         "catalog-report.schema.json": CatalogReport.model_json_schema(),
         "prepare-report.schema.json": PrepareReport.model_json_schema(),
+        "config-report.schema.json": ConfigReport.model_json_schema(),
     }

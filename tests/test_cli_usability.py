@@ -420,3 +420,143 @@ def test_test_timeout_and_work_dirs_take_effect(bench_copy: Path, outside: Path,
     probes = _probe(bench_copy, outside, "--only", "env_dump", "-q")
     assert probes.exit_code == 0 and (outside / "w").is_dir()
     assert not any((outside / "w").iterdir())  # the probes' scratch is removed afterwards
+
+
+# --- issue 16 item 8: one error style, no wrapping without a terminal, names and messages -----
+
+
+@pytest.mark.parametrize("args", [
+    ["run-eval", "--bogus"], ["run-eval", str(REPO / "examples/submissions/correct")],
+    ["report", "/nonexistent/out"], ["no-such-command"], ["test", "--timeout", "0"],
+    ["--config", "/nonexistent.toml", "report", "x"],
+])
+def test_click_usage_errors_use_the_one_error_style(args: list[str]) -> None:
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.stderr.splitlines() if "rror" in line]
+    assert len(errors) == 1 and errors[0].startswith("lean-eval: error: "), result.stderr
+    assert not any(line.startswith("Error:") for line in result.output.splitlines())
+    assert "Usage: " in result.stderr and "--help' for help." in result.stderr
+
+
+def test_without_a_terminal_long_lines_are_never_wrapped() -> None:
+    import io
+
+    from rich.console import Console as RichConsole
+    from rich.table import Table
+
+    from lean_eval import cli
+    from lean_eval.cli import group
+
+    long = " ".join(f"word{i}" for i in range(60))  # about 400 columns
+
+    def render(console: RichConsole) -> list[str]:
+        table = Table()
+        table.add_column("pair")
+        table.add_column("reason")
+        table.add_row("sub/two_plus_two", long)
+        console.print(f"[yellow]warning:[/] {long}")
+        console.print(table)
+        assert isinstance(console.file, io.StringIO)
+        return console.file.getvalue().splitlines()
+
+    lines = render(cli.Console(file=io.StringIO()))
+    assert lines[0] == f"warning: {long}"
+    assert sum(long in line for line in lines) == 2  # the table row holds the reason whole
+    huge = cli.Console(file=io.StringIO())
+    huge.print("x" * (group.NO_TERMINAL_WIDTH + 10), highlight=False)  # soft wrap keeps it
+    assert huge.file.getvalue() == "x" * (group.NO_TERMINAL_WIDTH + 10) + "\n"
+    # Negative control: rich's own console cuts both at 80 columns without a terminal.
+    plain = render(RichConsole(file=io.StringIO()))
+    assert not any(long in line for line in plain) and max(map(len, plain)) <= 80
+    # On a terminal, the terminal's width still rules.
+    tty = cli.Console(file=io.StringIO(), force_terminal=True, width=60, color_system=None)
+    assert max(map(len, render(tty))) <= 60
+
+
+def test_every_option_of_every_command_has_help_text() -> None:
+    missing = [f"{name} {'/'.join(p.opts)}" for name, cmd in [("lean-eval", main),
+                                                              *sorted(main.commands.items())]
+               for p in cmd.params if isinstance(p, click.Option) and not (p.help or "").strip()]
+    assert not missing, f"options without help: {missing}"
+
+
+# The arguments each command that takes --benchmark needs besides it (default: none).
+BENCHMARK_ARGS = {
+    "run-eval": [str(REPO / "examples/submissions/correct"), "--out", "{tmp}/out"],
+    "start-problem": ["two_plus_two", "{tmp}/dest"],
+    "validate-submission": [str(REPO / "examples/submissions/correct")],
+    "prepare": ["--dry-run"],
+}
+# Commands that read something else before the benchmark, and what. (They load it with the
+# same cli._load, so they say the same.)
+BENCHMARK_LATER = {"replay": "a recorded output directory", "config": "nothing: it only lists"}
+NEEDS_BENCHMARK = sorted(n for n, c in main.commands.items() if n not in BENCHMARK_LATER
+                         and any(p.name == "benchmark" for p in c.params))
+
+
+@pytest.mark.parametrize("command", NEEDS_BENCHMARK)
+def test_outside_a_benchmark_every_command_says_to_pass_benchmark(
+        command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert {"run-eval", "probe", "start-problem", "validate-catalog"} <= set(NEEDS_BENCHMARK)
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")  # under the temp dir: in no git checkout
+    args = [a.format(tmp=tmp_path) for a in BENCHMARK_ARGS.get(command, [])]
+    for extra in ([], ["--benchmark", str(tmp_path / "here")]):
+        result = CliRunner().invoke(main, [command, *args, *extra], catch_exceptions=False)
+        assert result.exit_code == 2, result.output
+        assert f"{tmp_path / 'here'} is not a benchmark checkout (" in result.stderr
+        assert "); pass --benchmark DIR" in result.stderr
+        assert "lacks" not in result.stderr
+    assert not (tmp_path / "dest").exists()
+
+
+def test_start_problem_packages_under_a_name_of_ones_own(bench_copy: Path,
+                                                        outside: Path) -> None:
+    result = CliRunner().invoke(main, ["start-problem", "two_plus_two", str(outside / "d"),
+                                       "--benchmark", str(bench_copy)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    (line,) = [x.strip() for x in result.stdout.splitlines() if "tar czf" in x]
+    archive = line.split()[2]
+    assert archive == "YOURNAME-two_plus_two.tgz" and "# YOURNAME: your own name" in line
+    from lean_eval import intake
+
+    assert intake.submission_id(Path(archive)) == "YOURNAME-two_plus_two"
+
+
+def test_two_archives_with_one_id_are_told_to_rename(outside: Path) -> None:
+    (outside / "a").mkdir()
+    (outside / "b").mkdir()
+    for where in ("a", "b"):
+        shutil.copytree(REPO / "examples/submissions/correct", outside / where / "mine")
+    result = CliRunner().invoke(main, ["run-eval", str(outside / "a" / "mine"),
+                                       str(outside / "b" / "mine"), "--out", str(outside / "o"),
+                                       "--benchmark", str(REPO)], catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    assert "have the same id 'mine'" in result.stderr
+    assert "rename one, e.g. to <submitter>-mine" in result.stderr
+
+
+def test_test_names_a_verdict_once(bench_copy: Path, outside: Path, bwrap: str) -> None:
+    ws = _workspace(bench_copy, outside, correct("two_plus_two"))
+    result = _invoke("test", str(ws))
+    assert result.exit_code == 0, result.output
+    (line,) = result.stdout.splitlines()
+    assert line.startswith("ws: accepted: ") and "(accepted)" not in line, line
+
+
+def test_counts_and_tally_name_the_same_kinds_as_documented() -> None:
+    """`counts` uses the verdict kinds; `tally` (read by leaderboards, in the committed summary
+    schema) renames two of them. The mapping is fixed and the README states it."""
+    from typing import get_args
+
+    from lean_eval import batch, verdict
+
+    kinds = set(get_args(verdict.Verdict.model_fields["verdict"].annotation))
+    assert set(batch._TALLY) == kinds
+    assert set(batch._TALLY.values()) == set(verdict.Tally.model_fields)
+    renamed = {k: v for k, v in batch._TALLY.items() if k != v}
+    assert renamed == {"accepted": "solved", "invalid_submission": "invalid"}
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    for kind, name in renamed.items():
+        assert f"`{name}` counts `{kind}` pairs" in readme

@@ -37,7 +37,7 @@ def test_writes_the_starters_and_read_only_references(bench_copy: Path, outside:
         assert not (target / rel).stat().st_mode & 0o222, rel
     assert sorted(p.name for p in dest.iterdir()) == [pid]  # no staging directory left behind
     for step in ("Submission.lean", f"lean-eval validate-submission {dest}",
-                 f"lean-eval test {dest}/{pid}", f"tar czf {pid}.tgz -C {dest}"):
+                 f"lean-eval test {dest}/{pid}", f"tar czf YOURNAME-{pid}.tgz -C {dest}"):
         assert step in out, step
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from lean_eval import __version__
+from lean_eval.cli.group import LeanEvalGroup, no_wrap_console
 from lean_eval.errors import SetupError
 
 # `lean-eval --help` must start fast (benchmarks/cli_startup.py): pydantic, rich and the scoring
@@ -87,7 +88,7 @@ else:
     starter = _Deferred("lean_eval.starter")
     validation = _Deferred("lean_eval.validation")
     verdict = _Deferred("lean_eval.verdict")
-    Console = _deferred("rich.console", "Console")
+    Console = no_wrap_console
     parse_shard = _deferred("lean_eval.shard", "parse_shard")
     resolve_toolchain = _deferred("lean_eval.toolchain", "resolve_toolchain")
     check_release = _deferred("lean_eval.toolchain", "check_release")
@@ -109,6 +110,19 @@ def _default_benchmark() -> Path:
     if found.returncode == 0 and found.stdout.strip():
         return Path(found.stdout.decode().strip())
     return Path.cwd()
+
+
+def _benchmark(given: Path | None) -> Path:
+    """``--benchmark``, else the git checkout holding the current directory; a directory that
+    is no benchmark checkout is refused with the fix, as ``prepare`` says it."""
+    root = given or _default_benchmark()
+    if root.is_dir() and not ((root / "lean-toolchain").is_file()
+                              and ((root / "problems").is_dir()
+                                   or (root / "workspaces").is_dir())):
+        where = "--benchmark " if given else ""
+        raise SetupError(f"{where}{root} is not a benchmark checkout (no lean-toolchain, "
+                         "problems/ or workspaces/); pass --benchmark DIR")
+    return root
 
 
 _BYTE_UNITS = {"": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
@@ -230,10 +244,23 @@ def _fail(message: str, code: int = EXIT_SETUP) -> None:
     sys.exit(code)
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+@click.group(cls=LeanEvalGroup, context_settings=CONTEXT_SETTINGS)
+@click.option("--config", "config_file", metavar="FILE",
+              type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="Settings file: TOML, one table per command ([run-eval]), keyed by long "
+                   "option names (default: ./lean-eval.toml, else [tool.lean-eval] in the "
+                   "benchmark's pyproject.toml). Flags and LEAN_EVAL_<OPTION> override it.")
 @click.version_option(__version__, prog_name="lean-eval")
-def main() -> None:
-    """Score untrusted Lean 4 proofs against a trusted benchmark, inside bubblewrap."""
+@click.pass_context
+def main(ctx: click.Context, config_file: Path | None) -> None:
+    """Score untrusted Lean 4 proofs against a trusted benchmark, inside bubblewrap.
+
+    Every option can also be set by the environment variable LEAN_EVAL_<OPTION> or in a
+    config file; `lean-eval config` shows each setting and where it comes from.
+    """
+    from lean_eval.cli import config
+
+    config.apply(ctx, config_file)
 
 
 def selection_options(func: F) -> F:
@@ -292,7 +319,7 @@ def _resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
 
 def _load(benchmark: Path | None, revision: str = "HEAD",
           only: frozenset[str] | None = None, quiet: bool = False) -> catalog.Catalog:
-    cat = catalog.load_catalog(benchmark or _default_benchmark(), revision=revision, only=only)
+    cat = catalog.load_catalog(_benchmark(benchmark), revision=revision, only=only)
     for warning in cat.warnings:
         Console(stderr=True, quiet=quiet).print(f"[yellow]warning:[/] {warning}")
     return cat
@@ -395,6 +422,17 @@ def _say_kept(run_dirs: set[Path], quiet: bool) -> None:
 # The commands register themselves on `main`; imported last because they use the above.
 # (`catalog_commands`, not `catalog`: a submodule named `catalog` would rebind this package's
 # `catalog`, the deferred lean_eval.catalog the helpers above use.)
-from lean_eval.cli import authoring, catalog_commands, publish, replay, results, scoring  # noqa: E402
+from lean_eval.cli import (  # noqa: E402
+    authoring,
+    catalog_commands,
+    config,
+    publish,
+    replay,
+    results,
+    scoring,
+)
 
-__all__ = ["authoring", "catalog_commands", "main", "publish", "replay", "results", "scoring"]
+config.add_envvars(main)  # after every command is registered: it walks them all
+
+__all__ = ["authoring", "catalog_commands", "config", "main", "publish", "replay", "results",
+           "scoring"]

@@ -10,6 +10,7 @@ import click
 
 from lean_eval.cli import (
     EXIT_FAULT,
+    _benchmark,
     _default_benchmark,
     _fail,
     _load,
@@ -60,8 +61,9 @@ def start_problem_command(problem_id: str, dest: Path, benchmark_rev: str,
          f"{shown}/Submission/"),
         f"lean-eval validate-submission {rel}",
         f"lean-eval test {shown}",
-        (f"tar czf {problem_id}.tgz -C {rel} {problem_id}/Submission.lean "
-         f"{problem_id}/Submission"),
+        (f"tar czf YOURNAME-{problem_id}.tgz -C {rel} {problem_id}/Submission.lean "
+         f"{problem_id}/Submission   # YOURNAME: your own name, so no two "
+         "submitters' archives share an id"),
     ]
     if as_json:
         click.echo(documents.StartProblemReport(
@@ -93,7 +95,7 @@ def validate_catalog_command(benchmark: Path | None, toolchain: Path | None,
     root's; trusted Lean imports no solution-only module. Exit 0 clean, 1 with faults."""
     del toolchain, bwrap_path, allow_bwrap, verbose
     try:
-        result = validation.validate_catalog(benchmark or _default_benchmark())
+        result = validation.validate_catalog(_benchmark(benchmark))
     except SetupError as exc:
         _fail(str(exc))
         return

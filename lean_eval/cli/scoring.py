@@ -305,7 +305,9 @@ def test(workspace: Path | None, timeout: float, keep_work: bool, toolchain: Pat
     if as_json:
         click.echo(data.model_dump_json(indent=2))
     else:
-        out.print(f"{ws.name}: {c.verdict} ({c.reason.code}): {c.reason.message}",
+        # The reason code only when it says more than the verdict (never "accepted (accepted)").
+        code = "" if c.reason.code == c.verdict else f" ({c.reason.code})"
+        out.print(f"{ws.name}: {c.verdict}{code}: {c.reason.message}",
                   markup=False, highlight=False, soft_wrap=True)
         if verbose:
             out.print(f"execution {c.execution}, last phase {c.last_phase}, exit code "

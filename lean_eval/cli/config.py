@@ -1,0 +1,404 @@
+"""Settings from the environment and a config file, and the ``lean-eval config`` command.
+
+One precedence for every option of every command, click's own (design §3): a flag on the
+command line, else the environment variable ``LEAN_EVAL_<OPTION>`` (:func:`add_envvars`), else
+the config file (loaded into the group context's ``default_map`` by :func:`apply`), else the
+built-in default. The config file is ``lean-eval --config FILE``, else ``lean-eval.toml`` in
+the current directory, else the ``[tool.lean-eval]`` table of the benchmark's
+``pyproject.toml``; it holds one table per command, keyed by long option names (``-`` or
+``_``). Every value is checked up front with the option's own click type, so a bad file fails
+before anything runs, naming the file, the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import click
+from click.core import ParameterSource
+
+from lean_eval.cli import ByteSize, _default_benchmark, _fail, documents, main
+from lean_eval.errors import LeanEvalError, SetupError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+ENV_PREFIX = "LEAN_EVAL_"
+CONFIG_NAME = "lean-eval.toml"
+PYPROJECT = "pyproject.toml"
+TOOL_TABLE = ("tool", "lean-eval")
+# Where the group's resolve_command leaves the subcommand and its arguments for apply().
+SUBCOMMAND_KEY = "lean_eval.subcommand"
+LOADED_KEY = "lean_eval.config"
+
+
+class ConfigError(SetupError):
+    """A config file that cannot be used; the message names the file, the key and what is
+    allowed."""
+
+
+class Loaded(NamedTuple):
+    """The config file in effect (None: none) and its settings, by command and parameter."""
+
+    path: Path | None
+    table: str  # "" for lean-eval.toml, "tool.lean-eval." for a pyproject.toml
+    default_map: dict[str, dict[str, Any]]
+
+
+NO_CONFIG = Loaded(None, "", {})
+
+
+# --- environment variables -------------------------------------------------------------------
+
+
+def long_name(option: click.Option) -> str | None:
+    """The option's first long name without its dashes (``--max-file-bytes``: max-file-bytes)."""
+    return next((o[2:] for o in option.opts if o.startswith("--")), None)
+
+
+def envvar_name(long: str) -> str:
+    """``LEAN_EVAL_`` and the long option name upper-cased, ``-`` written ``_``."""
+    return ENV_PREFIX + long.upper().replace("-", "_")
+
+
+def settings(command: click.Command) -> dict[str, click.Option]:
+    """The options of ``command`` a flag, the environment or a config file can set, by long
+    name (the eager, valueless ones such as ``--version`` are not settings)."""
+    found = {}
+    for param in command.params:
+        if isinstance(param, click.Option) and param.expose_value and param.name:
+            long = long_name(param)
+            if long is not None:
+                found[long] = param
+    return found
+
+
+def add_envvars(group: click.Group) -> None:
+    """Give every option of ``group`` and of each of its commands (recursively) the variable
+    ``LEAN_EVAL_<OPTION>``, shown in ``--help``; an envvar an option already names is kept.
+
+    Run once every command is registered (and again on every invocation, for commands added
+    later): options nobody spelled an envvar for get one all the same.
+    """
+    commands: list[click.Command] = [group]
+    while commands:
+        command = commands.pop()
+        for long, option in settings(command).items():
+            if option.envvar is None:
+                option.envvar = envvar_name(long)
+                option.show_envvar = True
+        if isinstance(command, click.Group):
+            commands.extend(command.commands.values())
+
+
+# --- the config file -------------------------------------------------------------------------
+
+
+def find_config(explicit: Path | None, cwd: Path,
+                benchmark: Callable[[], Path | None]) -> tuple[Path, str] | None:
+    """The config file and its table prefix: ``explicit``, else ``cwd/lean-eval.toml``, else
+    the benchmark's ``pyproject.toml`` when it has a ``[tool.lean-eval]`` table."""
+    if explicit is not None:
+        return explicit, "tool.lean-eval." if explicit.name == PYPROJECT else ""
+    if (cwd / CONFIG_NAME).is_file():
+        return cwd / CONFIG_NAME, ""
+    root = benchmark()
+    if root is not None and (root / PYPROJECT).is_file():
+        tool = _read(root / PYPROJECT).get("tool", {})
+        if isinstance(tool, dict) and TOOL_TABLE[1] in tool:
+            return root / PYPROJECT, "tool.lean-eval."
+    return None
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+
+
+def load(group: click.Group, ctx: click.Context, path: Path, table: str) -> Loaded:
+    """Read ``path`` and check every table and value against ``group``'s commands."""
+    data: Any = _read(path)
+    if table:
+        for part in TOOL_TABLE:
+            data = data.get(part, {}) if isinstance(data, dict) else data
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: [{table.rstrip('.')}] must be a table of command tables")
+    default_map = {}
+    for name, values in data.items():
+        command = group.commands.get(name)
+        if command is None and not isinstance(values, dict):
+            having = [f"[{table}{c}]" for c, cmd in sorted(group.commands.items())
+                      if normalise(name) in settings(cmd)]
+            raise ConfigError(f"{path}: {table}{name} = {_show(values)} is outside any table; "
+                              "a setting goes in the table of its command"
+                              + (f": {', '.join(having)}" if having else ""))
+        if command is None:
+            raise ConfigError(
+                f"{path}: unknown table [{table}{name}]{_did_you_mean(name, group.commands)}; "
+                f"each table is named after a command: {', '.join(sorted(group.commands))}")
+        if not isinstance(values, dict):
+            raise ConfigError(f"{path}: {table}{name} = {_show(values)} is not a table: "
+                              f"write the settings of {name} under [{table}{name}]")
+        default_map[name] = check_table(command, ctx, path, f"{table}{name}", values)
+    return Loaded(path, table, default_map)
+
+
+def normalise(key: str) -> str:
+    """A config key as a long option name: ``max_file_bytes`` and ``max-file-bytes`` alike."""
+    return key.replace("_", "-")
+
+
+def check_table(command: click.Command, parent: click.Context, path: Path, table: str,
+                values: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``default_map`` of ``command`` from one config table, each value checked with its
+    option's click type; relative paths are resolved against the config file's directory."""
+    known = settings(command)
+    ctx = click.Context(command, info_name=table.rsplit(".", 1)[-1], parent=parent)
+    checked: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
+    for key, written in values.items():
+        option = known.get(normalise(key))
+        if option is None or not option.name:
+            raise ConfigError(
+                f"{path}: [{table}] has no setting {key!r}{_did_you_mean(normalise(key), known)}"
+                f"; the settings are: {', '.join(sorted(known))} (`-` or `_` alike)")
+        if option.name in checked:
+            raise ConfigError(f"{path}: [{table}] sets {spelled[option.name]!r} twice "
+                              f"(also as {key!r})")
+        value = _relative_to(option, written, path.parent)
+        problem = _problem(option, ctx, value)
+        if problem is not None:
+            raise ConfigError(f"{path}: [{table}] {key} = {_show(written)}: {problem}; allowed: "
+                              f"{allowed(option)}")
+        many = option.multiple or option.nargs != 1
+        checked[option.name] = [value] if many and not isinstance(value, list) else value
+        spelled[option.name] = key
+    return checked
+
+
+_SCALARS = (str, int, float, bool)
+
+
+def _problem(option: click.Option, ctx: click.Context, value: Any) -> str | None:
+    """Why ``value`` cannot be ``option``'s, or None when click's type accepts it."""
+    many = option.multiple or option.nargs != 1
+    items = value if isinstance(value, list) else [value]
+    if isinstance(value, list) and not many:
+        return "expected a single value, not a list"
+    if not all(isinstance(v, _SCALARS) for v in items):
+        return "expected a string, a number or a boolean"
+    try:
+        option.type_cast_value(ctx, items if many else value)
+    except click.BadParameter as exc:  # the message without click's "Invalid value for ..."
+        return exc.message.rstrip(".")
+    return None
+
+
+def _relative_to(option: click.Option, value: Any, base: Path) -> Any:
+    """Relative paths in a config file mean the file's directory, wherever lean-eval runs."""
+    if not isinstance(option.type, click.Path):
+        return value
+    if isinstance(value, str) and value and not Path(value).is_absolute():
+        return str(base / value)
+    if isinstance(value, list):
+        return [_relative_to(option, v, base) for v in value]
+    return value
+
+
+def allowed(option: click.Option) -> str:
+    """What ``option`` takes, in words, for error messages."""
+    kind = option.type
+    if option.count:
+        text = "a count (an integer >= 0)"
+    elif option.is_flag:
+        text = "true or false"
+    elif isinstance(kind, click.Choice):
+        text = "one of " + ", ".join(str(c) for c in kind.choices)
+    elif isinstance(kind, ByteSize):
+        text = f"a byte size of at least {kind.minimum} (e.g. 1048576, 512K, 16M, 8GiB)"
+    elif isinstance(kind, (click.IntRange, click.FloatRange)):
+        bounds = [f"{'>' if kind.min_open else '>='} {kind.min}" if kind.min is not None else "",
+                  f"{'<' if kind.max_open else '<='} {kind.max}" if kind.max is not None else ""]
+        noun = "an integer" if isinstance(kind, click.IntRange) else "a number"
+        text = " ".join([noun, " and ".join(b for b in bounds if b)]).strip()
+    elif isinstance(kind, click.Path):
+        text = "a path (relative: to the config file's directory)"
+    elif kind is click.INT:
+        text = "an integer"
+    elif kind is click.FLOAT:
+        text = "a number"
+    else:
+        text = "a string"
+    return f"a list, each {text}" if option.multiple else text
+
+
+def _did_you_mean(word: str, choices: Sequence[str] | Mapping[str, Any]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _show(value: Any) -> str:
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+# --- the group callback ----------------------------------------------------------------------
+
+
+def resolve(ctx: click.Context, explicit: Path | None, name: str | None,
+            command: click.Command | None, args: Sequence[str],
+            fallback: Path | None = None) -> Loaded:
+    """The config in effect for ``command`` run with ``args`` (the pyproject.toml is the one of
+    its ``--benchmark``, else ``fallback``, else the git checkout holding the current
+    directory)."""
+    def benchmark() -> Path | None:
+        given = _benchmark_argument(ctx, name, command, args) or fallback
+        if given is not None:
+            return given
+        try:
+            return _default_benchmark()
+        except (OSError, LeanEvalError):  # no git: no benchmark, so no pyproject.toml
+            return None
+
+    found = find_config(explicit, Path.cwd(), benchmark)
+    if found is None:
+        return NO_CONFIG
+    return load(main, ctx, *found)
+
+
+def _benchmark_argument(ctx: click.Context, name: str | None, command: click.Command | None,
+                        args: Sequence[str]) -> Path | None:
+    """The ``--benchmark`` of ``args`` (or ``LEAN_EVAL_BENCHMARK``), read without failing."""
+    if command is None or name is None or "benchmark" not in settings(command):
+        return None
+    parsed = command.make_context(name, list(args), parent=ctx, resilient_parsing=True)
+    value = parsed.params.get("benchmark")
+    return value if isinstance(value, Path) else None
+
+
+def apply(ctx: click.Context, explicit: Path | None) -> None:
+    """The group callback's part: load the config into ``ctx.default_map`` (every command's
+    context inherits its table), or stop with an error naming the file and the key."""
+    name, command, args = ctx.meta.get(SUBCOMMAND_KEY, (None, None, ()))
+    try:
+        loaded = resolve(ctx, explicit, name, command, args)
+    except SetupError as exc:
+        _fail(str(exc))
+        return
+    ctx.meta[LOADED_KEY] = loaded
+    ctx.default_map = loaded.default_map
+
+
+# --- lean-eval config ------------------------------------------------------------------------
+
+SOURCES = {ParameterSource.COMMANDLINE: "flag", ParameterSource.ENVIRONMENT: "env",
+           ParameterSource.DEFAULT_MAP: "config", ParameterSource.DEFAULT: "default",
+           ParameterSource.PROMPT: "flag"}
+
+
+def _plain(value: Any) -> Any:
+    """A parameter's value as JSON: paths as strings, tuples as lists."""
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def describe(command: click.Command, name: str, parent: click.Context, args: Sequence[str],
+             loaded: Loaded) -> tuple[list[documents.ConfigSetting], list[str]]:
+    """Every setting of ``command`` run with ``args``: its value and where it came from; and
+    each environment variable whose value the option refuses."""
+    ctx = command.make_context(name, list(args), parent=parent, resilient_parsing=True)
+    rows, errors = [], []
+    for long, option in sorted(settings(command).items()):
+        key = str(option.name)
+        source = SOURCES.get(ctx.get_parameter_source(key) or ParameterSource.DEFAULT,
+                             "default")
+        envvar = option.envvar if isinstance(option.envvar, str) else None
+        origin = {"flag": "command line", "env": envvar or "environment",
+                  "config": str(loaded.path), "default": "built-in default"}[source]
+        if source == "env":
+            try:  # resilient parsing swallowed it; the command itself would refuse the value
+                option.process_value(ctx, option.value_from_envvar(ctx))
+            except click.BadParameter as exc:
+                errors.append(f"{envvar}={option.resolve_envvar_value(ctx)!r}: "
+                              f"{exc.message.rstrip('.')}; allowed: {allowed(option)}")
+        rows.append(documents.ConfigSetting(
+            command=name, option=f"--{long}", value=_plain(ctx.params.get(key)),
+            source=source, origin=origin, envvar=envvar))
+    return rows, errors
+
+
+@main.command("config", context_settings={"ignore_unknown_options": True,
+                                           "allow_interspersed_args": False})
+@click.argument("command_name", metavar="[COMMAND [ARGS]...]", required=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.option("--benchmark", type=click.Path(path_type=Path, file_okay=False),
+              help="Benchmark whose pyproject.toml [tool.lean-eval] is read when there is no "
+                   "--config and no ./lean-eval.toml (default: the current git checkout).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the settings as a JSON document (schema_version first).")
+@click.option("-v", "--verbose", count=True,
+              help="Also each setting's environment variable.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print only the settings that are not built-in defaults.")
+@click.pass_context
+def config_command(ctx: click.Context, command_name: str | None, args: tuple[str, ...],
+                   benchmark: Path | None, as_json: bool, verbose: int, quiet: bool) -> None:
+    """Print the effective value of every setting of every command and where it comes from:
+    flag, env (LEAN_EVAL_<OPTION>), the config file, or the built-in default.
+
+    With COMMAND [ARGS]..., only that command, as `lean-eval COMMAND ARGS...` would see it
+    (so flags show as `flag`). Exits 2 naming the variable when an environment value is bad.
+    """
+    group_ctx, group = ctx.find_root(), main
+    explicit = group_ctx.params.get("config_file")
+    names = sorted(group.commands) if command_name is None else [command_name]
+    if command_name is not None and command_name not in group.commands:
+        _fail(f"no command {command_name!r}{_did_you_mean(command_name, group.commands)}; "
+              f"the commands are: {', '.join(sorted(group.commands))}")
+    try:  # the pyproject.toml of this COMMAND's --benchmark, as the command itself would read
+        loaded = resolve(group_ctx, explicit, command_name,
+                         group.commands.get(command_name or ""), args, benchmark)
+    except SetupError as exc:
+        _fail(str(exc))
+        return
+    group_ctx.default_map = loaded.default_map
+    rows: list[documents.ConfigSetting] = []
+    errors: list[str] = []
+    for name in names:
+        found, bad = describe(group.commands[name], name, group_ctx,
+                              args if command_name else (), loaded)
+        rows.extend(found)
+        errors.extend(bad)
+    if as_json:
+        click.echo(documents.ConfigReport(
+            config_file=str(loaded.path) if loaded.path else None,
+            table=loaded.table.rstrip("."), settings=tuple(rows)).model_dump_json(indent=2))
+    else:
+        where = f"{loaded.path}" + (f" [{loaded.table.rstrip('.')}]" if loaded.table else "")
+        click.echo(f"config file: {where if loaded.path else 'none'}")
+        for row in rows:
+            if quiet and row.source == "default":
+                continue
+            env = f", {row.envvar}" if verbose and row.envvar and row.source != "env" else ""
+            shown = "unset" if row.value is None else _show(row.value)
+            origin = f" {row.origin}" if row.source in ("env", "config") else ""
+            click.echo(f"{row.command} {row.option} = {shown}  ({row.source}{origin}{env})")
+    for error in errors:
+        click.echo(f"lean-eval: error: {error}", err=True)
+    sys.exit(2 if errors else 0)
