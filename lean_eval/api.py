@@ -6,11 +6,14 @@ other module of ``lean_eval`` is internal and may change in any release. The fun
 what the CLI commands do (``run-eval`` calls :func:`score`) but never print and never exit:
 results are the versioned models below, failures are the typed errors of ``errors.py``
 (re-exported here), and what the CLI would show while working is handed to optional callbacks.
-They read no config file and no ``LEAN_EVAL_*`` variable: pass every setting explicitly.
+They read no config file and no environment variable: pass every setting explicitly, and
+the environment tools are found with as ``env=`` (``os.environ`` to behave as the CLI).
 
 >>> from pathlib import Path
 >>> from lean_eval import api
->>> summary = api.score([Path("examples/submissions/correct")], Path("out"))  # doctest: +SKIP
+>>> import os
+>>> summary = api.score([Path("examples/submissions/correct")], Path("out"),
+...                     env=os.environ)  # doctest: +SKIP
 >>> [p.verdict for p in summary.pairs]  # doctest: +SKIP
 ['accepted', 'accepted', 'accepted', 'accepted', 'accepted']
 """
@@ -97,7 +100,7 @@ def score(submissions: Sequence[StrPath], out: StrPath, *,
           max_processes: int = DEFAULT_MAX_PROCESSES, work_dir: StrPath | None = None,
           keep_work: bool = False, rescore: bool = False, shard: str | None = None,
           private: Sequence[StrPath] = (), sign_key: StrPath | None = None,
-          env: Mapping[str, str] | None = None,
+          env: Mapping[str, str],
           on_progress: Callable[[Progress], None] | None = None,
           on_probes: Callable[[tuple[ProbeEntry, ...]], None] | None = None,
           on_warning: Callable[[str], None] | None = None) -> Summary:
@@ -117,8 +120,9 @@ def score(submissions: Sequence[StrPath], out: StrPath, *,
     (None: the CPUs, fewer when memory is short), ``memory_limit`` and ``max_processes`` (per
     pair), ``work_dir``, ``keep_work``, ``rescore``, ``shard`` (``"K/N"``), ``private``
     (directories also hidden from every sandbox) and ``sign_key`` (an Ed25519 PEM key: signed
-    envelopes beside every verdict). ``env`` is the environment tools are found with and pairs
-    are run from (default: ``os.environ``).
+    envelopes beside every verdict). ``env`` (required) is the environment tools are found
+    with and pairs are run from; ``run-eval`` passes its own, so ``env=os.environ`` scores as it
+    does (the API reads no environment by itself, design §3).
 
     Steps, in order: argument checks, catalog load, tool resolution, the preflight probes
     (unless ``skip_probes``), then the batch. Callbacks: ``on_warning`` gets each warning
@@ -132,7 +136,7 @@ def score(submissions: Sequence[StrPath], out: StrPath, *,
     (verdicts already written stay valid). A rejected proof is a verdict, never an exception;
     ``Summary.exit_code`` is what ``run-eval`` would exit with.
     """
-    caller_env = dict(os.environ if env is None else env)
+    caller_env = dict(env)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     paths = [Path(p) for p in submissions]
     out_dir, work = Path(out), _path(work_dir)

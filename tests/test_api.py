@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import sys
 from pathlib import Path
@@ -41,8 +42,9 @@ def scored(bench_copy: Path, bwrap: str, tmp_path_factory: pytest.TempPathFactor
     events: list[api.Progress] = []
     probes: list[tuple[api.ProbeEntry, ...]] = []
     warnings: list[str] = []
-    summary = api.score([CORRECT, INCORRECT], out, benchmark=bench_copy, toolchain=STANDIN,
-                        allow_bwrap_version=BWRAP_FLOOR, timeout=60, work_dir=base / "work",
+    summary = api.score([CORRECT, INCORRECT], out, env=os.environ, benchmark=bench_copy,
+                        toolchain=STANDIN, allow_bwrap_version=BWRAP_FLOOR, timeout=60,
+                        work_dir=base / "work",
                         on_progress=events.append, on_probes=probes.append,
                         on_warning=warnings.append)
     return Scored(out, summary, events, probes, warnings)
@@ -119,15 +121,15 @@ def test_setup_errors_are_typed_and_nothing_is_printed(
         bench_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
     with pytest.raises(api.UsageError, match="does not exist"):
-        api.score([tmp_path / "missing"], out, benchmark=bench_copy)
+        api.score([tmp_path / "missing"], out, env=os.environ, benchmark=bench_copy)
     with pytest.raises(api.UsageError, match="unknown problem id"):
-        api.score([CORRECT], out, benchmark=bench_copy, problems=["two_plus_tw"])
+        api.score([CORRECT], out, env=os.environ, benchmark=bench_copy, problems=["two_plus_tw"])
     with pytest.raises(api.UsageError, match="--shard"):
-        api.score([CORRECT], out, benchmark=bench_copy, shard="3/2")
+        api.score([CORRECT], out, env=os.environ, benchmark=bench_copy, shard="3/2")
     # Neither tool usable: one SetupError names both (the CLI's message, exit 2 there).
     with pytest.raises(api.SetupError) as both:
-        api.score([CORRECT], out, benchmark=bench_copy, toolchain=tmp_path / "no-lean",
-                  bwrap=str(tmp_path / "no-bwrap"))
+        api.score([CORRECT], out, env=os.environ, benchmark=bench_copy,
+                  toolchain=tmp_path / "no-lean", bwrap=str(tmp_path / "no-bwrap"))
     assert "no-lean" in str(both.value) and "no-bwrap" in str(both.value)
     with pytest.raises(api.CatalogError):
         api.load_catalog(tmp_path)
@@ -150,7 +152,7 @@ def test_a_failed_probe_raises_probes_failed_error_and_records_the_refusal(
     seen: list[tuple[api.ProbeEntry, ...]] = []
     out = tmp_path / "out"
     with pytest.raises(api.ProbesFailedError) as refused:
-        api.score([CORRECT], out, benchmark=bench_copy, toolchain=STANDIN,
+        api.score([CORRECT], out, env=os.environ, benchmark=bench_copy, toolchain=STANDIN,
                   allow_bwrap_version=BWRAP_FLOOR, on_probes=seen.append)
     assert isinstance(refused.value, api.SetupError)
     assert seen == [(entry,)]
