@@ -41,6 +41,7 @@ from lean_eval.errors import (
     OutputRefusedError,
     PrepareError,
     ProcessStartError,
+    ReplayRefusedError,
     SandboxUnavailableError,
     SetupError,
     SigningKeyError,
@@ -61,17 +62,16 @@ __all__ = [
     "DEFAULT_TIMEOUT", "Catalog", "CatalogError", "DigestMismatchError", "ExportRefusedError",
     "IntakeLimits", "LeanEvalError", "MergeRefusedError", "OutputError", "OutputRefusedError",
     "PairSummary", "PrepareError", "ProbeEntry", "ProbesFailedError", "ProblemCheck",
-    "ProcessStartError", "Progress", "Run", "SandboxUnavailableError", "SetupError",
-    "SigningKeyError", "SubmissionCheck", "Summary", "ToolchainError", "TrustedConfigError",
-    "UsageError", "Verdict", "load_catalog", "read_output", "score", "validate_submission",
+    "ProcessStartError", "Progress", "ReplayRefusedError", "Run", "SandboxUnavailableError",
+    "SetupError", "SigningKeyError", "SubmissionCheck", "Summary", "ToolchainError",
+    "TrustedConfigError", "UsageError", "Verdict", "load_catalog", "read_output", "score",
+    "validate_submission",
 ]
 
 StrPath = str | os.PathLike[str]
 
 DEFAULT_TIMEOUT = 1800.0  # seconds per pair, as `run-eval --timeout`
 DEFAULT_MAX_WRITTEN_FILE_BYTES = DEFAULT_MAX_FILE_BYTES  # `run-eval --max-written-file-bytes`
-# The notice a run with skip_probes=True hands to on_warning (run-eval prints it).
-SKIPPED_PROBES = "--skip-probes: the sandbox was not verified; verdicts of this run record it"
 
 
 def _path(value: StrPath | None) -> Path | None:
@@ -162,7 +162,7 @@ def score(submissions: Sequence[StrPath], out: StrPath, *,
     tools = session.tools(cat, _path(toolchain), bwrap, allow_bwrap_version, caller_env,
                           writable)
     if skip_probes:
-        _warn(on_warning, [SKIPPED_PROBES])
+        _warn(on_warning, [session.SKIPPED_PROBES])
         preflight = batch.not_probed(tools)
     else:
         try:

@@ -173,7 +173,8 @@ class _Run:
             timeout=options.timeout, writable_roots=(root, self.out_dir, *work),
             ro_binds=ro_binds, masks=masks.masks, file_masks=masks.file_masks,
             reexposed=masks.reexposed, max_file_bytes=options.max_written_file_bytes,
-            memory_limit=options.memory_limit, max_processes=options.max_processes)
+            memory_limit=options.memory_limit, max_processes=options.max_processes,
+            paranoid=options.paranoid)
         mounts = Mounts(masks=masks.masks, file_masks=masks.file_masks,
                         reexposed=masks.reexposed, ro_binds=ro_binds, notes=masks.notes)
         return pair.RunContext(problems=catalog.problems, settings=settings, ident=ident,
@@ -277,7 +278,7 @@ def _run(inputs: Sequence[Path], ids: Sequence[tuple[str, Path]], catalog: Catal
         k=options.shard.k, n=options.shard.n, batch_digest=digest, batch=batch,
         options_digest=options_digest(resume.verdict_options(options, preflight)))
     return _summary(started_at, ident, preflight, catalog, plans, items, results, out_dir,
-                    run, shard)
+                    run, shard, resume.verdict_options(options, preflight))
 
 
 def _bound_paths(options: RunOptions) -> RunOptions:
@@ -420,7 +421,7 @@ def _load(item: Planned, run: _Run) -> tuple[intake.Intake | None, str | None]:
 def _summary(started_at: str, ident: Identity, preflight: Preflight, catalog: Catalog,
              plans: Sequence[intake.Intake], items: Sequence[Planned],
              results: Mapping[int, PairSummary], out_dir: Path, run: _Run,
-             shard: ShardInfo | None) -> Summary:
+             shard: ShardInfo | None, options: dict[str, object] | None = None) -> Summary:
     pairs = tuple(results[i.order] for i in items if i.order in results)
     counts = dict.fromkeys(_OUTCOMES, 0)
     tallies: dict[str, dict[str, int]] = {p.submission_id: {} for p in plans}
@@ -444,7 +445,7 @@ def _summary(started_at: str, ident: Identity, preflight: Preflight, catalog: Ca
             tally=Tally(**tallies[s.submission_id]), hidden=s.hidden) for s in plans),
         counts=counts, pairs=pairs, exit_code=exit_code, shard=shard,
         interrupted=signum is not None, not_scored=len(items) - len(pairs),
-        reused=run.reused, jobs=run.jobs,
+        reused=run.reused, jobs=run.jobs, options=options,
         signing_key=run.options.sign_key.fingerprint if run.options.sign_key else None)
     try:
         write_model(out_dir / "summary.json", summary)

@@ -6,7 +6,8 @@ Import headers are read by :mod:`lean_eval.header`, the parser that checks submi
 The model (design §4.2, and the stand-in toolchain's model of §7, which
 ``tests/test_declarations.py`` runs on the same generated sources and requires to agree):
 
-- comments (``--``, nested ``/- -/``, doc comments) are blanked out; string and character
+- comments (``--``, nested ``/- -/``, doc comments, lexed by :func:`lean_eval.header.comment_end`
+  as Lean reads them) are blanked out; string and character
   literals are kept and never read as brackets, comments or keywords;
 - a declaration starts at a line (indentation allowed) of the form
   ``[open ... in | set_option N V in]* [@[...]]* [modifier]* keyword name``; the keywords are
@@ -27,6 +28,8 @@ from __future__ import annotations
 
 import re
 from typing import NamedTuple
+
+from lean_eval.header import comment_end
 
 KEYWORDS = ("theorem", "lemma", "def", "abbrev", "instance", "structure", "class", "inductive",
             "axiom", "opaque")
@@ -83,7 +86,9 @@ def _literal_end(text: str, pos: int) -> int:
 
 def strip_comments(text: str) -> str:
     """``text`` with every comment blanked out (newlines kept, so line numbers stay);
-    string and character literals are kept as they are."""
+    string and character literals are kept as they are. Comments are lexed by
+    :func:`lean_eval.header.comment_end`, as Lean reads them (doc comments included); one that
+    never ends runs to the end of the text."""
     out: list[str] = []
     pos = 0
     while pos < len(text):
@@ -92,22 +97,12 @@ def strip_comments(text: str) -> str:
             out.append(text[pos:end])
             pos = end
             continue
-        if text.startswith("--", pos):
-            end = text.find("\n", pos)
-            end = len(text) if end < 0 else end
-        elif text.startswith("/-", pos):
-            depth, end = 1, pos + 2
-            while end < len(text) and depth:
-                if text.startswith("/-", end):
-                    depth, end = depth + 1, end + 2
-                elif text.startswith("-/", end):
-                    depth, end = depth - 1, end + 2
-                else:
-                    end += 1
-        else:
+        if not text.startswith(("--", "/-"), pos):
             out.append(text[pos])
             pos += 1
             continue
+        closed = comment_end(text, pos)
+        end = len(text) if closed is None else closed
         out.append("".join("\n" if ch == "\n" else " " for ch in text[pos:end]))
         pos = end
     return "".join(out)

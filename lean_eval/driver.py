@@ -4,8 +4,10 @@ Invariants (design §5.4, §6.3-§6.6):
 - Lake and NanoDa are absolute paths inside the toolchain and outside every writable root.
 - The configuration Lake reads is a temporary file outside the workspace: the trusted one,
   with ``enable_nanoda`` removed and ``external_kernels.nanoda`` forced to the bundled NanoDa.
-- Lake's environment is the allowlist of :mod:`lean_eval.sandbox`; ``--paranoid`` and
-  ``--inadvisably-no-sandbox`` are never passed; no submitted module is built or imported here.
+- Lake's environment is the allowlist of :mod:`lean_eval.sandbox`; ``--inadvisably-no-sandbox``
+  is never passed, ``--paranoid`` only when ``DriverSettings.paranoid`` asks for the audit of
+  ``lean-eval replay --paranoid`` (``run-eval`` never sets it); no submitted module is built or
+  imported here.
 - ``accepted`` needs exit 0 *and* acceptance lines from NanoDa and the Lean default kernel and
   ``Your solution is okay!``; an infrastructure failure is never ``rejected``.
 """
@@ -36,6 +38,9 @@ from lean_eval.verdict import (
 )
 
 REQUIRED_KERNELS = ("nanoda", "Lean default")
+# What `lake comparator --paranoid` adds: every checker the release bundles, in Lake's order
+# (before the remaining external kernels and `Lean default`); all must accept.
+PARANOID_KERNELS = ("Lean paranoid", "lean4lean", "nanoda", "con-leche", "con-ron")
 DEFAULT_MAX_FILE_BYTES = 8 << 30
 OKAY_LINE = "Your solution is okay!"
 LOG_TAIL_LINES = 40
@@ -81,6 +86,7 @@ class DriverSettings(NamedTuple):
     memory_limit: int | None = resources.DEFAULT_MEMORY_LIMIT  # bytes, for the pair's whole tree
     max_processes: int | None = resources.DEFAULT_MAX_PROCESSES  # tasks of the pair's tree
     limits_mechanism: str = "auto"  # "auto" (cgroup v2 where possible), "cgroup_v2", "watchdog"
+    paranoid: bool = False  # `lake comparator --paranoid`: the replay audit only, never run-eval
 
 
 def pair_rlimits(max_file_bytes: int) -> dict[int, tuple[int, int]]:
@@ -133,9 +139,12 @@ def forced_config(config: ComparatorConfig, nanoda: Path) -> dict[str, object]:
     return data
 
 
-def comparator_argv(toolchain: Toolchain, config_path: Path) -> tuple[str, ...]:
-    """Step 5's command: the toolchain's absolute Lake, nothing else on the command line."""
-    return (str(toolchain.lake), "comparator", "--config", str(config_path))
+def comparator_argv(toolchain: Toolchain, config_path: Path,
+                    paranoid: bool = False) -> tuple[str, ...]:
+    """Step 5's command: the toolchain's absolute Lake, nothing else on the command line but
+    ``--paranoid`` when the audit asks for every bundled checker."""
+    return (str(toolchain.lake), "comparator", "--config", str(config_path),
+            *(("--paranoid",) if paranoid else ()))
 
 
 def phase_of(line: str, config: ComparatorConfig) -> str | None:
@@ -170,9 +179,21 @@ _PHASE_ORDER = ("resolve", "build_challenge", "export_challenge", "build_solutio
                 "export_solution")
 
 
-def kernel_order(config: ComparatorConfig) -> tuple[str, ...]:
-    """The kernels Lake runs, in its order: external ones by sorted name, then Lean default."""
-    return (*sorted({*(config.external_kernels or {}), "nanoda"}), "Lean default")
+def kernel_order(config: ComparatorConfig, paranoid: bool = False) -> tuple[str, ...]:
+    """The kernels Lake runs, in its order: external ones by sorted name, then Lean default
+    (with ``--paranoid``: the bundled checkers first, in their order)."""
+    external = sorted({*(config.external_kernels or {}), "nanoda"})
+    if paranoid:
+        external = [*PARANOID_KERNELS, *(k for k in external if k not in PARANOID_KERNELS)]
+    return (*external, "Lean default")
+
+
+def checker_line(checker: Checker) -> str:
+    """The comparator's stdout line a parsed checker came from (the inverse of the parse)."""
+    if checker.result == "started":
+        return f"Running {checker.name} kernel on solution"
+    verb = "accepts" if checker.result == "accepted" else "rejected"
+    return f"{checker.name} kernel {verb} the solution"
 
 
 def _phase_rank(phase: str, kernels: tuple[str, ...]) -> int:
@@ -254,8 +275,10 @@ def _rejection_code(message: str, last_phase: str | None) -> str:
     return "build_failed"
 
 
-def classify(outcome: process.Outcome, config: ComparatorConfig, timeout: float) -> Classification:
-    """Step 6 (pure): exit status and output to verdict, execution and reason."""
+def classify(outcome: process.Outcome, config: ComparatorConfig, timeout: float,
+             paranoid: bool = False) -> Classification:
+    """Step 6 (pure): exit status and output to verdict, execution and reason (``paranoid``:
+    Lake ran every bundled checker, and acceptance needs each one's acceptance line)."""
     stdout = outcome.stdout.decode("utf-8", errors="replace")
     stderr = outcome.stderr.decode("utf-8", errors="replace")
     lines = [ln.strip() for ln in stdout.splitlines()]
@@ -263,7 +286,7 @@ def classify(outcome: process.Outcome, config: ComparatorConfig, timeout: float)
     # The furthest phase in Lake's real order, not the last line: submitted code runs in
     # build_solution and can print phase lines, but cannot make an earlier (trusted) phase
     # look like the one that failed.
-    kernels = kernel_order(config)
+    kernels = kernel_order(config, paranoid)
     ranked = [p for p in phases if _phase_rank(p, kernels) >= 0]
     last = max(ranked, key=lambda p: _phase_rank(p, kernels)) if ranked else None
     checkers = _checkers(lines)
@@ -289,7 +312,8 @@ def classify(outcome: process.Outcome, config: ComparatorConfig, timeout: float)
                      if ln.startswith(("bwrap:", sandbox.WRAPPER_TAG + ":"))]
     if outcome.returncode == 0:
         accepted = {c.name for c in checkers if c.result == "accepted"}
-        missing = [k for k in REQUIRED_KERNELS if k not in accepted]
+        required = (*REQUIRED_KERNELS, *(PARANOID_KERNELS if paranoid else ()))
+        missing = [k for k in dict.fromkeys(required) if k not in accepted]
         if OKAY_LINE not in lines:
             missing.append(repr(OKAY_LINE))
         if missing or any(c.result == "rejected" for c in checkers):
@@ -363,15 +387,15 @@ def run_workspace(workspace: Path, state: Path, config: ComparatorConfig,
     wrapper = sandbox.write_wrapper(state / "bwrap-wrapper", spec)
     env = sandbox.lake_environment(settings.caller_env, search_path=search, tmpdir=tmpdir,
                                    wrapper=wrapper)
-    argv = comparator_argv(settings.toolchain, config_path)
+    argv = comparator_argv(settings.toolchain, config_path, settings.paranoid)
     limits = resources.PairLimits(settings.memory_limit, settings.max_processes,
                                   settings.limits_mechanism)
     outcome = process.run(argv, env=env, cwd=workspace, timeout=settings.timeout,
                           output_cap=settings.output_cap,
                           rlimits=pair_rlimits(settings.max_file_bytes), limits=limits)
     tail = write_log(log_path, argv, outcome)
-    return DriverResult(classify(outcome, config, settings.timeout), outcome, tail,
-                        phase_seconds(outcome, config), resource_limits(limits, outcome))
+    return DriverResult(classify(outcome, config, settings.timeout, settings.paranoid), outcome,
+                        tail, phase_seconds(outcome, config), resource_limits(limits, outcome))
 
 
 def resource_limits(limits: resources.PairLimits, outcome: process.Outcome) -> ResourceLimits:

@@ -61,3 +61,7 @@ class SigningKeyError(SetupError):
 
 class OutputRefusedError(SetupError):
     """An output directory holds what no run writes: a bad id, a path off its place, a link."""
+
+
+class ReplayRefusedError(SetupError):
+    """``replay`` cannot reproduce the record as asked: a pin differs, or the record is unusable."""

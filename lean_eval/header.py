@@ -4,20 +4,29 @@ Lean's header is ``module``? ``prelude``? then imports, each
 ``public``? ``meta``? ``import`` ``all``? *name*, separated by whitespace and comments. The
 checker reads exactly that and stops at the first token that cannot continue the header (a
 declaration keyword, a doc comment ``/--`` or ``/-!``, punctuation); the rest of the file is
-not looked at. Invariants (tests/test_header.py):
+not looked at. Invariants (tests/test_header.py, tests/test_header_lexing.py):
 
-- Whitespace and comments are those of Lean's own tokenizer: spaces, newlines, ``\\r\\n``,
-  ``--`` line comments and nested ``/- ... -/`` block comments (``/- a --/`` ends at its
-  ``-/``). ``/--`` and ``/-!`` are tokens, so they end the header.
+- Whitespace and comments are those of Lean's own tokenizer (``whitespace`` and
+  ``finishCommentBlock`` in ``Lean.Parser.Basic``): spaces, newlines, ``\\r\\n``, ``--`` line
+  comments and nested block comments. After ``/-`` Lean consumes the next character, whatever
+  it is, before it scans the body, so ``/-/- -/`` and ``/-/-/`` are one comment each, not an
+  opening nested in another; in the body, left to right, ``/-`` opens and ``-/`` closes
+  (``/- a --/`` ends at its ``-/``). Strings mean nothing inside a comment (``/- "-/" -/``
+  ends at the first ``-/``). :func:`comment_end` is that lexer; ``lean_eval.declarations``
+  uses it too.
+- ``/--`` and ``/-!`` are doc-comment tokens, not whitespace, so they end the header; a doc
+  comment with an ``import`` within the next few words after it rejects the file (a doc
+  comment cannot precede the header).
 - Fail-closed: a character the checker does not fully understand where the header may continue
   (a tab, a lone carriage return, a control or non-ASCII character, an unterminated comment)
   rejects the file, and so does every module name that is not a dot-separated chain of plain
   identifiers ``[A-Za-z_][A-Za-z0-9_']*`` (no ``«...»`` escapes, no trailing dot, nothing
   attached). A word is read no further than Lean would read it, so where the checker sees the
   header end, Lean does too.
-- A word the checker does not know that is followed, within a few words, by ``import`` (a
-  ``private import`` of some newer Lean, say) rejects the file too, rather than ending the
-  header where Lean might not.
+- A word the checker does not know (or a doc comment) that is followed, within a few words or
+  doc comments, by ``import`` (a ``private import`` of some newer Lean, say) rejects the file
+  too, rather than ending the header where Lean might not; so does a tab or an unterminated
+  comment inside that look-ahead.
 - Linear in the length of the header: one pass, no backtracking beyond a bounded look-ahead.
 """
 
@@ -28,6 +37,7 @@ from typing import NamedTuple
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_']*(?:\.[A-Za-z_][A-Za-z0-9_']*)*")
 _COMMENT_MARK = re.compile(r"/-|-/")  # Lean scans left to right: the leftmost mark wins
+_DOC_COMMENT = ("/--", "/-!")
 _ODD_RUN = re.compile(r"[^ \n\r\t]{0,60}")
 _MODIFIERS = ("public", "meta")
 _KEYWORDS = frozenset({"module", "prelude", "import", "public", "meta", "all"})
@@ -70,12 +80,10 @@ class _Scanner:
                 self.pos += 1
             elif text.startswith("\r\n", self.pos):
                 self.pos += 2
-            elif text.startswith("--", self.pos):
-                newline = text.find("\n", self.pos)
-                self.pos = end if newline < 0 else newline + 1
-            elif text.startswith("/-", self.pos) and not text.startswith(("/--", "/-!"),
-                                                                         self.pos):
-                self._block_comment()
+            elif text.startswith("--", self.pos) or (
+                    text.startswith("/-", self.pos)
+                    and not text.startswith(_DOC_COMMENT, self.pos)):  # a doc comment is a token
+                self.pos = self._comment_end(self.pos)
             elif c == "\t":
                 raise self.fail("a tab (Lean refuses tabs)")
             elif c == "\r":
@@ -83,16 +91,15 @@ class _Scanner:
             else:
                 return
 
-    def _block_comment(self) -> None:
-        """Skip a nested block comment; each `/-` or `-/` is found once (linear overall)."""
-        depth, start = 1, self.pos
-        self.pos += 2
-        while depth:
-            mark = _COMMENT_MARK.search(self.text, self.pos)
-            if mark is None:
-                raise self.fail("an unterminated block comment", start)
-            depth += 1 if mark.group() == "/-" else -1
-            self.pos = mark.end()
+    def _comment_end(self, start: int) -> int:
+        end = comment_end(self.text, start)
+        if end is None:
+            raise self.fail("an unterminated block comment", start)
+        return end
+
+    def doc_comment_end(self, at: int) -> int | None:
+        """The end of the doc comment at `at` (None if there is none); unterminated: refused."""
+        return self._comment_end(at) if self.text.startswith(_DOC_COMMENT, at) else None
 
     def word(self) -> tuple[str, int] | None:
         """The identifier chain at the current position (not consumed) and its end."""
@@ -171,6 +178,9 @@ def parse_header(text: str) -> Header:
         scan.check_start()
         found = scan.word()
         if found is None:
+            doc = scan.doc_comment_end(scan.pos)
+            if doc is not None:  # a doc comment ends the header; no import may follow it
+                _refuse_import_ahead(scan, "a doc comment", doc)
             break  # punctuation, a digit or a doc comment: the body starts here
         word, end = found
         if not scan._ends_cleanly(end) and word in _KEYWORDS:
@@ -182,7 +192,7 @@ def parse_header(text: str) -> Header:
         elif word == "import" or (word in _MODIFIERS and _leads_to_import(scan, word, end)):
             imports.append(_import(scan))
         else:
-            _refuse_import_ahead(scan, word, end)
+            _refuse_import_ahead(scan, repr(word), end)
             break
         first = False
     return Header(module=module, prelude=prelude, imports=tuple(imports), end=scan.pos)
@@ -196,25 +206,28 @@ def _leads_to_import(scan: _Scanner, word: str, end: int) -> bool:
     return after == "import"
 
 
-def _refuse_import_ahead(scan: _Scanner, word: str, end: int) -> None:
+def _refuse_import_ahead(scan: _Scanner, what: str, end: int) -> None:
     """Fail closed on a modifier the checker does not know (a `private import`, say).
 
-    The header ends at `word` only if no `import` follows within the next few words; else a
-    newer Lean might read an import the checker would never have looked at.
+    The header ends at `what` (a quoted word or a doc comment) only if no `import` follows
+    within the next few words or doc comments; else a newer Lean might read an import the
+    checker would never have looked at. A tab or an unterminated comment on the way is refused
+    too.
     """
     position = end
     for _ in range(_LOOKAHEAD_WORDS):
-        try:
-            ahead = scan.after(position)
-        except HeaderError:
-            return  # an unterminated comment after the header: Lean fails on it too
+        ahead = scan.after(position)
+        doc = scan.doc_comment_end(ahead)
+        if doc is not None:
+            position = doc
+            continue
         saved, scan.pos = scan.pos, ahead
         found = scan.word()
         scan.pos = saved
         if found is None:
             return
         if found[0] == "import":
-            raise scan.fail(f"{word!r} before an import: a header the checker does not "
+            raise scan.fail(f"{what} before an import: a header the checker does not "
                             "understand")
         position = found[1]
 
@@ -237,6 +250,32 @@ def _import(scan: _Scanner) -> Import:
         scan.pos = found[1]
         scan.skip()
     return Import(scan.module_name(), **flags)
+
+
+def comment_end(text: str, pos: int) -> int | None:
+    """The end of the comment that starts at `pos`, as Lean's tokenizer reads it.
+
+    `pos` is at ``--`` (a line comment: it ends before its newline, or at the end of the text)
+    or at ``/-`` (a block comment, or a ``/--``/``/-!`` doc comment, which Lean reads with the
+    same body rule). None when a block comment never ends. Lean consumes ``/-`` and then one
+    more character, whatever it is (for a doc comment that is the ``-`` or ``!``), and scans
+    the body from there: ``/-`` opens a nested comment and ``-/`` closes one, the leftmost
+    mark first, and the outermost ``-/`` ends the comment. Each mark is found once, so the scan
+    is linear in the length of the comment.
+    """
+    if text.startswith("--", pos):
+        newline = text.find("\n", pos)
+        return len(text) if newline < 0 else newline
+    if not text.startswith("/-", pos):
+        raise ValueError(f"no comment starts at offset {pos}")
+    depth, scan = 1, pos + 3  # the character after `/-` is never part of a mark
+    while depth:
+        mark = _COMMENT_MARK.search(text, scan)
+        if mark is None:
+            return None
+        depth += 1 if mark.group() == "/-" else -1
+        scan = mark.end()
+    return scan
 
 
 def check_header(text: str) -> str | None:

@@ -261,7 +261,7 @@ class _Supervisor:
         """Last resort: SIGKILL the reaper and, while it is still the child's, the child's group."""
         self.reaper_killed = True
         events = self._events()
-        if "started" in events and "exited" not in events:  # the pid cannot have been reused yet
+        if "started" in events and not {"exited", "error"} & events.keys():  # nor reused yet
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(int(events["started"]["pid"]), signal.SIGKILL)
         if self.reaper.returncode is None:
@@ -348,7 +348,8 @@ def _reaper_main() -> int:
             env=dict(spec["env"]),
             cwd=spec["cwd"], stdin=subprocess.DEVNULL, close_fds=True, restore_signals=True,
             preexec_fn=functools.partial(  # noqa: PLW1509 - the reaper is single-threaded
-                _child_setup, rlimits, None if group is None else os.fspath(group.procs)),
+                _child_setup, rlimits, None if group is None else os.fspath(group.procs),
+                status_fd),
         )
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         message = str(exc)
@@ -357,7 +358,7 @@ def _reaper_main() -> int:
         emit(event="error", message=message)
         return 0
     try:
-        emit(event="started", pid=child.pid)
+        emit(event="started", pid=child.pid)  # the child reported it already (_child_setup)
         watch = None
         if spec["limits"] is not None:
             limits = resources.PairLimits(*spec["limits"])
@@ -375,8 +376,12 @@ def _reaper_main() -> int:
     return 0
 
 
-def _child_setup(rlimits: tuple[tuple[int, int, int], ...], cgroup_procs: str | None) -> None:
-    """Between fork and exec: own process group, the pair's cgroup, rlimits, no signal blocked."""
+def _child_setup(rlimits: tuple[tuple[int, int, int], ...], cgroup_procs: str | None,
+                 status_fd: int) -> None:
+    """Between fork and exec: own process group, the pair's cgroup, rlimits, no signal blocked;
+    then the child reports its own pid, before exec: once it runs, it may stop its reaper
+    (SIGSTOP) before the reaper could say "started", and run()'s last resort needs the pid to
+    kill the child's group."""
     os.setpgid(0, 0)
     if cgroup_procs is not None:  # before exec: everything the child starts is born inside
         with open(cgroup_procs, "w", encoding="ascii") as f:
@@ -384,6 +389,7 @@ def _child_setup(rlimits: tuple[tuple[int, int, int], ...], cgroup_procs: str | 
     for res, soft, hard in rlimits:
         resource.setrlimit(res, (soft, hard))
     signal.pthread_sigmask(signal.SIG_SETMASK, ())
+    os.write(status_fd, json.dumps({"event": "started", "pid": os.getpid()}).encode() + b"\n")
 
 
 def _wait_for_child(pid: int, grace: float, terminate: bool,

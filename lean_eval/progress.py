@@ -21,7 +21,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from lean_eval import batch, report
+from lean_eval import batch, report_console
 from lean_eval.verdict import Summary
 
 _SHORT = {"accepted": "ok", "rejected": "rej", "invalid_submission": "inv",
@@ -56,7 +56,8 @@ class Display:
             return
         if self.bar is None:
             if event.verdict is not None:
-                self.console.print(Text(report.verdict_line(event.verdict)), highlight=False)
+                line = report_console.verdict_line(event.verdict)
+                self.console.print(Text(line), highlight=False)
             return
         status = f"{event.running} running  " + " ".join(
             f"{_SHORT[k]} {n}" for k, n in event.counts.items() if n)

@@ -59,6 +59,7 @@ class RunOptions(NamedTuple):
     private: tuple[Path, ...] = ()  # --private DIR: also hidden from every sandbox
     private_defaults: bool = True  # also hide the parents of the inputs and of --out
     sign_key: SigningKey | None = None  # --sign-key: an envelope beside every verdict recorded
+    paranoid: bool = False  # `lake comparator --paranoid`: `replay --paranoid` only
 
 
 class Tools(NamedTuple):
@@ -107,6 +108,8 @@ def verdict_options(options: RunOptions, preflight: Preflight) -> dict[str, obje
         "memory_limit": options.memory_limit,
         "max_processes": options.max_processes,
         "skip_probes": preflight.skipped,
+        # Only when set: keys (and so resumes) of ordinary runs stay as they were.
+        **({"paranoid": True} if options.paranoid else {}),
     }
 
 

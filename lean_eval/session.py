@@ -20,8 +20,11 @@ from lean_eval.errors import LeanEvalError, SetupError
 from lean_eval.sets import Selection
 from lean_eval.toolchain import check_release, resolve_toolchain
 
-__all__ = ["ProbesFailedError", "default_benchmark", "load", "load_selected", "preflight",
-           "record_refusal", "resolve_tools", "run_probes", "tools"]
+__all__ = ["SKIPPED_PROBES", "ProbesFailedError", "default_benchmark", "load", "load_selected",
+           "preflight", "record_refusal", "resolve_tools", "run_probes", "tools"]
+
+# The warning of a run whose probes were skipped (the CLI prints it, the API hands it on).
+SKIPPED_PROBES = "--skip-probes: the sandbox was not verified; verdicts of this run record it"
 
 
 def default_benchmark() -> Path:

@@ -254,6 +254,9 @@ class Summary(_Model):
     # Why the run scored nothing although its arguments were usable (a preflight probe did not
     # pass); None: the run planned and scored. A refused run exits 2 (design §5.5).
     refused: str | None = None
+    # Every option that can change a verdict (resume.verdict_options), so `replay` scores with
+    # them again; None: not recorded (a summary written before they were).
+    options: dict[str, Any] | None = None
 
 
 @functools.cache
@@ -323,6 +326,7 @@ def schemas() -> dict[str, dict[str, Any]]:
         documents,
         export,
         precheck,
+        replay_report,
         report,
         results_store,
         selection,
@@ -340,6 +344,7 @@ def schemas() -> dict[str, dict[str, Any]]:
         "verify-report.schema.json": verify.VerifyReport.model_json_schema(),
         "export-report.schema.json": export.ExportReport.model_json_schema(),
         "problem-list.schema.json": selection.ProblemList.model_json_schema(),
+        "replay-report.schema.json": replay_report.ReplayReport.model_json_schema(),
     }
 
 

@@ -7,7 +7,9 @@ import os
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
+import pytest
 from click.testing import CliRunner
 from conftest import (
     BWRAP_FLOOR,
@@ -21,16 +23,28 @@ from conftest import (
 )
 from test_parallel import PROBLEM
 
-from lean_eval import lock
+from lean_eval import lock, sandbox
 from lean_eval.cli import main
 
 STARTER = (REPO / "workspaces" / PROBLEM / "Submission.lean").read_text(encoding="utf-8")
 MANY = 5000
 
 
-def test_five_thousand_submissions_in_one_run_under_two_minutes(
-        run_eval: RunEval, outside: Path) -> None:
+@pytest.mark.timeout(900)
+def test_five_thousand_submissions_in_one_run_computing_the_masks_once(
+        run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """5,000 submissions in one run (about 40 s on an idle 2-core machine). What once made a
+    batch slow down with its size, masks recomputed per pair, is checked by count, not time;
+    the time bound only says the run finishes at all, far above what a loaded machine needs."""
     standin_only(run_eval, "a real-Lean twin would only repeat the harness's own work")
+    mask_calls: list[int] = []
+    real_masks = sandbox.run_masks
+
+    def counted(**kwargs: Any) -> sandbox.RunMasks:
+        mask_calls.append(1)
+        return real_masks(**kwargs)
+
+    monkeypatch.setattr(sandbox, "run_masks", counted)
     subs = outside / "subs"
     inputs = [make_submission(subs, f"u{i:04d}", {PROBLEM: {"Submission.lean": STARTER}})
               for i in range(MANY - 1)]
@@ -48,7 +62,8 @@ def test_five_thousand_submissions_in_one_run_under_two_minutes(
     assert [p["submission"] for p in summary["pairs"]] == [p.name for p in inputs]
     assert [p for p in work.iterdir() if p.name.startswith(lock.RUN_PREFIX)] == []
     assert survivors(str(outside)) == []
-    assert elapsed < 120, f"{MANY} submissions took {elapsed:.0f} s"
+    assert len(mask_calls) == 1  # once per run, never per pair
+    assert elapsed < 600, f"{MANY} submissions took {elapsed:.0f} s"
 
 
 def test_a_submission_named_like_a_file_the_run_writes_is_refused_up_front(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 import click
@@ -107,10 +106,8 @@ def _run_eval(bench: Path, *args: str) -> Result:
 
 def test_nonexistent_submission_fails_fast_without_skip_probes(
         bench_copy: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _no_probes(monkeypatch)
-    started = time.monotonic()
+    _no_probes(monkeypatch)  # fast means before any probe: asserted by order, not by time
     result = _run_eval(bench_copy, str(outside / "nope"), "--out", str(outside / "out"))
-    assert time.monotonic() - started < 3
     assert result.exit_code == 2
     assert "nope does not exist" in result.output
     assert "Traceback" not in result.output
@@ -418,10 +415,8 @@ def test_run_eval_verbose_shows_every_probe_check(bench_copy: Path, outside: Pat
 def test_test_timeout_and_work_dirs_take_effect(bench_copy: Path, outside: Path,
                                                 bwrap: str) -> None:
     ws = _workspace(bench_copy, outside, with_lines("two_plus_two", "-- standin-io: sleep 20"))
-    started = time.monotonic()
-    result = _invoke("test", str(ws), "--timeout", "2", "-v")
+    result = _invoke("test", str(ws), "--timeout", "2", "-v")  # the outcome shows it applied:
     assert result.exit_code == 1 and "execution timed_out" in result.stdout, result.output
-    assert time.monotonic() - started < 18
     probes = _probe(bench_copy, outside, "--only", "env_dump", "-q")
     assert probes.exit_code == 0 and (outside / "w").is_dir()
     assert not any((outside / "w").iterdir())  # the probes' scratch is removed afterwards

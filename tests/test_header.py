@@ -32,7 +32,7 @@ GAP = st.lists(GAP_PIECES, max_size=3).map("".join)
 SEP = st.lists(GAP_PIECES, min_size=1, max_size=3).map(lambda xs: " " + "".join(xs))
 BODIES = st.sampled_from([
     "", "theorem x : True := trivial\n", "/-- doc -/\ndef x := 1\nimport «Evil»\n",
-    "/-! module doc -/\nimport «Evil»\n", "namespace Submission\nend Submission\n",
+    "/-! module doc -/\ndef y := 2\n", "namespace Submission\nend Submission\n",
     "@[simp] theorem y : True := trivial", "#eval 1", "public def z := 1", "meta def q := 1",
     "(1 : Nat)", "set_option maxHeartbeats 0 in\nexample : True := trivial", "import.x",
     "modules", "all_goals", "publicity", "'a'"])
@@ -106,8 +106,12 @@ def test_arbitrary_text_only_ever_passes_or_is_refused(text: str) -> None:
     ("--c\nimport A--c\nimport B/- c -/import C", ["A", "B", "C"]),
     ("module\npublic meta import all A.B\npublic def x := 1", ["A.B"]),
     ("prelude\nimport Init", ["Init"]),
-    ("/-- doc -/ import «X»", []),
-    ("/-! doc -/\nimport «X»", []),
+    ("/-- doc -/ theorem t : True := trivial\nimport «X»", []),
+    ("/-! doc -/\ndef x := 1", []),
+    ("import A\n/-- doc -/\ntheorem t : True := trivial", ["A"]),
+    ("/-/-/ import A", ["A"]),  # one comment: `/-` swallows the `/`, `-/` ends it
+    ("/-/- -/\nimport A\n-- -/", ["A"]),
+    ("/- /-/ -/ -/ import A", ["A"]),  # a `/-` inside the body does nest
     ("public section\ntheorem t : True := trivial", []),
     ("meta def m := 1", []),
     ("import A\r\nimport B", ["A", "B"]),
@@ -132,6 +136,13 @@ def test_examples(text: str, imports: list[str]) -> None:
     ("import", "without a module name"),
     ("«weird» := 1", "U+00AB"),  # fail-closed: nothing non-ASCII where an import may stand
     ("private import «X»", "'private' before an import"),
+    ("/-- doc -/ import «X»", "a doc comment before an import"),
+    ("/-! doc -/\nimport A", "line 1: a doc comment before an import"),
+    ("/-/- -/\nimport «..».«..».etc.passwd\n-- -/", "line 2: module name '«..».«..».etc"),
+    ("/-/-/ import «X»", "module name '«X»'"),
+    ("/-", "unterminated block comment"),
+    ("/-x", "unterminated block comment"),
+    ("import A\nfoo\tbar", "a tab"),  # inside the look-ahead after the header: fail closed
     ("import A\nprivate meta import B", "line 2: 'private' before an import"),
     ("public section\nimport «X»", "'public' before an import"),
     ("import A\nimport B\nimport C.«D»", "line 3"),

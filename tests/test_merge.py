@@ -330,6 +330,7 @@ def test_a_merge_of_2_of_3_shards_says_so_in_the_summary_and_every_report_format
     import xml.etree.ElementTree as ET
 
     from lean_eval import report
+    from lean_eval.report_markdown import md
 
     parts = shards_of(tmp_path, 3)
     lost = shard.select(BATCH, 2, 3)
@@ -357,7 +358,7 @@ def test_a_merge_of_2_of_3_shards_says_so_in_the_summary_and_every_report_format
     assert "### Not scored" in markdown and "shard 2/3 is missing" in markdown
     assert f"{len(lost)} not scored (missing shard(s) 2/3)" in markdown
     for sid, pid in lost:
-        assert f"| {report.md(sid)} | {report.md(pid)} | not scored: its shard 2/3 is missing" \
+        assert f"| {md(sid)} | {md(pid)} | not scored: its shard 2/3 is missing" \
             in markdown
     table = " ".join(render("table").split())
     assert table.count("not scored") >= len(lost) and "shard 2/3 is missing" in table
@@ -380,9 +381,9 @@ def test_a_complete_merge_reports_nothing_unscored(tmp_path: Path) -> None:
     merge.merge(shards_of(tmp_path, 3), tmp_path / "m")
     run = report.load_run(tmp_path / "m")
     assert run.summary.not_scored_pairs == () and run.summary.missing_shards == ()
-    assert "Not scored" not in report.render_markdown(run)
-    assert 'errors="0"' in report.render_junit(run)
-    assert "not scored" not in report.render_table(run)
+    assert "Not scored" not in report.render(run, "markdown")
+    assert 'errors="0"' in report.render(run, "junit")
+    assert "not scored" not in report.render(run, "table")
 
 
 def test_run_eval_shards_merged_partially_then_whole(run_eval: Any, outside: Path) -> None:

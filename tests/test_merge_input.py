@@ -1,4 +1,4 @@
-"""merge and report read only what an output directory really holds (SECURITY.md invariant 19).
+"""merge and report read only what an output directory really holds (SECURITY.md invariant 21).
 
 Each attack of a tampered shard is reproduced: a pair named ``../../pwned``, ``../victimdir``
 over an existing file, a log that is a symlink to a local file (linked on one filesystem,

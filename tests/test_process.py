@@ -23,7 +23,11 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Li
 PATH_ENV = {"PATH": "/usr/bin:/bin"}
 PY = sys.executable
 REPO = Path(__file__).resolve().parents[1]
-MARGIN = 1.5  # scheduling slack on top of timeout + grace
+# No assertion here bounds wall-clock time tightly: a machine four times slower and busy must
+# pass. Lower bounds (nothing ends before its deadline or grace) are exact; upper bounds only say
+# "ended by the harness, long before the child's own sleep would have ended" (LONG_SLEEP).
+LONG_SLEEP = 300  # seconds a child would sleep if the harness did not end it
+ENDED_EARLY = 60  # far above any deadline here, far below LONG_SLEEP
 
 
 def _tool(name: str) -> str:
@@ -60,7 +64,7 @@ Limits = dict[int, tuple[int, int]] | None
 def _sh(
     script: str,
     *,
-    timeout: float | None = 10.0,
+    timeout: float | None = 60.0,
     grace: float = 5.0,
     rlimits: Limits = None,
 ) -> Outcome:
@@ -77,7 +81,7 @@ def _sh(
 def _py(
     code: str,
     *args: str,
-    timeout: float | None = 10.0,
+    timeout: float | None = 60.0,
     grace: float = 5.0,
     output_cap: int = 256 * 1024,
     rlimits: Limits = None,
@@ -237,29 +241,30 @@ def test_signal_mask_and_dispositions_are_clean_in_the_child() -> None:
 
 
 def test_sleeper_past_its_deadline_is_terminated() -> None:
-    out = run((_tool("sleep"), "30"), env={}, cwd=Path("/"), timeout=0.5, grace=1.0)
+    out = run((_tool("sleep"), str(LONG_SLEEP)), env={}, cwd=Path("/"), timeout=0.5, grace=1.0)
     assert out.timed_out
-    assert out.signal == signal.SIGTERM
+    assert out.signal == signal.SIGTERM  # TERM at the deadline, not KILL after the grace
     assert out.returncode is None
-    assert 0.5 <= out.duration < 0.5 + 1.0 + MARGIN
+    assert 0.5 <= out.duration < ENDED_EARLY
 
 
 def test_sigterm_ignoring_child_is_killed_after_grace() -> None:
-    # 1 s: the shell sets its trap long before the deadline, even on a loaded machine
-    out = _sh("trap '' TERM; echo ready; sleep 30", timeout=1.0, grace=0.5)
+    # 2 s: the shell sets its trap long before the deadline, even on a loaded machine
+    out = _sh(f"trap '' TERM; echo ready; sleep {LONG_SLEEP}", timeout=2.0, grace=0.5)
     assert out.stdout == b"ready\n"
     assert out.timed_out
     assert out.signal == signal.SIGKILL
-    assert 1.5 <= out.duration < 1.0 + 0.5 + MARGIN
+    assert 2.0 + 0.5 <= out.duration < ENDED_EARLY  # KILLed no sooner than the grace allows
 
 
 def test_child_that_exits_on_sigterm_reports_its_own_status() -> None:
-    out = _sh("trap 'echo bye; exit 7' TERM; sleep 30 & wait", timeout=1.0, grace=2.0)
+    # 2 s: the trap is set long before the deadline; a generous grace it never needs
+    out = _sh(f"trap 'echo bye; exit 7' TERM; sleep {LONG_SLEEP} & wait", timeout=2.0,
+              grace=30.0)
     assert out.timed_out
-    assert out.returncode == 7
+    assert out.returncode == 7  # its own exit on TERM, not the KILL after the grace
     assert out.signal is None
     assert out.stdout == b"bye\n"
-    assert out.duration < 1.0 + MARGIN
 
 
 def test_finishing_in_time_is_not_a_timeout() -> None:
@@ -287,7 +292,7 @@ FLOOD = (
 
 def test_flood_on_both_streams_is_capped_without_deadlock() -> None:
     cap = 256 * 1024
-    out = _py(FLOOD, timeout=20.0, output_cap=cap)
+    out = _py(FLOOD, timeout=120.0, output_cap=cap)  # "finishes at all": no deadlock
     assert out.returncode == 0
     assert not out.timed_out
     size = 20 * 1024 * 1024
@@ -335,10 +340,10 @@ def test_detached_grandchild_is_killed_when_the_child_exits() -> None:
 def test_detached_grandchild_is_killed_at_timeout() -> None:
     marker = _marker()
     # the deadline leaves the shell time to start the grandchild even on a loaded machine
-    out = _sh(f"setsid {_tool('sleep')} {marker} & sleep 30", timeout=1.5, grace=0.5)
+    out = _sh(f"setsid {_tool('sleep')} {marker} & sleep {LONG_SLEEP}", timeout=2.0, grace=0.5)
     assert out.timed_out
     assert out.orphans_killed >= 1
-    assert out.duration < 1.5 + 0.5 + MARGIN
+    assert out.duration < ENDED_EARLY  # not held up by the grandchild's open stdout
     assert _processes_with(marker) == []
 
 
@@ -398,7 +403,7 @@ def test_parallel_callers_each_reap_their_own_orphans() -> None:
     sleep = _tool("sleep")
 
     def one(marker: str) -> Outcome:
-        return _sh(f"setsid {sleep} {marker} & sleep 0.3; exit 0", timeout=10.0)
+        return _sh(f"setsid {sleep} {marker} & sleep 0.3; exit 0", timeout=60.0)
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         outcomes = list(pool.map(one, markers))
@@ -409,25 +414,31 @@ def test_parallel_callers_each_reap_their_own_orphans() -> None:
 
 
 HARNESS_DIES = r"""
-import os, signal, sys, threading
+import os, signal, sys, threading, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from lean_eval.process import run
-flag = sys.argv[2]
-threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGKILL)).start()
-run(("/bin/sh", "-c", f"trap 'echo term > {flag}; exit 0' TERM; sleep 30 & wait"),
+flag, ready = sys.argv[2:4]
+def die_once_the_child_is_ready():  # an event, not a fixed delay: the trap is set
+    while not os.path.exists(ready):
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGKILL)
+threading.Thread(target=die_once_the_child_is_ready, daemon=True).start()
+run(("/bin/sh", "-c", f"trap 'echo term > {flag}; exit 0' TERM; : > {ready}; sleep 300 & wait"),
     env={}, cwd=Path("/"), timeout=None)
 """
 
 
 def test_reaper_cleans_up_when_its_caller_is_killed(tmp_path: Path) -> None:
     """The caller is SIGKILLed mid-run: PR_SET_PDEATHSIG makes its reaper TERM the child."""
-    flag = tmp_path / "terminated"
+    flag, ready = tmp_path / "terminated", tmp_path / "ready"
+    wait_for_flag = (f"i=0; while [ ! -s {flag} ] && [ $i -lt 1200 ]; do sleep 0.05; "
+                     "i=$((i+1)); done")  # the reaper's TERM reaches the trap: an event
     out = run(
-        ("/bin/sh", "-c", f'{PY} -I -c "$HARNESS" {REPO} {flag}; sleep 1'),
+        ("/bin/sh", "-c", f'{PY} -I -c "$HARNESS" {REPO} {flag} {ready}; {wait_for_flag}'),
         env={"HARNESS": HARNESS_DIES},
         cwd=Path("/"),
-        timeout=10.0,
+        timeout=120.0,
     )
     assert out.returncode == 0, out.stderr
     assert flag.read_text() == "term\n"
@@ -463,32 +474,41 @@ def alive():
         except (OSError, ValueError):
             pass
     return n
-deadline = time.monotonic() + 20
+deadline = time.monotonic() + 60
 while alive() < 5 and time.monotonic() < deadline:  # 3 sleepers + 2 sandboxed ones
     time.sleep(0.05)
 os.kill(os.getpid(), signal.SIGKILL)
 """
 COUNT_ALIVE = r"""
-import os
-mark, n = os.environ["MARK"].encode(), 0
-for pid in os.listdir("/proc"):
-    try:
-        if pid.isdigit() and int(pid) != os.getpid() and (
-                mark in open(f"/proc/{pid}/cmdline", "rb").read()):
-            n += open(f"/proc/{pid}/stat", "rb").read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except OSError:
-        pass
-print(n)
+import os, sys, time
+mark = os.environ["MARK"].encode()
+def count():
+    n = 0
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and int(pid) != os.getpid() and (
+                    mark in open(f"/proc/{pid}/cmdline", "rb").read()):
+                n += open(f"/proc/{pid}/stat", "rb").read().rsplit(b")", 1)[1].split()[0] != b"Z"
+        except OSError:
+            pass
+    return n
+deadline = time.monotonic() + float(sys.argv[1])  # wait for the reapers, not a fixed delay
+while count() and time.monotonic() < deadline:
+    time.sleep(0.05)
+print(count())
 """
 
 
 def _harness_killed(mode: str, marker: str) -> int:
-    """Processes of the harness's trees alive 4 s after it was SIGKILLed (counted before the
-    outer run() sweeps them: the inner harness is a child of this subreaper's child)."""
+    """Processes of the harness's trees still alive after it was SIGKILLed (counted before the
+    outer run() sweeps them: the inner harness is a child of this subreaper's child). With
+    reapers, the count waits (up to a minute) for them to finish their work; without, the
+    survivors never end, so it counts after a second."""
+    wait = 60 if mode == "reaper" else 1
     out = run(("/bin/sh", "-c", f'{PY} -I -c "$HARNESS" {REPO} {mode} {_tool("sleep")} '
-               f'{_tool("bwrap")} "$MARK"; sleep 4; {PY} -I -c "$COUNT"'),
+               f'{_tool("bwrap")} "$MARK"; {PY} -I -c "$COUNT" {wait}'),
               env={"HARNESS": HARNESS_THREADS, "COUNT": COUNT_ALIVE, "MARK": marker},
-              cwd=Path("/"), timeout=60.0, grace=1.0)
+              cwd=Path("/"), timeout=170.0, grace=1.0)
     assert out.returncode == 0, out.stderr
     return int(out.stdout)
 
@@ -505,11 +525,10 @@ def test_a_sigkilled_harness_takes_every_pairs_tree_with_it() -> None:
 
 def test_quick_successive_runs_leave_nothing_behind() -> None:
     marker = _marker()
-    start = time.monotonic()
     for _ in range(5):
-        _sh(f"setsid {_tool('sleep')} {marker} &")
-    assert _processes_with(marker) == []
-    assert time.monotonic() - start < 10
+        out = _sh(f"setsid {_tool('sleep')} {marker} &")
+        assert (out.returncode, out.timed_out) == (0, False)  # none waited for its orphan
+        assert _processes_with(marker) == []
 
 
 class _InterruptedError(Exception):
@@ -528,11 +547,12 @@ def test_interrupted_caller_still_leaves_no_tree() -> None:
     try:
         signal.setitimer(signal.ITIMER_REAL, 0.3)
         with pytest.raises(_InterruptedError):
-            _sh(f"setsid {_tool('sleep')} {marker} & sleep 30", timeout=30.0, grace=0.5)
+            _sh(f"setsid {_tool('sleep')} {marker} & sleep {LONG_SLEEP}", timeout=LONG_SLEEP,
+                grace=0.5)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    assert time.monotonic() - start < 0.3 + 0.5 + MARGIN
+    assert time.monotonic() - start < ENDED_EARLY  # the interrupt ended it, not its deadline
     assert _processes_with(marker) == []
 
 
@@ -540,29 +560,45 @@ def test_wedged_reaper_is_killed_as_a_last_resort(monkeypatch: pytest.MonkeyPatc
     """The child freezes its reaper: run() still returns, timed out, and kills the child."""
     monkeypatch.setattr(process, "_REAPER_MARGIN", 0.5)
     marker = _marker()
-    # sh, not python: it stops its reaper well before the deadline even on a loaded machine
-    out = _sh(f"kill -STOP $PPID; exec {_tool('sleep')} {marker}", timeout=0.5, grace=0.5)
+    # sh, not python: it stops its reaper well before the 2 s deadline even on a loaded machine
+    out = _sh(f"kill -STOP $PPID; exec {_tool('sleep')} {marker}", timeout=2.0, grace=0.5)
     assert out.timed_out
     assert out.signal == signal.SIGKILL
     assert out.returncode is None
-    assert 0.5 + 0.5 + 0.5 <= out.duration < 0.5 + 0.5 + 0.5 + MARGIN
+    # never before deadline + grace + margin; the upper bound only says run() returned at all
+    # (a wedged reaper without the last resort would hold it for the child's whole sleep)
+    assert 2.0 + 0.5 + 0.5 <= out.duration < ENDED_EARLY
     # the child was SIGKILLed with its group; without its reaper, init reaps it
-    deadline = time.monotonic() + 2.0
+    deadline = time.monotonic() + ENDED_EARLY
     while _processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert _processes_with(marker) == []
 
 
+PHASE_WRITER = (
+    "import fcntl, os, struct, termios, time\n"
+    "def unread():  # bytes still in the stdout pipe, not yet read by run()\n"
+    "    return struct.unpack('i', fcntl.ioctl(1, termios.FIONREAD, b'0000'))[0]\n"
+    "os.write(1, b'Building A\\nnoise\\n')\n"
+    "while unread():  # an event, not a guess: run() has read (and timed) the first line\n"
+    "    time.sleep(0.01)\n"
+    "time.sleep(0.5)\n"
+    "os.write(1, b'Running k kernel on solution\\nExp')\n"
+    "os.write(1, b'orting #[t] from A\\n')\n"
+    "os.write(1, b'Building B\\n')\n"
+)
+
+
 def test_stdout_phase_lines_are_timed_as_they_complete() -> None:
-    script = ("echo Building A; echo noise; sleep 0.3; "
-              "printf 'Running k kernel on solution\\nExp'; echo 'orting #[t] from A'; "
-              "echo 'Building B'")
-    done = process.run(("/bin/sh", "-c", script), env={"PATH": "/usr/bin:/bin"}, cwd=Path("/"),
-                       timeout=10)
+    done = _py(PHASE_WRITER)
+    assert done.returncode == 0, done.stderr
     assert [line for _, line in done.line_marks] == [
         b"Building A", b"Running k kernel on solution", b"Exporting #[t] from A", b"Building B"]
     times = [at for at, _ in done.line_marks]
-    assert times[1] - times[0] >= 0.25
+    assert times == sorted(times)
+    # the first line was timed when it was read, before the writer's 0.5 s pause began; the
+    # second was written after it ended (a slower machine only widens the gap)
+    assert times[1] - times[0] >= 0.4
 
 
 FLOOD_WRITER = (

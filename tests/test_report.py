@@ -17,7 +17,7 @@ from conftest import BWRAP_FLOOR, correct, make_submission
 from rich.console import Console
 from rich.text import Text
 
-from lean_eval import report
+from lean_eval import report, report_console, report_markdown
 from lean_eval.cli import main
 from lean_eval.selfcheck import Expectation, Finding, SelfCheck
 from lean_eval.verdict import (
@@ -115,27 +115,31 @@ def test_junit_parses_with_one_testcase_per_pair_and_one_failure_per_rejection(
     assert error is not None and "reached" in (error.text or "")  # control chars replaced
 
 
-def test_markdown_has_tallies_and_pairs_and_escapes_names(tmp_path: Path) -> None:
+def test_markdown_has_a_matrix_and_pairs_and_escapes_names(tmp_path: Path) -> None:
     out = build(tmp_path / "out")
-    text = report.render_markdown(report.load_run(out))
-    assert "| good | 1 | 1 | 0 | 0 | 0 | 2 |" in text
-    assert "| bad | 0 | 0 | 1 | 1 | 1 | 3 |" in text
+    text = report_markdown.render_markdown(report.load_run(out))
+    assert "| submission | double\\_def | multi\\_hole | two\\_plus\\_two | solved |" in text
+    assert "| good | ❌ | · | ✅ | 1/2 |" in text
+    assert "| bad | ➖ | ⚠️ | 🚫 | 0/3 |" in text  # noqa: RUF001 - the unchanged symbol
     assert r"pipe\|star\*\_\[b\]" in text  # a message cannot add a column or markup
     assert "| good | two\\_plus\\_two | accepted |  | 0.7 s |" in text
     assert "statement\\_mismatch: x differs" in text
     assert "\x1b" not in text and "\x00" not in text
-    for line in text.splitlines():
-        if line.startswith("| ") and "two" in line:
-            assert line.count(" | ") == 4, line
+    pair_rows = [line for line in text.splitlines()
+                 if line.startswith("| ") and "two\\_plus\\_two |" in line
+                 and not line.startswith("| submission")]
+    assert pair_rows
+    for line in pair_rows:
+        assert line.count(" | ") == 4, line
 
 
 def test_markdown_stays_within_the_step_summary_budget(tmp_path: Path) -> None:
     rows = [(f"s{i}", "two_plus_two", "rejected", "completed", "kernel_rejected", "m" * 200)
             for i in range(300)]
     out = build(tmp_path / "out", rows, rejected_whole=None)
-    text = report.render_markdown(report.load_run(out), budget=20_000)
+    text = report_markdown.render_markdown(report.load_run(out), budget=20_000)
     assert len(text.encode()) <= 20_000
-    assert "more pair(s) not shown" in text
+    assert "more failing pair(s) not shown (size limit)" in text
 
 
 def test_json_document(tmp_path: Path) -> None:
@@ -186,9 +190,9 @@ def test_console_never_reads_names_as_markup(name: str) -> None:
     summary = Summary.model_validate_json(build_summary_json(name))
     console = Console(record=True, force_terminal=True, color_system="truecolor", width=200,
                       file=io.StringIO())
-    report.print_summary(summary, console)
-    console.print(report.verdict_text(verdict))
-    console.print(Text(report.verdict_line(verdict)))
+    report_console.print_summary(summary, console)
+    console.print(report_console.verdict_text(verdict))
+    console.print(Text(report_console.verdict_line(verdict)))
     plain = console.export_text(styles=False)
     # markup would have been consumed (or raised MarkupError): the name shows as typed
     assert plain.count(name) >= 4, plain
@@ -210,13 +214,14 @@ def build_summary_json(name: str) -> str:
 
 def test_verdict_line_reads_like_a_sentence() -> None:
     ok = make_verdict("good", "two_plus_two", "accepted", "completed", "accepted", "")
-    assert report.verdict_line(ok) == "good/two_plus_two  accepted  0.7 s"
+    assert report_console.verdict_line(ok) == "good/two_plus_two  accepted  0.7 s"
     bad = make_verdict("good", "double_def", "rejected", "completed", "statement_mismatch", "")
-    assert report.verdict_line(bad) == "good/double_def  rejected  statement_mismatch  0.7 s"
+    assert report_console.verdict_line(bad) == \
+        "good/double_def  rejected  statement_mismatch  0.7 s"
     same = make_verdict("s", "p", "unchanged", "not_run", "unchanged", "")
-    assert report.verdict_line(same) == "s/p  unchanged"
+    assert report_console.verdict_line(same) == "s/p  unchanged"
     slow = make_verdict("s", "p", "error", "timed_out", "timeout", "")
-    assert report.verdict_line(slow) == "s/p  error  timeout, timed_out  0.7 s"
+    assert report_console.verdict_line(slow) == "s/p  error  timeout, timed_out  0.7 s"
 
 
 def test_piped_selfcheck_never_cuts_expected_or_got() -> None:
@@ -230,7 +235,7 @@ def test_piped_selfcheck_never_cuts_expected_or_got() -> None:
     expected = "|".join(sorted(long.split("|")))
     for terminal in (False, True):
         buffer = io.StringIO()
-        report.print_selfcheck("check-eval-workflow", result,
+        report_console.print_selfcheck("check-eval-workflow", result,
                                Console(file=buffer, width=60, force_terminal=terminal,
                                        color_system=None))
         text = buffer.getvalue()
@@ -273,7 +278,7 @@ def test_console_shows_control_characters_escaped() -> None:
     summary = summary.model_copy(update={"submissions": (summary.submissions[0].model_copy(
         update={"rejection": "bad\x1b[2J\x1b]0;title\x07 name\nfake line"}),)})
     buffer = io.StringIO()
-    report.print_summary(summary, Console(file=buffer, width=200, force_terminal=True))
+    report_console.print_summary(summary, Console(file=buffer, width=200, force_terminal=True))
     text = buffer.getvalue()
     assert "\x1b[2J" not in text and "\x07" not in text
     assert "bad\\x1b[2J\\x1b]0;title\\x07 name\\x0afake line" in text
@@ -296,7 +301,7 @@ def test_junit_of_a_real_run_has_a_testcase_per_pair(run_eval, outside: Path) ->
     assert failing and len(root.findall("./testsuite/testcase/failure")) == len(failing)
     assert {p["verdict"] for p in pairs if p["submission"] == "good"} == {"accepted"}
     markdown = CliRunner().invoke(main, ["report", str(run.out), "--format", "markdown"])
-    assert "| good | 1 | 0 | 0 | 0 | 0 | 1 |" in markdown.output
+    assert "| good | · | ✅ | 1/1 |" in markdown.output
 
 
 INVISIBLE = ("\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068",

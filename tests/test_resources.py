@@ -176,7 +176,7 @@ def test_a_memory_hog_is_killed_as_over_its_memory_limit(mechanism: str) -> None
     out = _run(hog(marker), PairLimits(256 << 20, 64, mechanism))
     assert out.limit_exceeded == "memory"
     assert out.limits_mechanism == mechanism
-    assert not out.timed_out and out.duration < 30
+    assert not out.timed_out  # ended by the limit, not by the deadline or its own end
     assert _processes_with(marker) == []
 
 
@@ -266,7 +266,7 @@ def test_a_hog_and_a_storm_end_resource_exhausted_beside_an_accepted_pair(
             name, v["reason"], run.log(name, P))
         assert v["limits"]["exceeded"] == which and v["limits"]["mechanism"] == expected
     assert run.code == 1  # an infrastructure failure, never a rejection
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # an event with a generous bound, not a fixed delay
     while _processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _processes_with(marker) == []

@@ -19,6 +19,7 @@ from conftest import (
     RunEval,
     correct,
     make_submission,
+    no_survivor,
     survivors,
 )
 from test_parallel import PROBLEM, sleeper
@@ -119,8 +120,7 @@ def test_sigkill_mid_run_then_rerun_reuses_verdicts_byte_for_byte(
     os.kill(pid, signal.SIGKILL)
     thread.join(60)
     assert outcomes and outcomes[0].signal == signal.SIGKILL
-    time.sleep(1)  # bwrap --die-with-parent and the reapers' PDEATHSIG act asynchronously
-    assert survivors(str(work)) == []
+    no_survivor(work)  # bwrap --die-with-parent and the reapers' PDEATHSIG act asynchronously
     before = _verdicts(out)
     assert 2 <= len(before) < PAIRS
     assert [p for p in work.iterdir() if p.name.startswith(lock.RUN_PREFIX)] != [], \

@@ -197,14 +197,14 @@ def test_build_that_never_ends_times_out_and_leaves_nothing_running(
                                  " sleep 0.1; done' >/dev/null 2>&1 &"),
                       sh_payload("sleep 1000"))
     sub = make_submission(outside / "subs", "slow", {"two_plus_two": {"Submission.lean": text}})
-    deadline = 120 if run_eval.is_lean else 3
+    deadline = 120 if run_eval.is_lean else 10  # time to reach the Solution build when loaded
     started = time.monotonic()
     run = run_eval(sub, timeout=deadline)
     elapsed = time.monotonic() - started
     v = run.verdict("slow", "two_plus_two")
     assert (v["verdict"], v["execution"], v["reason"]["code"]) == ("error", "timed_out", "timeout")
     assert v["last_phase"] == "build_solution"
-    assert elapsed < deadline + 12, elapsed
+    assert elapsed < deadline + 60, elapsed  # ended by its deadline, not by `sleep 1000`
     assert _process_with(marker) == []
     assert run.code == 1
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess  # noqa: TID251
 import sys
@@ -746,6 +747,81 @@ def test_kernel_reject_nanoda(project: Project) -> None:
     assert error_lines(r.stderr) == ["error: nanoda exited with 1"]
 
 
+PARANOID = ("Lean paranoid", "lean4lean", "nanoda", "con-leche", "con-ron", "Lean default")
+
+
+def _kernel_lines(stdout: str) -> list[str]:
+    lines = phase_lines(stdout)
+    return lines[lines.index("Running Lean paranoid kernel on solution"):]
+
+
+def test_paranoid_runs_every_bundled_checker_in_order(project: Project) -> None:
+    project.write("config.json", json.dumps(project.config))
+    r = project.run("--config", "config.json", "--paranoid")
+    assert r.returncode == 0, r.stderr
+    assert _kernel_lines(r.stdout) == [
+        line for k in PARANOID
+        for line in (f"Running {k} kernel on solution", f"{k} kernel accepts the solution")
+    ] + ["Your solution is okay!"]
+    (t,) = project.traces()
+    bin_dir = str(TOOLCHAIN / "bin")
+    # the configured nanoda runs once, as configured; the others are the bundled programs
+    assert t["resolved"]["kernels"] == {
+        "nanoda": [str(NANODA)],
+        "Lean paranoid": [f"{bin_dir}/leanchecker-paranoid", "--silent", "--from-export"],
+        "lean4lean": [f"{bin_dir}/lean4lean"],
+        "con-leche": [f"{bin_dir}/con-leche"],
+        "con-ron": [f"{bin_dir}/con-ron"],
+    }
+    kernels = [inv[inv.index("--") + 1:] for inv in t["sandbox_invocations"][5:]]
+    assert [k[0] for k in kernels] == [
+        f"{bin_dir}/leanchecker-paranoid", f"{bin_dir}/lean4lean", str(NANODA),
+        f"{bin_dir}/con-leche", f"{bin_dir}/con-ron", f"{bin_dir}/leanchecker"]
+    assert kernels[0][1:3] == ["--silent", "--from-export"]
+    assert kernels[2][1].endswith("-config.json")  # nanoda still gets its config file
+    assert all(k[-1].endswith("solution.ndjson") for i, k in enumerate(kernels) if i != 2)
+
+
+def test_paranoid_external_kernels_follow_the_bundled_ones(project: Project) -> None:
+    project.config["external_kernels"] = {"nanoda": [str(NANODA)], "alpha": ["/bin/true"]}
+    project.write("config.json", json.dumps(project.config))
+    r = project.run("--config", "config.json", "--paranoid")
+    assert r.returncode == 0, r.stderr
+    running = [ln.removeprefix("Running ").removesuffix(" kernel on solution")
+               for ln in phase_lines(r.stdout) if ln.startswith("Running ")]
+    assert running == [*PARANOID[:5], "alpha", "Lean default"]
+
+
+@pytest.mark.parametrize("checker", PARANOID)
+def test_each_paranoid_checker_rejects_on_its_directive(project: Project, checker: str) -> None:
+    project.write("Submission.lean", SUBMISSION + f"-- standin: kernel-reject {checker}\n")
+    project.write("config.json", json.dumps(project.config))
+    r = project.run("--config", "config.json", "--paranoid")
+    assert r.returncode == 1
+    lines = _kernel_lines(r.stdout)
+    for k in PARANOID:  # every checker still runs; only the named one rejects
+        verb = "rejected" if k == checker else "accepts"
+        assert f"{k} kernel {verb} the solution" in lines
+    assert error_lines(r.stderr) == [f"error: {checker} exited with 1"]
+    # without --paranoid only nanoda and Lean default run: a paranoid-only directive is unseen
+    plain = project.run()
+    assert plain.returncode == (1 if checker in ("nanoda", "Lean default") else 0), plain.stderr
+
+
+def test_paranoid_missing_bundled_checker_is_exit_2(project: Project) -> None:
+    tc = project.root / "tc"
+    shutil.copytree(TOOLCHAIN, tc, symlinks=True)
+    (tc / "bin" / "con-ron").unlink()
+    project.write("config.json", json.dumps(project.config))
+    r = subprocess.run([str(tc / "bin" / "lake"), "comparator", "--config", "config.json",
+                        "--paranoid"], cwd=project.dir, capture_output=True, text=True,
+                       env={"PATH": SYS_PATH, "HOME": str(project.home),
+                            "TMPDIR": str(project.tmpdir)}, timeout=60, check=False)
+    assert r.returncode == 2
+    assert error_lines(r.stderr) == [
+        f"error: `con-ron` kernel `{os.path.realpath(tc)}/bin/con-ron` was not found"]
+
+
 def test_kernel_handoff(project: Project) -> None:
     show = (
         '#!/bin/sh\nprintf "BEGIN %s %s\\n" "$(basename "$0")" "$1" >&2\n'
@@ -926,13 +1002,30 @@ def test_from_export(project: Project) -> None:
     assert "Building Solution" not in r.stdout
 
 
+def _argv_holds(token: str) -> bool:
+    """Whether a live (non-zombie) process carries ``token`` in its command line."""
+    return any(_live_with(entry, token.encode()) for entry in Path("/proc").iterdir()
+               if entry.name.isdigit())
+
+
+def _live_with(entry: Path, token: bytes) -> bool:
+    try:
+        if token not in (entry / "cmdline").read_bytes():
+            return False
+        stat = (entry / "stat").read_bytes()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2:][:1] != b"Z"
+
+
 def test_sigterm_ends_the_sandbox(project: Project) -> None:
     evidence = project.dir / ".lake" / "survivor"
+    token = f"survivor-{os.getpid()}-{time.monotonic_ns()}"  # in the background shell's argv
     project.write(
         "Submission.lean",
         SUBMISSION
         + (
-            "-- standin-io: (sleep 1; echo alive > .lake/survivor) &\n"
+            f"-- standin-io: (sleep 1; : {token}; echo alive > .lake/survivor) &\n"
             "-- standin-io: echo started; sleep 30\n"
         ),
     )
@@ -950,9 +1043,15 @@ def test_sigterm_ends_the_sandbox(project: Project) -> None:
     for line in proc.stdout:
         if line.strip() == "started":
             break
+    assert _argv_holds(token)  # the background shell is live (so the wait below is not vacuous)
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=10) == 128 + signal.SIGTERM
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
     proc.stdout.close()
-    time.sleep(1.5)
+    # an event, not a fixed delay: the background shell ends with the sandbox, or (surviving)
+    # by writing the evidence; either way its argv leaves /proc
+    deadline = time.monotonic() + 60
+    while _argv_holds(token) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _argv_holds(token)
     assert not evidence.exists()
     assert project.traces()[0]["exit_code"] == 128 + signal.SIGTERM

@@ -3,8 +3,9 @@
 This module holds the group, the options and helpers every command shares; the commands live in
 ``scoring`` (run-eval, probe, the self-checks, test), ``authoring`` (start-problem,
 validate-submission, validate-catalog, prepare), ``catalog_commands`` (import-catalog,
-list-problems), ``results`` (merge, report) and ``publish`` (export-results, verify), which
-register themselves on :func:`main` when imported at the end of this module.
+list-problems), ``results`` (merge, report), ``publish`` (export-results, verify) and
+``replay``, which register themselves on :func:`main` when imported at the end of this
+module.
 """
 
 from __future__ import annotations
@@ -321,6 +322,24 @@ def _print_probes(entries: Sequence[documents.ProbeEntry], console: Console,
                           f"{check.evidence}", markup=False, highlight=False, soft_wrap=True)
 
 
+def _show_probes(entries: Sequence[documents.ProbeEntry], quiet: bool, verbose: int) -> None:
+    """The preflight's probe lines on stderr; a failure is printed even under -q: it is the
+    error that stops the run."""
+    _print_probes([e for e in entries if e.status != "pass"] if quiet else entries,
+                  Console(stderr=True), verbose)
+
+
+def _preflight(tools: batch.Tools, env: dict[str, str], work_dir: Path | None,
+               skip: bool, quiet: bool, verbose: int = 0) -> Preflight:
+    """``session.preflight`` with its probe lines printed (``skip``: the warning instead); a
+    failed probe raises ``session.ProbesFailedError``, a setup failure."""
+    if skip:
+        _warn(session.SKIPPED_PROBES, quiet)
+        return batch.not_probed(tools)
+    return session.preflight(tools, env, work_dir,
+                             lambda entries: _show_probes(entries, quiet, verbose))
+
+
 def _scoring_dirs(work_dir: Path | None) -> set[Path]:
     """The run directories under the scoring parent (``lean_eval.lock.RUN_PREFIX``)."""
     parent = work_dir or Path(tempfile.gettempdir())
@@ -339,6 +358,6 @@ def _say_kept(run_dirs: set[Path], quiet: bool) -> None:
 # The commands register themselves on `main`; imported last because they use the above.
 # (`catalog_commands`, not `catalog`: a submodule named `catalog` would rebind this package's
 # `catalog`, the deferred lean_eval.catalog the helpers above use.)
-from lean_eval.cli import authoring, catalog_commands, publish, results, scoring  # noqa: E402
+from lean_eval.cli import authoring, catalog_commands, publish, replay, results, scoring  # noqa: E402
 
-__all__ = ["authoring", "catalog_commands", "main", "publish", "results", "scoring"]
+__all__ = ["authoring", "catalog_commands", "main", "publish", "replay", "results", "scoring"]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -13,8 +15,55 @@ from lean_eval.cli import (
     _fail,
     main,
     report,
+    verdict,
 )
 from lean_eval.errors import LeanEvalError, SetupError
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+# report.FAIL_ON's keys, spelled here so --help need not import the report module
+FAIL_ON_KINDS = "rejected, invalid, unchanged, error"
+
+
+if TYPE_CHECKING:  # click's ParamType is generic for type checkers only before click 8.3
+    _KindsParamType = click.ParamType[frozenset[str]]
+else:
+    _KindsParamType = click.ParamType
+
+
+class FailOn(_KindsParamType):
+    """A comma-separated subset of the tally's kinds (report.FAIL_ON), as a frozenset."""
+
+    name = "KIND[,KIND...]"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> frozenset[str]:
+        if isinstance(value, frozenset):
+            return value
+        try:
+            return report.failure_kinds([str(value)])
+        except SetupError as exc:
+            self.fail(str(exc).removeprefix("--fail-on: "), param, ctx)
+
+
+def fail_on_option(command: _F) -> _F:
+    """``--fail-on``, the same for every command that gates CI on verdicts."""
+    return click.option(
+        "--fail-on", "fail_on", type=FailOn(), default="", show_default=False,
+        help=f"Exit 1 when any pair's verdict is one of these ({FAIL_ON_KINDS}; comma-"
+             "separated; verdict names such as invalid_submission too); a submission rejected "
+             "as a whole counts as invalid. Default: none; the usual exit codes apply.",
+    )(command)
+
+
+def failing_exit(summary: verdict.Summary, fail_on: frozenset[str], code: int) -> int:
+    """``code``, or 1 when it is 0 and some pair has a ``--fail-on`` kind (named on stderr)."""
+    found = report.failures(summary, fail_on) if fail_on else ()
+    if found and code == 0:
+        shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+        click.echo(f"lean-eval: --fail-on {','.join(sorted(fail_on))}: {len(found)} "
+                   f"pair(s) failed the gate: {report.printable(shown)}", err=True)
+        return 1
+    return code
 
 # --- merge and report (distribution across machines; design §5.5 "Shards", "Reports") -------------
 
@@ -73,23 +122,42 @@ def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool, ve
 @main.command("report")
 @click.argument("out_dir", metavar="OUT",
                 type=click.Path(path_type=Path, file_okay=False, exists=True))
-@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "junit", "json"]),
+@click.option("--format", "fmt",
+              type=click.Choice(["table", "markdown", "junit", "json", "csv", "html"]),
               default="table", show_default=True,
-              help="table: for people; markdown: fits $GITHUB_STEP_SUMMARY; junit: JUnit XML "
-                   "for CI test views; json: one document with every pair.")
+              help="table: for people; markdown: a matrix, then failures, then accepted pairs, "
+                   "fits $GITHUB_STEP_SUMMARY; junit: JUnit XML for CI test views; json: one "
+                   "document with every pair; csv: a row per pair; html: one self-contained "
+                   "page (matrix coloured by verdict, filter, each pair's details).")
 @click.option("--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write to FILE (atomically) instead of stdout.")
-def report_command(out_dir: Path, fmt: str, output: Path | None) -> None:
-    """Render the output directory OUT of `run-eval` or `merge` for people and CI systems.
+@fail_on_option
+def report_command(out_dir: Path, fmt: str, output: Path | None,
+                   fail_on: frozenset[str]) -> None:
+    """Render the output directory OUT of `run-eval`, `merge` or `replay` for people and CI
+    systems (a replay's: recorded and new verdict per pair, kernel disagreements, drift).
 
-    Pairs no run scored are shown in every format; OUT is checked as `merge` checks a shard.
+    Pairs no run scored, and submissions without a problem directory (with intake's hint), are
+    shown in every format; OUT is checked as `merge` checks a shard. Exits 0 after rendering,
+    or 1 with --fail-on when a pair has one of its verdicts.
     """
     from typing import cast
 
+    from lean_eval import replay_report, report_console
+
     try:
+        if (out_dir / replay_report.REPLAY_FILE).is_file():  # a replay's --out: the replay
+            replayed = replay_report.load(out_dir)
+            if fmt == "table" and output is None:
+                replay_report.print_replay(replayed, Console())
+            elif output is None:
+                click.echo(replay_report.render(replayed, fmt), nl=False)
+            else:
+                report.write_text_atomic(output, replay_report.render(replayed, fmt))
+            sys.exit(0)
         run = report.load_run(out_dir)
         if fmt == "table" and output is None:
-            report.print_summary(run.summary, Console())
+            report_console.print_summary(run.summary, Console(), hints=True)
         else:
             text = report.render(run, cast("report.Format", fmt))
             if output is None:
@@ -102,4 +170,4 @@ def report_command(out_dir: Path, fmt: str, output: Path | None) -> None:
     except OSError as exc:
         _fail(f"cannot write {output}: {exc.strerror or exc}")
         return
-    sys.exit(0)
+    sys.exit(failing_exit(run.summary, fail_on, 0))

@@ -25,6 +25,7 @@ from lean_eval.cli import (
     _say_kept,
     _scoring_dirs,
     _setup,
+    _show_probes,
     _warn,
     api,
     catalog,
@@ -35,11 +36,11 @@ from lean_eval.cli import (
     intake_limits,
     main,
     progress,
-    report,
     selection_options,
     selfcheck,
     tool_options,
 )
+from lean_eval.cli.results import fail_on_option, failing_exit
 from lean_eval.errors import LeanEvalError, SetupError, UsageError
 
 
@@ -84,6 +85,7 @@ from lean_eval.errors import LeanEvalError, SetupError, UsageError
               help="Ed25519 private key in PEM (openssl genpkey -algorithm ed25519): write a "
                    "signed in-toto envelope <problem>.intoto.json beside every verdict.")
 @selection_options
+@fail_on_option
 @common_options
 def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, ...],
              timeout: float, work_dir: Path | None, keep_work: bool, skip_probes: bool,
@@ -92,7 +94,8 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
              max_written_file_bytes: int, jobs: int | None, memory_limit: int,
              max_processes: int, rescore: bool, shard_text: str | None,
              private: tuple[Path, ...], sign_key: Path | None, set_name: str | None,
-             statuses: tuple[str, ...], tags: tuple[str, ...], benchmark: Path | None,
+             statuses: tuple[str, ...], tags: tuple[str, ...], fail_on: frozenset[str],
+             benchmark: Path | None,
              toolchain: Path | None,
              bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
              quiet: bool) -> None:
@@ -102,12 +105,6 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     unchanged are kept; `error` pairs and the rest are scored (--rescore: all of them).
     """
     err = Console(stderr=True)
-
-    def show_probes(entries: tuple[documents.ProbeEntry, ...]) -> None:
-        # A failure is printed even under -q: it is the error that stops the run.
-        _print_probes([e for e in entries if e.status != "pass"] if quiet else entries,
-                      Console(stderr=True), verbose)
-
     try:
         kept_before = _scoring_dirs(work_dir) if keep_work else set()
         with contextlib.ExitStack() as stack:
@@ -131,7 +128,8 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
                 memory_limit=memory_limit, max_processes=max_processes, work_dir=work_dir,
                 keep_work=keep_work, rescore=rescore, shard=shard_text, private=private,
                 sign_key=sign_key, env=dict(os.environ), on_progress=show,
-                on_probes=show_probes, on_warning=lambda text: _warn(text, quiet))
+                on_probes=lambda entries: _show_probes(entries, quiet, verbose),
+                on_warning=lambda text: _warn(text, quiet))
         progress.report_end(summary, err, quiet)
         if keep_work:
             _say_kept(_scoring_dirs(work_dir) - kept_before, quiet)
@@ -147,8 +145,10 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     if as_json:
         click.echo(summary.model_dump_json(indent=2))
     elif not quiet:
-        report.print_summary(summary, Console())
-    sys.exit(summary.exit_code)
+        from lean_eval import report_console
+
+        report_console.print_summary(summary, Console())
+    sys.exit(failing_exit(summary, fail_on, summary.exit_code))
 
 
 @main.command("probe")
@@ -206,7 +206,9 @@ def _selfcheck_command(name: str, check_name: str, summary: str) -> Any:
             click.echo(documents.selfcheck_report(name, result).model_dump_json(indent=2))
         elif not quiet or not result.ok:  # a failed check is an error: shown even under -q
             console = Console(stderr=quiet)
-            report.print_selfcheck(name, result, console)
+            from lean_eval import report_console
+
+            report_console.print_selfcheck(name, result, console)
             if verbose:
                 console.print(f"toolchain {tools.toolchain.root}, bwrap {tools.bwrap.path} "
                               f"{tools.bwrap.version}", highlight=False)

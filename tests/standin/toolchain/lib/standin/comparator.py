@@ -29,6 +29,15 @@ NANODA_BOTH_MESSAGE = (
     "register nanoda in the list instead"
 )
 NOTHING_MESSAGE = "nothing to check: the configuration names no theorems or definitions"
+# `--paranoid`: every checker the release bundles, in this order, before `Lean default`:
+# (kernel name, program in <sysroot>/bin, arguments before the export or nanoda config path).
+PARANOID_CHECKERS = (
+    ("Lean paranoid", "leanchecker-paranoid", ("--silent", "--from-export")),
+    ("lean4lean", "lean4lean", ()),
+    ("nanoda", "nanoda_bin", ()),
+    ("con-leche", "con-leche", ()),
+    ("con-ron", "con-ron", ()),
+)
 
 
 class Exit(Exception):
@@ -331,6 +340,17 @@ def run(argv: list[str], trace: dict, tmp_holder: list[str]) -> int:
         if exe is None:
             raise Exit(2, f"`{name}` kernel `{command[0]}` was not found")
         resolved["kernels"][name] = [exe, *command[1:]]
+    order = sorted(kernels)
+    if opts["paranoid"]:
+        bundled = []
+        for name, program, args in PARANOID_CHECKERS:
+            if name not in kernels:  # a configured kernel of the same name runs once, as set
+                exe = os.path.join(SYSROOT, "bin", program)
+                if not is_executable_file(exe):
+                    raise Exit(2, f"`{name}` kernel `{exe}` was not found")
+                resolved["kernels"][name] = [exe, *args]
+            bundled.append(name)
+        order = bundled + [name for name in order if name not in bundled]
     for key in ("challenge_from_export", "solution_from_export"):
         if opts[key] is not None and not os.path.exists(opts[key]):
             raise Exit(2, f"'{opts[key]}' does not exist")
@@ -389,7 +409,7 @@ def run(argv: list[str], trace: dict, tmp_holder: list[str]) -> int:
 
     export = exports["solution"]
     runs: list[tuple[str, list[str], list[str]]] = []
-    for i, name in enumerate(sorted(resolved["kernels"])):
+    for i, name in enumerate(order):
         command = resolved["kernels"][name]
         if "noda" in name:
             handoff = os.path.join(tmp, f"kernel-{i}-config.json")

@@ -101,8 +101,11 @@ def strip_comments(text: str) -> str:
                 out.append("\n" if c == "\n" else " ")
                 i += 1
         elif text.startswith("/-", i):
-            depth, i = 1, i + 2
-            out.append("  ")
+            # Lean consumes the character after `/-` before scanning the body (for `/--` and
+            # `/-!` it is the doc marker), so `/-/- -/` is one comment, not two openings
+            after = text[i + 2:i + 3]
+            out.append("  " + ("\n" if after == "\n" else " " * len(after)))
+            depth, i = 1, i + 3
         elif text.startswith("--", i):
             j = text.find("\n", i)
             j = n if j < 0 else j

@@ -1,4 +1,5 @@
-"""bin/lean, bin/leanexport, bin/leanchecker and bin/nanoda_bin of the stand-in toolchain.
+"""bin/lean, bin/leanexport and the checkers (leanchecker, nanoda_bin and the `--paranoid` ones:
+leanchecker-paranoid, lean4lean, con-leche, con-ron) of the stand-in toolchain.
 
 All of them run inside Lake's sandbox; standard library only.
 """
@@ -194,6 +195,24 @@ def leanchecker_main(argv: list[str]) -> int:
         return 1
     path = argv[argv.index("--from-export") + 1]
     return _check("Lean default", path, None)
+
+
+def leanchecker_paranoid_main(argv: list[str]) -> int:
+    """`leanchecker-paranoid [--silent] --from-export FILE`: the `Lean paranoid` checker."""
+    if "--from-export" not in argv or argv.index("--from-export") + 1 >= len(argv):
+        _err("usage: leanchecker-paranoid [--silent] --from-export FILE")
+        return 1
+    path = argv[argv.index("--from-export") + 1]
+    return _check("Lean paranoid", path, None)
+
+
+def export_checker_main(kernel: str, program: str, argv: list[str]) -> int:
+    """`lean4lean FILE`, `con-leche FILE`, `con-ron FILE`: a bundled checker that is handed the
+    export path, named `kernel` in Lake's lines and in `kernel-reject` directives."""
+    if len(argv) != 1:
+        _err(f"usage: {program} FILE")
+        return 1
+    return _check(kernel, argv[0], None)
 
 
 NANODA_KEYS = {

@@ -1,0 +1,105 @@
+"""The replay command: score a recorded output again and compare (``--paranoid``: kernel audit)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from lean_eval.cli import (
+    EXIT_FAULT,
+    EXIT_INTERRUPTED,
+    ByteSize,
+    Console,
+    _fail,
+    _load,
+    _preflight,
+    _tools,
+    common_options,
+    main,
+    progress,
+)
+from lean_eval.errors import LeanEvalError, SetupError
+
+
+@main.command("replay")
+@click.argument("record_dir", metavar="OUT",
+                type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.argument("submissions", nargs=-1, required=True, metavar="SUBMISSION...",
+                type=click.Path(path_type=Path, exists=False))
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Write the new verdicts, their summary.json and replay.json here (default: "
+                   "a temporary directory, removed; only the report is printed).")
+@click.option("--allow-drift", is_flag=True,
+              help="Replay even when pins differ from the record (each is named in the "
+                   "report).")
+@click.option("--paranoid", is_flag=True,
+              help="Audit: run `lake comparator --paranoid` (every bundled checker); a recorded "
+                   "`accepted` that any checker rejects is flagged kernel_disagreement.")
+@click.option("--benchmark-rev", default="HEAD", show_default=True,
+              help="Git revision of the benchmark to replay against (its commit is a pin).")
+@click.option("--work-dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Where the private scoring directories go (default: the system temp dir).")
+@click.option("--keep-work", is_flag=True, help="Keep scoring workspaces for inspection.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Pairs scored at once (default as for run-eval).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=None,
+              help="Deadline per pair instead of the record's (drift: needs --allow-drift).")
+@click.option("--memory-limit", type=ByteSize(minimum=64 << 20), default=None,
+              help="Memory of one pair's tree instead of the record's (drift).")
+@click.option("--max-processes", type=click.IntRange(min=1), default=None,
+              help="Processes of one pair's tree instead of the record's (drift).")
+@common_options
+def replay_command(record_dir: Path, submissions: tuple[Path, ...], out_dir: Path | None,
+                   allow_drift: bool, paranoid: bool, benchmark_rev: str,
+                   work_dir: Path | None, keep_work: bool, jobs: int | None,
+                   timeout: float | None, memory_limit: int | None, max_processes: int | None,
+                   benchmark: Path | None, toolchain: Path | None, bwrap_path: str | None,
+                   allow_bwrap: str | None, as_json: bool, verbose: int, quiet: bool) -> None:
+    """Score the pairs recorded in OUT (a run-eval or merge output) again from SUBMISSION...
+    and compare each new verdict and reason with the record.
+
+    Scores with the options the record holds. Refuses (exit 2, naming each) when a pin differs
+    from the record: a submission's digest, the benchmark commit, trusted-file digests,
+    toolchain, bubblewrap digest, harness version or a verdict-changing option (--timeout,
+    --memory-limit, --max-processes given here); --allow-drift replays anyway. Exits 0 when
+    every pair reproduced, 1 when any verdict or reason changed (or, under --paranoid, a
+    checker rejected what the record accepted: kernel_disagreement).
+    """
+    from lean_eval import replay, replay_report
+
+    err = Console(stderr=True)
+    env = dict(os.environ)
+    given = {"timeout": timeout, "memory_limit": memory_limit, "max_processes": max_processes}
+    settings = replay.Settings(out_dir=out_dir, work_dir=work_dir, keep_work=keep_work,
+                               jobs=jobs, paranoid=paranoid,
+                               overrides={k: v for k, v in given.items() if v is not None})
+    try:
+        record = replay.load_record(record_dir)
+        cat = _load(benchmark, benchmark_rev, quiet=quiet)
+        writable = [*([out_dir] if out_dir else []), Path(tempfile.gettempdir()),
+                    *([work_dir] if work_dir else [])]
+        tools = _tools(cat, toolchain, bwrap_path, allow_bwrap, env, writable)
+        plan = replay.plan(record, submissions, cat, tools, settings)
+        replay.check(plan, allow_drift)  # before the probes: a refusal costs nothing
+        preflight = _preflight(tools, env, work_dir, plan.skip_probes, quiet, verbose)
+        with progress.Display(err, quiet) as display:
+            result = replay.replay(plan, tools, preflight, env, settings, allow_drift,
+                                   on_progress=display.update)
+    except SetupError as exc:
+        _fail(str(exc))
+        return
+    except LeanEvalError as exc:
+        _fail(f"{exc}; the replay stopped", EXIT_FAULT)
+        return
+    except KeyboardInterrupt:
+        _fail("interrupted", EXIT_INTERRUPTED)
+        return
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+    elif not quiet:
+        replay_report.print_replay(result, Console())
+    sys.exit(result.exit_code)

@@ -1,0 +1,381 @@
+"""replay: a recorded run scored again and compared; --paranoid audits every bundled checker.
+
+The end-to-end tests run the real CLI (real bubblewrap, stand-in toolchain) on a benchmark that
+is a git checkout, so its commit is a pin that can change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from conftest import (
+    BENCHMARK_FILES,
+    BWRAP_FLOOR,
+    REPO,
+    STANDIN,
+    correct,
+    make_submission,
+    no_survivor,
+    with_lines,
+)
+from test_setup_failures import _rehash
+
+from lean_eval import driver, process, replay, replay_report
+from lean_eval.cli import main
+from lean_eval.errors import UsageError
+from lean_eval.toolchain import Toolchain
+from lean_eval.verdict import Checker, Reason, Verdict
+
+PROBLEMS = "two_plus_two,double_def"
+SORRY = "namespace Submission\ntheorem two_plus_two : 2 + 2 = 4 := by sorry\nend Submission\n"
+GIT_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
+
+
+# --- the pure parts ------------------------------------------------------------------------------
+
+
+def _toolchain() -> Toolchain:
+    return Toolchain(name="t", root=Path("/tc"), lake=Path("/tc/bin/lake"),
+                     nanoda=Path("/tc/bin/nanoda_bin"))
+
+
+def test_comparator_argv_adds_paranoid_only_when_asked() -> None:
+    config = Path("/state/comparator.json")
+    assert driver.comparator_argv(_toolchain(), config) == (
+        "/tc/bin/lake", "comparator", "--config", "/state/comparator.json")
+    assert driver.comparator_argv(_toolchain(), config, paranoid=True) == (
+        "/tc/bin/lake", "comparator", "--config", "/state/comparator.json", "--paranoid")
+    assert driver.DriverSettings(toolchain=_toolchain(), bwrap=Path("/b"), caller_env={},
+                                 timeout=1.0, writable_roots=()).paranoid is False
+
+
+def _outcome(stdout: str, returncode: int = 0, stderr: str = "") -> process.Outcome:
+    return process.Outcome(returncode=returncode, signal=None, timed_out=False, duration=1.0,
+                           stdout=stdout.encode(), stderr=stderr.encode(),
+                           stdout_truncated=False, stderr_truncated=False, orphans_killed=0)
+
+
+def _kernels(*names: str, rejected: str = "") -> list[str]:
+    return [line for k in names for line in (
+        f"Running {k} kernel on solution",
+        f"{k} kernel {'rejected' if k == rejected else 'accepts'} the solution")]
+
+
+PARANOID_ORDER = (*driver.PARANOID_KERNELS, "Lean default")
+HEAD = ["Resolving dependencies", "Building Challenge", "Exporting #[t] from Challenge",
+        "Building Solution", "Exporting #[t] from Solution"]
+
+
+def test_paranoid_acceptance_needs_every_bundled_checker() -> None:
+    from lean_eval import catalog
+
+    config = catalog.ComparatorConfig(challenge_module="Challenge", solution_module="Solution",
+                                      theorem_names=("t",), permitted_axioms=())
+    full = "\n".join([*HEAD, *_kernels(*PARANOID_ORDER), driver.OKAY_LINE])
+    got = driver.classify(_outcome(full), config, 10, paranoid=True)
+    assert (got.verdict, got.last_phase) == ("accepted", "kernel:Lean default")
+    assert [c.name for c in got.checkers] == list(PARANOID_ORDER)
+    short = "\n".join([*HEAD, *_kernels("nanoda", "Lean default"), driver.OKAY_LINE])
+    assert driver.classify(_outcome(short), config, 10).verdict == "accepted"
+    missing = driver.classify(_outcome(short), config, 10, paranoid=True)
+    assert (missing.verdict, missing.reason.code) == ("error", "protocol_violation")
+    assert "con-ron" in missing.reason.message
+    rejected = "\n".join([*HEAD, *_kernels(*PARANOID_ORDER, rejected="con-leche")])
+    got = driver.classify(_outcome(rejected, 1, "error: con-leche exited with 1\n"), config, 10,
+                          paranoid=True)
+    assert (got.verdict, got.reason.code) == ("rejected", "kernel_rejected")
+    assert Checker(name="con-leche", result="rejected") in got.checkers
+
+
+@pytest.mark.parametrize("result", ["accepted", "rejected", "started"])
+def test_checker_line_is_the_line_the_driver_parses(result: str) -> None:
+    checker = Checker.model_validate({"name": "con-leche", "result": result})
+    assert driver.classify(_outcome(driver.checker_line(checker), 1), driver_config(),
+                           10).checkers == (checker,)
+
+
+def driver_config() -> Any:
+    from lean_eval import catalog
+
+    return catalog.ComparatorConfig(challenge_module="C", solution_module="S",
+                                    theorem_names=("t",), permitted_axioms=())
+
+
+def _verdict(outcome: str, code: str, checkers: tuple[Checker, ...] = ()) -> Verdict:
+    from test_merge import ident, verdict
+
+    base = verdict("alice", "two_plus_two", ident())
+    return base.model_copy(update={"verdict": outcome, "reason": Reason(code=code, message="m"),
+                                   "checkers": checkers})
+
+
+def test_compare_statuses() -> None:
+    accepted = _verdict("accepted", "accepted")
+    con_leche = (Checker(name="nanoda", result="accepted"),
+                 Checker(name="con-leche", result="rejected"))
+    rejected = _verdict("rejected", "kernel_rejected", con_leche)
+    assert replay.compare(accepted, accepted, paranoid=False) == ("reproduced", ())
+    assert replay.compare(accepted, None, paranoid=True) == ("not_scored", ())
+    assert replay.compare(accepted, rejected, paranoid=False) == ("changed", ())
+    assert replay.compare(accepted, rejected, paranoid=True) == (
+        "kernel_disagreement", ("con-leche kernel rejected the solution",))
+    # only a recorded acceptance can be disagreed with; anything else that moved is a change
+    assert replay.compare(_verdict("rejected", "illegal_axiom"), rejected, True)[0] == "changed"
+    assert replay.compare(accepted, _verdict("error", "timeout"), True)[0] == "changed"
+
+
+# --- end to end ----------------------------------------------------------------------------------
+
+
+def _git(bench: Path, *args: str) -> str:
+    done = process.run_capture(("git", *args), env=GIT_ENV, cwd=bench, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.decode().strip()
+
+
+@pytest.fixture
+def bench(outside: Path) -> Path:
+    """The repository's benchmark as a git checkout of its own (so it has a commit)."""
+    path = outside / "bench"
+    path.mkdir()
+    for name in BENCHMARK_FILES:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, path / name, ignore=shutil.ignore_patterns(".lake"))
+        else:
+            shutil.copy2(source, path / name)
+    _git(path, "init", "-q")
+    _git(path, "add", "-A")
+    _git(path, "commit", "-qm", "benchmark")
+    return path
+
+
+def _cli(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def _tools(bench: Path) -> tuple[str, ...]:
+    return ("--benchmark", str(bench), "--toolchain", str(STANDIN),
+            "--allow-bwrap-version", BWRAP_FLOOR)
+
+
+def _submissions(base: Path) -> list[Path]:
+    """good: correct; flagged: correct, but con-leche (run by --paranoid only) rejects its
+    two_plus_two; bad: a sorry, rejected."""
+    good = make_submission(base, "good", {p: {"Submission.lean": correct(p)}
+                                          for p in PROBLEMS.split(",")})
+    flagged = make_submission(base, "flagged", {
+        "two_plus_two": {"Submission.lean": with_lines(
+            "two_plus_two", "-- standin: kernel-reject con-leche")},
+        "double_def": {"Submission.lean": correct("double_def")}})
+    bad = make_submission(base, "bad", {"two_plus_two": {"Submission.lean": SORRY}})
+    return [good, flagged, bad]
+
+
+def _record(bench: Path, outside: Path) -> tuple[Path, list[Path]]:
+    subs = _submissions(outside / "subs")
+    out = outside / "record"
+    result = _cli("run-eval", *map(str, subs), "--out", str(out), "--problem", PROBLEMS,
+                  "--timeout", "60", "--skip-probes", "-q", *_tools(bench))
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert [(p["submission"], p["problem"], p["verdict"]) for p in summary["pairs"]] == [
+        ("good", "double_def", "accepted"), ("good", "two_plus_two", "accepted"),
+        ("flagged", "double_def", "accepted"), ("flagged", "two_plus_two", "accepted"),
+        ("bad", "two_plus_two", "rejected")]
+    assert summary["options"]["timeout"] == 60 and summary["options"]["skip_probes"] is True
+    return out, subs
+
+
+def _argv(log: Path) -> list[str]:
+    first = log.read_text(encoding="utf-8").splitlines()[0]
+    argv: list[str] = json.loads(first.removeprefix("# argv: "))
+    return argv
+
+
+def _replay_json(out: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((out / "replay.json").read_text())
+    return data
+
+
+@pytest.mark.sandbox
+def test_an_unchanged_run_reproduces_every_pair(bench: Path, outside: Path, bwrap: str) -> None:
+    del bwrap
+    record, subs = _record(bench, outside)
+    for log in record.rglob("*.log"):  # run-eval never asks for the paranoid checkers
+        argv = _argv(log)
+        assert argv[1:3] == ["comparator", "--config"] and "--paranoid" not in argv
+    out = outside / "replayed"
+    result = _cli("replay", str(record), *map(str, subs), "--out", str(out), *_tools(bench))
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    doc = _replay_json(out)
+    assert doc["counts"] == {"reproduced": 5, "changed": 0, "kernel_disagreement": 0,
+                             "not_scored": 0}
+    assert doc["drift"] == [] and doc["paranoid"] is False and doc["exit_code"] == 0
+    assert all(p["recorded"]["verdict"] == p["new"]["verdict"] for p in doc["pairs"])
+    assert (out / "summary.json").is_file() and (out / "good" / "two_plus_two.json").is_file()
+    assert "--paranoid" not in _argv(out / "good" / "two_plus_two.log")
+    assert json.loads((record / "summary.json").read_text())["pairs"]  # the record is intact
+    shown = _cli("report", str(out))
+    assert shown.exit_code == 0 and "5 reproduced; exit 0" in shown.output
+    for fmt in ("markdown", "json"):
+        assert _cli("report", str(out), "--format", fmt).exit_code == 0
+    assert replay_report.ReplayReport.model_validate(doc).counts["reproduced"] == 5
+    no_survivor(outside)
+
+
+@pytest.mark.sandbox
+def test_a_new_benchmark_commit_is_refused_then_named_with_allow_drift(
+        bench: Path, outside: Path, bwrap: str) -> None:
+    del bwrap
+    record, subs = _record(bench, outside)
+    recorded = _git(bench, "rev-parse", "HEAD")
+    challenge = bench / "workspaces" / "two_plus_two" / "Challenge.lean"
+    old = hashlib.sha256(challenge.read_bytes()).hexdigest()
+    challenge.write_text(challenge.read_text() + "-- a later comment\n", encoding="utf-8")
+    _rehash(bench, "two_plus_two", "Challenge.lean")
+    new = hashlib.sha256(challenge.read_bytes()).hexdigest()
+    _git(bench, "commit", "-qam", "later")
+    now = _git(bench, "rev-parse", "HEAD")
+    out = outside / "replayed"
+    refused = _cli("replay", str(record), *map(str, subs), "--out", str(out), *_tools(bench))
+    assert refused.exit_code == 2, refused.output
+    assert f"benchmark_commit of run: recorded {recorded!r}, now {now!r}" in refused.output
+    assert (f"trusted_files of two_plus_two: recorded 'Challenge.lean {old[:16]}', "
+            f"now 'Challenge.lean {new[:16]}'") in refused.output
+    assert "double_def" not in refused.output  # its trusted files did not change
+    assert "nothing was scored" in refused.output and "Traceback" not in refused.output
+    assert not out.exists()
+    allowed = _cli("replay", str(record), *map(str, subs), "--out", str(out), "--allow-drift",
+                   *_tools(bench))
+    assert allowed.exit_code == 0, allowed.output
+    doc = _replay_json(out)
+    assert {"pin": "benchmark_commit", "subject": "run", "recorded": recorded,
+            "current": now} in doc["drift"]
+    assert doc["allow_drift"] is True and doc["counts"]["reproduced"] == 5
+    shown = _cli("report", str(out))
+    assert f"drift benchmark_commit of run: recorded '{recorded}'" in shown.output
+
+
+@pytest.mark.sandbox
+def test_tampered_identity_and_changed_submission_are_refused_by_name(
+        bench: Path, outside: Path, bwrap: str) -> None:
+    del bwrap
+    record, subs = _record(bench, outside)
+    verdict_path = record / "bad" / "two_plus_two.json"
+    data = json.loads(verdict_path.read_text())
+    data["identity"]["bwrap_sha256"] = "0" * 64  # one verdict says another bubblewrap
+    verdict_path.write_text(json.dumps(data))
+    (subs[0] / "double_def" / "Submission.lean").write_text(correct("double_def") + "\n-- x\n")
+    refused = _cli("replay", str(record), *map(str, subs), "--timeout", "99", *_tools(bench))
+    assert refused.exit_code == 2, refused.output
+    assert "bwrap_sha256 of bad/two_plus_two: recorded '" + "0" * 64 in refused.output
+    assert "submission_digest of good: recorded" in refused.output
+    assert "option timeout of run: recorded '60.0', now '99.0'" in refused.output
+    assert "flagged" not in refused.output  # unchanged pins are not listed
+
+
+@pytest.mark.sandbox
+def test_paranoid_turns_a_checker_rejection_into_a_flagged_disagreement(
+        bench: Path, outside: Path, bwrap: str) -> None:
+    del bwrap
+    record, subs = _record(bench, outside)
+    out = outside / "audit"
+    result = _cli("replay", str(record), *map(str, subs), "--out", str(out), "--paranoid",
+                  *_tools(bench))
+    assert result.exit_code == 1, result.output
+    doc = _replay_json(out)
+    assert doc["paranoid"] is True
+    assert doc["counts"] == {"reproduced": 4, "changed": 0, "kernel_disagreement": 1,
+                             "not_scored": 0}
+    status = {(p["submission"], p["problem"]): p for p in doc["pairs"]}
+    flagged = status[("flagged", "two_plus_two")]
+    assert flagged["status"] == "kernel_disagreement"
+    assert flagged["recorded"]["verdict"] == "accepted"
+    assert (flagged["new"]["verdict"], flagged["new"]["reason"]["code"]) == (
+        "rejected", "kernel_rejected")
+    assert flagged["disagreement"] == ["con-leche kernel rejected the solution"]
+    assert flagged["new"]["checker_lines"] == [
+        f"{k} kernel {'rejected' if k == 'con-leche' else 'accepts'} the solution"
+        for k in PARANOID_ORDER]
+    good = status[("good", "two_plus_two")]  # a correct submission stays accepted
+    assert (good["status"], good["new"]["verdict"]) == ("reproduced", "accepted")
+    assert [c["name"] for c in good["new"]["checkers"]] == list(PARANOID_ORDER)
+    assert status[("bad", "two_plus_two")]["status"] == "reproduced"
+    assert _argv(out / "good" / "two_plus_two.log")[-1] == "--paranoid"
+    assert (out / "summary.json").is_file()
+    assert "kernel_disagreement" in result.output and "Traceback" not in result.output
+    shown = _cli("report", str(out))
+    assert shown.exit_code == 0
+    assert "kernel_disagreement flagged/two_plus_two:" in shown.output
+    assert "con-leche kernel rejected the solution" in shown.output
+    assert "4 reproduced, 1 kernel_disagreement; exit 1" in shown.output
+    markdown = _cli("report", str(out), "--format", "markdown").output
+    assert "**kernel_disagreement** flagged/two\\_plus\\_two:" in markdown
+    no_survivor(outside)
+
+
+@pytest.mark.sandbox
+def test_replay_usage_errors(bench: Path, outside: Path, bwrap: str) -> None:
+    del bwrap
+    record, subs = _record(bench, outside)
+    stranger = make_submission(outside / "other", "stranger", {
+        "two_plus_two": {"Submission.lean": correct("two_plus_two")}})
+    result = _cli("replay", str(record), str(stranger), *_tools(bench))
+    assert result.exit_code == 2 and "(id 'stranger') is not in the record" in result.output
+    inside = _cli("replay", str(record), str(subs[0]), "--out", str(record / "x"),
+                  *_tools(bench))
+    assert inside.exit_code == 2 and "overlap" in inside.output
+    empty = outside / "empty"
+    empty.mkdir()
+    missing = _cli("replay", str(empty), str(subs[0]), *_tools(bench))
+    assert missing.exit_code == 2 and "summary.json" in missing.output
+    junit = _cli("report", str(record), "--format", "junit")  # a record is still a run
+    assert junit.exit_code == 0
+    # without --out the report is printed and nothing is left behind
+    printed = _cli("replay", str(record), str(subs[2]), *_tools(bench))
+    assert printed.exit_code == 0 and "1 reproduced; exit 0" in printed.output
+    as_json = _cli("replay", str(record), str(subs[2]), "--json", "-q", *_tools(bench))
+    doc = replay_report.ReplayReport.model_validate_json(as_json.stdout)
+    assert (as_json.exit_code, doc.out, doc.counts["reproduced"]) == (0, None, 1)
+    assert doc.pairs[0].path is None
+
+
+def _report(submission: str, n: int = 1) -> replay_report.ReplayReport:
+    checkers = (Checker(name="nanoda", result="accepted"),
+                Checker(name="con-leche", result="rejected"))
+    recorded = replay.judgement(_verdict("accepted", "accepted"))
+    new = replay.judgement(_verdict("rejected", "kernel_rejected", checkers))
+    pairs = tuple(replay_report.ReplayPair(
+        submission=submission, problem=f"p{i}", status="kernel_disagreement", recorded=recorded,
+        new=new, disagreement=("con-leche kernel rejected the solution",)) for i in range(n))
+    return replay_report.ReplayReport(
+        record="/r", out=None, started_at="s", finished_at="f", paranoid=True, allow_drift=True,
+        drift=(replay_report.Drift(pin="submission_digest", subject=submission, recorded="a",
+                                   current="b"),),
+        counts={"kernel_disagreement": n}, pairs=pairs, exit_code=1)
+
+
+def test_replay_rendering_keeps_hostile_names_literal_and_fits_the_step_summary() -> None:
+    hostile = "[bold red]x[/]\x1b[2J|*"
+    text = replay_report.render(_report(hostile), "table", width=200)
+    assert "[bold red]x[/]\\x1b[2J|*" in text and "\x1b" not in text
+    assert "kernel_disagreement [bold red]x[/]\\x1b[2J|*/p0:" in text
+    assert "    con-leche kernel rejected the solution" in text
+    assert "drift submission_digest of [bold red]x[/]" in text
+    markdown = replay_report.render(_report(hostile), "markdown")
+    assert "\\[bold red\\]x\\[/\\]\\\\x1b\\[2J\\|\\*" in markdown
+    cut = replay_report.render_markdown(_report("s", n=2000), budget=20_000)
+    assert len(cut.encode()) < 20_000 and "more pair(s) not shown" in cut
+    assert "more disagreement(s) not shown" in cut
+    with pytest.raises(UsageError, match="junit is not available"):
+        replay_report.render(_report("s"), "junit")
