@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import BWRAP_FLOOR, CORRECT, STANDIN
 
-from lean_eval import batch, cli, documents, intake, lock
+from lean_eval import batch, documents, intake, lock, session
 from lean_eval.cli import main
 
 UNSANDBOXED = """#!/bin/sh
@@ -84,10 +84,11 @@ def test_a_broken_sandbox_stops_the_run_before_any_submission_is_read(
 
 
 def _failing_probes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every probe reports fail at once (the CLI's probe runner replaced; nothing runs)."""
+    """Every probe reports fail at once (the probe runner run-eval and the API share replaced;
+    nothing runs)."""
     entry = documents.ProbeEntry(name="sandbox_engaged", status="fail", proves="the sandbox",
                                  message="writes reached the host", seconds=0.0, checks=())
-    monkeypatch.setattr(cli, "_run_probes", lambda *a, **k: (entry,))
+    monkeypatch.setattr(session, "run_probes", lambda *a, **k: (entry,))
 
 
 def test_a_refusal_keeps_an_earlier_runs_summary_and_respects_the_out_lock(

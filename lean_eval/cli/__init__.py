@@ -11,10 +11,8 @@ module.
 from __future__ import annotations
 
 import importlib
-import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -23,7 +21,6 @@ import click
 
 from lean_eval import __version__
 from lean_eval.cli.group import LeanEvalGroup, no_wrap_console
-from lean_eval.errors import SetupError
 
 # `lean-eval --help` must start fast (benchmarks/cli_startup.py): pydantic, rich and the scoring
 # pipeline are imported when a command first uses them, never at import time. Type checkers see
@@ -31,6 +28,7 @@ from lean_eval.errors import SetupError
 if TYPE_CHECKING:  # "x as x": re-exported to the command modules of this package
     from rich.console import Console as Console
 
+    from lean_eval import api as api
     from lean_eval import attest as attest
     from lean_eval import batch as batch
     from lean_eval import bubblewrap as bubblewrap
@@ -45,6 +43,7 @@ if TYPE_CHECKING:  # "x as x": re-exported to the command modules of this packag
     from lean_eval import progress as progress
     from lean_eval import report as report
     from lean_eval import selfcheck as selfcheck
+    from lean_eval import session as session
     from lean_eval import starter as starter
     from lean_eval import validation as validation
     from lean_eval import verdict as verdict
@@ -71,6 +70,7 @@ else:
         call.__name__ = name
         return call
 
+    api = _Deferred("lean_eval.api")
     attest = _Deferred("lean_eval.attest")
     batch = _Deferred("lean_eval.batch")
     bubblewrap = _Deferred("lean_eval.bubblewrap")
@@ -85,6 +85,7 @@ else:
     progress = _Deferred("lean_eval.progress")
     report = _Deferred("lean_eval.report")
     selfcheck = _Deferred("lean_eval.selfcheck")
+    session = _Deferred("lean_eval.session")
     starter = _Deferred("lean_eval.starter")
     validation = _Deferred("lean_eval.validation")
     verdict = _Deferred("lean_eval.verdict")
@@ -105,24 +106,13 @@ EXIT_INTERRUPTED = 130
 
 
 def _default_benchmark() -> Path:
-    found = process.run_capture(("git", "rev-parse", "--show-toplevel"),
-                                env={"PATH": "/usr/bin:/bin"}, cwd=Path.cwd(), timeout=30)
-    if found.returncode == 0 and found.stdout.strip():
-        return Path(found.stdout.decode().strip())
-    return Path.cwd()
+    return session.default_benchmark()
 
 
 def _benchmark(given: Path | None) -> Path:
     """``--benchmark``, else the git checkout holding the current directory; a directory that
-    is no benchmark checkout is refused with the fix, as ``prepare`` says it."""
-    root = given or _default_benchmark()
-    if root.is_dir() and not ((root / "lean-toolchain").is_file()
-                              and ((root / "problems").is_dir()
-                                   or (root / "workspaces").is_dir())):
-        where = "--benchmark " if given else ""
-        raise SetupError(f"{where}{root} is not a benchmark checkout (no lean-toolchain, "
-                         "problems/ or workspaces/); pass --benchmark DIR")
-    return root
+    is no benchmark checkout is refused with the fix (:func:`lean_eval.session.benchmark_root`)."""
+    return session.benchmark_root(given)
 
 
 _BYTE_UNITS = {"": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
@@ -283,45 +273,38 @@ def _load_selected(benchmark: Path | None, revision: str, only: frozenset[str] |
                    set_name: str | None, statuses: Sequence[str], tags: Sequence[str],
                    quiet: bool = False) -> catalog.Catalog:
     """``_load``, narrowed to --problem (``only``), --set, --status and --tag together."""
-    from lean_eval.selection import select_catalog
     from lean_eval.sets import Selection
 
     chosen = Selection(set_name=set_name, statuses=tuple(statuses), tags=tuple(tags))
-    if chosen.is_everything:
-        return _load(benchmark, revision, only, quiet)
-    return select_catalog(_load(benchmark, revision, None, quiet), chosen, only)
+    return _warned(session.load_selected(benchmark, revision, only, chosen), quiet)
 
 
 def _tools(cat: catalog.Catalog, toolchain: Path | None, bwrap_path: str | None,
            allow_bwrap: str | None, env: dict[str, str], writable: list[Path]) -> batch.Tools:
-    check_release(toolchain, cat.toolchain_name)
-    return _resolve_tools(cat.toolchain_name, toolchain, bwrap_path, allow_bwrap, env, writable)
+    return session.tools(cat, toolchain, bwrap_path, allow_bwrap, env, writable)
 
 
 def _resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
                    allow_bwrap: str | None, env: dict[str, str],
                    writable: list[Path]) -> batch.Tools:
     """The toolchain and bwrap; when neither can be used, one error names both."""
-    errors: list[SetupError] = []
-    lean = bwrap = None
-    try:
-        lean = resolve_toolchain(toolchain, env, name)
-    except SetupError as exc:
-        errors.append(exc)
-    try:
-        bwrap = bubblewrap.resolve_bwrap(bwrap_path, env, writable, allow_bwrap)
-    except SetupError as exc:
-        errors.append(exc)
-    if lean is None or bwrap is None:
-        raise errors[0] if len(errors) == 1 else SetupError(f"{errors[0]} Also, {errors[1]}")
-    return batch.Tools(toolchain=lean, bwrap=bwrap)
+    return session.resolve_tools(name, toolchain, bwrap_path, allow_bwrap, env, writable)
 
 
 def _load(benchmark: Path | None, revision: str = "HEAD",
           only: frozenset[str] | None = None, quiet: bool = False) -> catalog.Catalog:
-    cat = catalog.load_catalog(_benchmark(benchmark), revision=revision, only=only)
+    return _warned(session.load(benchmark, revision, only), quiet)
+
+
+def _warn(message: str, quiet: bool = False) -> None:
+    """One ``warning:`` line on stderr (none under -q)."""
+    Console(stderr=True, quiet=quiet).print(f"[yellow]warning:[/] {message}")
+
+
+def _warned(cat: catalog.Catalog, quiet: bool) -> catalog.Catalog:
+    """``cat``, once its warnings are on stderr."""
     for warning in cat.warnings:
-        Console(stderr=True, quiet=quiet).print(f"[yellow]warning:[/] {warning}")
+        _warn(warning, quiet)
     return cat
 
 
@@ -340,19 +323,7 @@ def _setup(benchmark: Path | None, toolchain: Path | None, bwrap_path: str | Non
 def _run_probes(tools: batch.Tools, env: dict[str, str], work_dir: Path | None,
                 names: tuple[str, ...] = ()) -> tuple[documents.ProbeEntry, ...]:
     """Each probe in turn, timed, in a scratch directory removed afterwards."""
-    if work_dir is not None:
-        work_dir.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix="lean-eval-probes-", dir=work_dir))
-    ctx = probe.ProbeContext(tools=tools, caller_env=env, scratch=scratch)
-    entries = []
-    try:
-        for name in names or probe.PROBE_NAMES:
-            started = time.monotonic()
-            (result,) = probe.run_probes(ctx, [name])
-            entries.append(documents.probe_entry(result, time.monotonic() - started))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return tuple(entries)
+    return session.run_probes(tools, env, work_dir, names)
 
 
 def _print_probes(entries: Sequence[documents.ProbeEntry], console: Console,
@@ -371,37 +342,22 @@ def _print_probes(entries: Sequence[documents.ProbeEntry], console: Console,
                           f"{check.evidence}", markup=False, highlight=False, soft_wrap=True)
 
 
+def _show_probes(entries: Sequence[documents.ProbeEntry], quiet: bool, verbose: int) -> None:
+    """The preflight's probe lines on stderr; a failure is printed even under -q: it is the
+    error that stops the run."""
+    _print_probes([e for e in entries if e.status != "pass"] if quiet else entries,
+                  Console(stderr=True), verbose)
+
+
 def _preflight(tools: batch.Tools, env: dict[str, str], work_dir: Path | None,
                skip: bool, quiet: bool, verbose: int = 0) -> Preflight:
-    """Run every probe before any submission is unpacked; a failed probe is a setup failure."""
+    """``session.preflight`` with its probe lines printed (``skip``: the warning instead); a
+    failed probe raises ``session.ProbesFailedError``, a setup failure."""
     if skip:
-        Console(stderr=True, quiet=quiet).print(
-            "[yellow]warning:[/] --skip-probes: the sandbox was not verified; verdicts of this "
-            "run record it")
+        _warn(session.SKIPPED_PROBES, quiet)
         return batch.not_probed(tools)
-    entries = _run_probes(tools, env, work_dir)
-    record = batch.not_probed(tools).model_copy(update={
-        "skipped": False,
-        "probes": tuple(verdict.ProbeOutcome(
-            name=e.name, status=e.status, message=e.message, seconds=e.seconds,
-            checks=tuple(verdict.ProbeCheckOutcome(name=c.name, ok=c.ok, evidence=c.evidence)
-                         for c in e.checks)) for e in entries)})
-    failed = [e for e in entries if e.status != "pass"]
-    # A failure is printed even under -q: it is the error that stops the run.
-    _print_probes(failed if quiet else entries, Console(stderr=True), verbose)
-    if failed:
-        raise ProbesFailedError("preflight probe(s) did not pass: "
-                           + ", ".join(f"{e.name} ({e.status}: {e.message})" for e in failed)
-                           + "; nothing was scored", record)
-    return record
-
-
-class ProbesFailedError(SetupError):
-    """A preflight probe did not pass; ``preflight`` is every probe's outcome, for the summary."""
-
-    def __init__(self, message: str, preflight: Preflight) -> None:
-        super().__init__(message)
-        self.preflight = preflight
+    return session.preflight(tools, env, work_dir,
+                             lambda entries: _show_probes(entries, quiet, verbose))
 
 
 def _scoring_dirs(work_dir: Path | None) -> set[Path]:

@@ -14,11 +14,10 @@ from lean_eval.cli import (
     _default_benchmark,
     _fail,
     _load,
-    _load_selected,
+    _warn,
     check_release,
     common_options,
     documents,
-    inputs,
     intake_limit_options,
     intake_limits,
     main,
@@ -144,17 +143,15 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
     per problem what would be scored, what is unchanged, what is ignored, and every rejection
     with the entry it names, under the same intake limits as run-eval (pass the ones the
     maintainer's run-eval uses). Exit 0 when nothing would be rejected, 1 otherwise."""
-    from lean_eval import precheck
+    from lean_eval import api
 
-    selected = frozenset(p for item in problems for p in item.split(",") if p) or None
     try:
-        inputs.check_submission(path)
-        bench = benchmark or _default_benchmark()
-        inputs.check_problems(selected or (), inputs.problem_ids(bench))
-        limits = intake_limits(max_file_bytes, max_total_bytes, max_files, max_depth,
-                               max_archive_bytes, intake_timeout)
-        result = precheck.check_submission(path, _load_selected(
-            bench, benchmark_rev, selected, set_name, statuses, tags), limits)
+        result = api.validate_submission(
+            path, benchmark=benchmark, benchmark_rev=benchmark_rev,
+            problems=[p for item in problems for p in item.split(",") if p], set_name=set_name,
+            statuses=statuses, tags=tags,
+            limits=intake_limits(max_file_bytes, max_total_bytes, max_files, max_depth,
+                                 max_archive_bytes, intake_timeout), on_warning=_warn)
     except SetupError as exc:
         _fail(str(exc))
         return

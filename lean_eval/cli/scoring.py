@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -18,29 +18,23 @@ from lean_eval.cli import (
     PROBE_NAMES,
     ByteSize,
     Console,
-    ProbesFailedError,
-    _default_benchmark,
     _fail,
-    _load_selected,
-    _preflight,
     _print_probes,
     _resolve_tools,
     _run_probes,
     _say_kept,
     _scoring_dirs,
     _setup,
-    _tools,
-    attest,
-    batch,
+    _show_probes,
+    _warn,
+    api,
     catalog,
     common_options,
     documents,
     driver,
-    inputs,
     intake_limit_options,
     intake_limits,
     main,
-    parse_shard,
     progress,
     selection_options,
     selfcheck,
@@ -118,38 +112,33 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     unchanged are kept; `error` pairs and the rest are scored (--rescore: all of them).
     """
     err = Console(stderr=True)
-    env = dict(os.environ)
-    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    selected = frozenset(p for item in problems for p in item.split(",") if p) or None
     try:
-        shard = parse_shard(shard_text) if shard_text is not None else None
-        signer = attest.load_signing_key(sign_key) if sign_key is not None else None
-        inputs.check_run(submissions, out_dir, work_dir, selected,
-                         benchmark or _default_benchmark())
-        batch.check_inputs(submissions)
-        cat = _load_selected(benchmark, benchmark_rev, selected, set_name, statuses, tags,
-                             quiet)
-        writable = [out_dir, Path(tempfile.gettempdir()), *([work_dir] if work_dir else [])]
-        tools = _tools(cat, toolchain, bwrap_path, allow_bwrap, env, writable)
-        limits = intake_limits(max_file_bytes, max_total_bytes, max_files, max_depth,
-                               max_archive_bytes, intake_timeout)
-        try:
-            preflight = _preflight(tools, env, work_dir, skip_probes, quiet, verbose)
-        except ProbesFailedError as exc:
-            raise SetupError(_record_refusal(out_dir, cat, tools, exc, started_at)) from None
-        options = batch.RunOptions(out_dir=out_dir, timeout=timeout, work_dir=work_dir,
-                                   limits=limits, keep_work=keep_work, preflight=preflight,
-                                   max_written_file_bytes=max_written_file_bytes, jobs=jobs,
-                                   rescore=rescore, shard=shard, memory_limit=memory_limit,
-                                   max_processes=max_processes,
-                                   disk_limit=disk_limit or None, disk_files=disk_files or None,
-                                   disk_reserve=disk_reserve or None,
-                                   private=tuple(p.absolute() for p in private),
-                                   sign_key=signer)
         kept_before = _scoring_dirs(work_dir) if keep_work else set()
-        with progress.Display(err, quiet) as display:
-            summary = batch.run_batch(list(submissions), cat, tools, options, env,
-                                      on_progress=display.update)
+        with contextlib.ExitStack() as stack:
+            display: list[progress.Display] = []  # entered when scoring starts, not before
+
+            def show(event: api.Progress) -> None:
+                if not display:
+                    display.append(stack.enter_context(progress.Display(err, quiet)))
+                display[0].update(event)
+
+            summary = api.score(
+                submissions, out_dir,
+                benchmark=benchmark, benchmark_rev=benchmark_rev,
+                problems=[p for item in problems for p in item.split(",") if p],
+                set_name=set_name, statuses=statuses, tags=tags, toolchain=toolchain,
+                bwrap=bwrap_path, allow_bwrap_version=allow_bwrap, skip_probes=skip_probes,
+                timeout=timeout,
+                limits=intake_limits(max_file_bytes, max_total_bytes, max_files, max_depth,
+                                     max_archive_bytes, intake_timeout),
+                max_written_file_bytes=max_written_file_bytes, jobs=jobs,
+                memory_limit=memory_limit, max_processes=max_processes,
+                disk_limit=disk_limit, disk_files=disk_files, disk_reserve=disk_reserve,
+                work_dir=work_dir,
+                keep_work=keep_work, rescore=rescore, shard=shard_text, private=private,
+                sign_key=sign_key, env=dict(os.environ), on_progress=show,
+                on_probes=lambda entries: _show_probes(entries, quiet, verbose),
+                on_warning=lambda text: _warn(text, quiet))
         progress.report_end(summary, err, quiet)
         if keep_work:
             _say_kept(_scoring_dirs(work_dir) - kept_before, quiet)
@@ -169,16 +158,6 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
 
         report_console.print_summary(summary, Console())
     sys.exit(failing_exit(summary, fail_on, summary.exit_code))
-
-
-def _record_refusal(out_dir: Path, cat: catalog.Catalog, tools: batch.Tools,
-                    exc: ProbesFailedError, started_at: str) -> str:
-    """The refused run's summary in --out (design §5.5), and the message that says where."""
-    try:
-        written = batch.write_refusal(out_dir, cat, tools, exc.preflight, str(exc), started_at)
-    except LeanEvalError as why:  # --out held by another run, or unwritable: say so, go on
-        return f"{exc}; no summary was written: {why}"
-    return f"{exc}; the probes' outcome is in {written}"
 
 
 @main.command("probe")

@@ -1,0 +1,160 @@
+"""The setup a scoring session takes before its first pair, shared by the CLI and the API.
+
+Finding the benchmark, loading (and narrowing) its catalog, resolving the toolchain and
+bubblewrap, and running the preflight probes are one implementation here, called by
+``lean_eval.cli`` and ``lean_eval.api`` alike. Nothing here prints or exits: what a person
+should see (catalog warnings, probe lines) is returned or handed to a caller's callback, and
+every failure is a typed error from ``errors.py``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from lean_eval import batch, bubblewrap, catalog, documents, probe, process, verdict
+from lean_eval.errors import CatalogError, LeanEvalError, SetupError
+from lean_eval.sets import Selection
+from lean_eval.toolchain import check_release, resolve_toolchain
+
+__all__ = ["SKIPPED_PROBES", "ProbesFailedError", "default_benchmark", "load", "load_selected",
+           "preflight", "record_refusal", "resolve_tools", "run_probes", "tools"]
+
+# The warning of a run whose probes were skipped (the CLI prints it, the API hands it on).
+SKIPPED_PROBES = "--skip-probes: the sandbox was not verified; verdicts of this run record it"
+
+
+def default_benchmark() -> Path:
+    """The benchmark a command works on when none is named: the current git checkout's top
+    directory, else the current directory."""
+    found = process.run_capture(("git", "rev-parse", "--show-toplevel"),
+                                env={"PATH": "/usr/bin:/bin"}, cwd=Path.cwd(), timeout=30)
+    if found.returncode == 0 and found.stdout.strip():
+        return Path(found.stdout.decode().strip())
+    return Path.cwd()
+
+
+def benchmark_root(given: Path | None) -> Path:
+    """``given``, else :func:`default_benchmark`; a directory that is no benchmark checkout is
+    refused with the fix, as ``prepare`` says it."""
+    root = given or default_benchmark()
+    if root.is_dir() and not ((root / "lean-toolchain").is_file()
+                              and ((root / "problems").is_dir()
+                                   or (root / "workspaces").is_dir())):
+        where = "--benchmark " if given else ""
+        raise CatalogError(f"{where}{root} is not a benchmark checkout (no lean-toolchain, "
+                         "problems/ or workspaces/); pass --benchmark DIR")
+    return root
+
+
+def load(benchmark: Path | None, revision: str | None = "HEAD",
+         only: frozenset[str] | None = None) -> catalog.Catalog:
+    """The catalog of ``benchmark`` (default :func:`default_benchmark`) at ``revision``; its
+    ``warnings`` are the caller's to show."""
+    return catalog.load_catalog(benchmark_root(benchmark), revision=revision, only=only)
+
+
+def load_selected(benchmark: Path | None, revision: str | None, only: frozenset[str] | None,
+                  selection: Selection) -> catalog.Catalog:
+    """:func:`load`, narrowed to ``only`` (``--problem``) and ``selection`` (``--set``,
+    ``--status``, ``--tag``) together."""
+    from lean_eval.selection import select_catalog
+
+    if selection.is_everything:
+        return load(benchmark, revision, only)
+    return select_catalog(load(benchmark, revision, None), selection, only)
+
+
+def tools(cat: catalog.Catalog, toolchain: Path | None, bwrap_path: str | None,
+          allow_bwrap: str | None, env: Mapping[str, str],
+          writable: Sequence[Path]) -> batch.Tools:
+    """The tools that score ``cat``: its pinned release must be one the driver runs on."""
+    check_release(toolchain, cat.toolchain_name)
+    return resolve_tools(cat.toolchain_name, toolchain, bwrap_path, allow_bwrap, env, writable)
+
+
+def resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
+                  allow_bwrap: str | None, env: Mapping[str, str],
+                  writable: Sequence[Path]) -> batch.Tools:
+    """The toolchain and bwrap; when neither can be used, one error names both."""
+    errors: list[SetupError] = []
+    lean = bwrap = None
+    try:
+        lean = resolve_toolchain(toolchain, env, name)
+    except SetupError as exc:
+        errors.append(exc)
+    try:
+        bwrap = bubblewrap.resolve_bwrap(bwrap_path, env, list(writable), allow_bwrap)
+    except SetupError as exc:
+        errors.append(exc)
+    if lean is None or bwrap is None:
+        raise errors[0] if len(errors) == 1 else SetupError(f"{errors[0]} Also, {errors[1]}")
+    return batch.Tools(toolchain=lean, bwrap=bwrap)
+
+
+def run_probes(tools: batch.Tools, env: Mapping[str, str], work_dir: Path | None,
+               names: Sequence[str] = ()) -> tuple[documents.ProbeEntry, ...]:
+    """Each probe (``names``, default all) in turn, timed, in a scratch directory removed
+    afterwards."""
+    if work_dir is not None:
+        work_dir.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="lean-eval-probes-", dir=work_dir))
+    ctx = probe.ProbeContext(tools=tools, caller_env=dict(env), scratch=scratch)
+    entries = []
+    try:
+        for name in names or probe.PROBE_NAMES:
+            started = time.monotonic()
+            (result,) = probe.run_probes(ctx, [name])
+            entries.append(documents.probe_entry(result, time.monotonic() - started))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return tuple(entries)
+
+
+class ProbesFailedError(SetupError):
+    """A preflight probe did not pass, so nothing was scored; ``preflight`` is every probe's
+    outcome (the refused run's summary records it)."""
+
+    def __init__(self, message: str, preflight: verdict.Preflight) -> None:
+        super().__init__(message)
+        self.preflight = preflight
+
+
+def preflight(tools: batch.Tools, env: Mapping[str, str], work_dir: Path | None,
+              on_probes: Callable[[tuple[documents.ProbeEntry, ...]], None] | None = None,
+              ) -> verdict.Preflight:
+    """Run every probe before any submission is unpacked; the record every verdict carries.
+
+    ``on_probes`` gets every probe's entry once they all ran, before a failure is raised.
+    A probe that did not pass raises :class:`ProbesFailedError` (a setup failure).
+    """
+    entries = run_probes(tools, env, work_dir)
+    record = batch.not_probed(tools).model_copy(update={
+        "skipped": False,
+        "probes": tuple(verdict.ProbeOutcome(
+            name=e.name, status=e.status, message=e.message, seconds=e.seconds,
+            checks=tuple(verdict.ProbeCheckOutcome(name=c.name, ok=c.ok, evidence=c.evidence)
+                         for c in e.checks)) for e in entries)})
+    if on_probes is not None:
+        on_probes(entries)
+    failed = [e for e in entries if e.status != "pass"]
+    if failed:
+        raise ProbesFailedError("preflight probe(s) did not pass: "
+                                + ", ".join(f"{e.name} ({e.status}: {e.message})"
+                                            for e in failed)
+                                + "; nothing was scored", record)
+    return record
+
+
+def record_refusal(out_dir: Path, cat: catalog.Catalog, tools: batch.Tools,
+                   exc: ProbesFailedError, started_at: str) -> str:
+    """The refused run's summary in ``out_dir`` (design §5.5), and the message that says
+    where."""
+    try:
+        written = batch.write_refusal(out_dir, cat, tools, exc.preflight, str(exc), started_at)
+    except LeanEvalError as why:  # --out held by another run, or unwritable: say so, go on
+        return f"{exc}; no summary was written: {why}"
+    return f"{exc}; the probes' outcome is in {written}"
