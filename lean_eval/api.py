@@ -128,7 +128,8 @@ def score(submissions: Sequence[StrPath], out: StrPath, *,
     ``shard`` (``"K/N"``), ``private`` (directories also hidden from every sandbox) and
     ``sign_key`` (an Ed25519 PEM key: signed envelopes beside every verdict). ``env``
     (required) is the environment tools are found with and pairs are run from; ``run-eval``
-    passes its own, so ``env=os.environ`` scores as it does (the API reads no environment by itself, design §3).
+    passes its own, so ``env=os.environ`` scores as it does (the API reads no environment by
+    itself, design §3).
 
     Steps, in order: argument checks, catalog load, tool resolution, the preflight probes
     (unless ``skip_probes``), then the batch. Callbacks: ``on_warning`` gets each warning
