@@ -113,6 +113,10 @@ class Preflight(_Model):
     bwrap_path: str
     bwrap_version: str
     bwrap_sha256: str
+    # Why no probe ran although the run asked for them (``skipped`` False: the probe policy,
+    # which resume keys and merge compare, is unchanged), e.g. ``nothing to score: ...`` when
+    # every pair was kept from an earlier run or decided at intake; None otherwise.
+    reason: str | None = None
 
 
 class LogRef(_Model):

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import BWRAP_FLOOR, CORRECT, STANDIN
 
-from lean_eval import batch, cli, documents, intake, lock
+from lean_eval import batch, cli, documents, intake, lock, pair
 from lean_eval.cli import main
 
 UNSANDBOXED = """#!/bin/sh
@@ -56,8 +56,11 @@ def test_skip_probes_is_recorded_in_every_verdict(bench_copy: Path, outside: Pat
     assert verdict["probes_skipped"] is True
 
 
-def test_a_broken_sandbox_stops_the_run_before_any_submission_is_read(
+def test_a_broken_sandbox_stops_the_run_before_any_pair_is_scored(
         bench_copy: Path, outside: Path, bwrap: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch is planned first (intake in memory, no sandbox: it decides whether any pair
+    needs the probes), then the probes run, and a failed probe stops the run before any pair
+    of the batch is scored or its submission read again."""
     fake = outside / "fakebin" / "bwrap"
     fake.parent.mkdir()
     fake.write_text(UNSANDBOXED)
@@ -66,11 +69,16 @@ def test_a_broken_sandbox_stops_the_run_before_any_submission_is_read(
     real = intake.read_submission
     monkeypatch.setattr(intake, "read_submission",
                         lambda path, *a, **k: read.append(path) or real(path, *a, **k))
+    scored: list[object] = []
+    monkeypatch.setattr(pair, "run_pair", lambda *a, **k: scored.append(a))
     code, output, out = _run(bench_copy, outside, "--bwrap", str(fake))
     assert code == 2, output
     assert "preflight probe(s) did not pass" in output and "sandbox_engaged" in output
     assert "nothing was scored" in output
-    assert read and CORRECT not in read  # the probes scored their own synthetic submissions
+    # Planned once, before the probes (which score their own synthetic submissions); no pair of
+    # the batch was scored and its submission was not read again.
+    assert read[0] == CORRECT.absolute() and read.count(CORRECT.absolute()) == 1, read
+    assert len(read) > 1 and not scored
     # The refusal is recorded in --out: the probes' outcome, zero pairs, the reason.
     assert f"the probes' outcome is in {out / 'summary.json'}" in output
     assert sorted(p.name for p in out.iterdir()) == [".lean-eval.lock", "summary.json"]

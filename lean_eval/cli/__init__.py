@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # "x as x": re-exported to the command modules of this packag
     from lean_eval import driver as driver
     from lean_eval import inputs as inputs
     from lean_eval import intake as intake
+    from lean_eval import lock as lock
     from lean_eval import prepare as prepare
     from lean_eval import probe as probe
     from lean_eval import process as process
@@ -77,6 +78,7 @@ else:
     driver = _Deferred("lean_eval.driver")
     inputs = _Deferred("lean_eval.inputs")
     intake = _Deferred("lean_eval.intake")
+    lock = _Deferred("lean_eval.lock")
     prepare = _Deferred("lean_eval.prepare")
     probe = _Deferred("lean_eval.probe")
     process = _Deferred("lean_eval.process")
@@ -230,18 +232,35 @@ def _load_selected(benchmark: Path | None, revision: str, only: frozenset[str] |
 
 def _tools(cat: catalog.Catalog, toolchain: Path | None, bwrap_path: str | None,
            allow_bwrap: str | None, env: dict[str, str], writable: list[Path]) -> batch.Tools:
-    check_release(toolchain, cat.toolchain_name)
-    return _resolve_tools(cat.toolchain_name, toolchain, bwrap_path, allow_bwrap, env, writable)
+    return _resolve_tools(cat.toolchain_name, toolchain, bwrap_path, allow_bwrap, env, writable,
+                          release=True)
 
 
-def _resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
+def one_error(errors: Sequence[SetupError]) -> SetupError:
+    """Several setup errors as one (exit 2, one message): each named, in the order found."""
+    if len(errors) == 1:
+        return errors[0]
+    texts = [str(e) for e in errors]
+    return SetupError(" Also, ".join(t if t.endswith((".", ")")) or i == len(texts) - 1
+                                     else t + "." for i, t in enumerate(texts)))
+
+
+def _resolve_tools(name: str | None, toolchain: Path | None, bwrap_path: str | None,
                    allow_bwrap: str | None, env: dict[str, str],
-                   writable: list[Path]) -> batch.Tools:
-    """The toolchain and bwrap; when neither can be used, one error names both."""
+                   writable: list[Path], release: bool = False) -> batch.Tools:
+    """The toolchain and bwrap; every problem with either is named in one error.
+
+    ``release``: also refuse a pinned release that cannot run the driver. ``name`` None (the
+    pinned release is unknown: the catalog could not be read) checks bwrap and an explicit
+    toolchain only, and always raises: there is no toolchain to return.
+    """
     errors: list[SetupError] = []
     lean = bwrap = None
     try:
-        lean = resolve_toolchain(toolchain, env, name)
+        if release and name is not None:
+            check_release(toolchain, name)
+        if name is not None or toolchain is not None:
+            lean = resolve_toolchain(toolchain, env, name or "")
     except SetupError as exc:
         errors.append(exc)
     try:
@@ -249,7 +268,7 @@ def _resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
     except SetupError as exc:
         errors.append(exc)
     if lean is None or bwrap is None:
-        raise errors[0] if len(errors) == 1 else SetupError(f"{errors[0]} Also, {errors[1]}")
+        raise one_error(errors or [SetupError("the pinned Lean release is unknown")])
     return batch.Tools(toolchain=lean, bwrap=bwrap)
 
 
@@ -307,14 +326,26 @@ def _print_probes(entries: Sequence[documents.ProbeEntry], console: Console,
                           f"{check.evidence}", markup=False, highlight=False, soft_wrap=True)
 
 
+NOTHING_TO_SCORE = ("nothing to score: every pair was kept from an earlier run or decided at "
+                    "intake without a sandbox")
+
+
 def _preflight(tools: batch.Tools, env: dict[str, str], work_dir: Path | None,
-               skip: bool, quiet: bool, verbose: int = 0) -> Preflight:
-    """Run every probe before any submission is unpacked; a failed probe is a setup failure."""
+               skip: bool, quiet: bool, verbose: int = 0, needed: bool = True) -> Preflight:
+    """Run every probe before any pair is scored; a failed probe is a setup failure.
+
+    ``needed`` False (no pair needs a sandbox): no probe runs, and the record says why.
+    """
     if skip:
         Console(stderr=True, quiet=quiet).print(
             "[yellow]warning:[/] --skip-probes: the sandbox was not verified; verdicts of this "
             "run record it")
         return batch.not_probed(tools)
+    if not needed:
+        Console(stderr=True, quiet=quiet).print(f"probes not run: {NOTHING_TO_SCORE}",
+                                                markup=False, highlight=False, soft_wrap=True)
+        return batch.not_probed(tools).model_copy(update={"skipped": False,
+                                                          "reason": NOTHING_TO_SCORE})
     entries = _run_probes(tools, env, work_dir)
     record = batch.not_probed(tools).model_copy(update={
         "skipped": False,

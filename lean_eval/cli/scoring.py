@@ -6,9 +6,10 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import click
 
@@ -29,7 +30,6 @@ from lean_eval.cli import (
     _say_kept,
     _scoring_dirs,
     _setup,
-    _tools,
     attest,
     batch,
     catalog,
@@ -38,7 +38,9 @@ from lean_eval.cli import (
     driver,
     inputs,
     intake,
+    lock,
     main,
+    one_error,
     parse_shard,
     progress,
     report,
@@ -47,6 +49,12 @@ from lean_eval.cli import (
     tool_options,
 )
 from lean_eval.errors import LeanEvalError, SetupError, UsageError
+
+if TYPE_CHECKING:
+    from lean_eval.shard import Shard
+    from lean_eval.verdict import Preflight
+
+T = TypeVar("T")
 
 
 @main.command("run-eval")
@@ -120,35 +128,42 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     env = dict(os.environ)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     selected = frozenset(p for item in problems for p in item.split(",") if p) or None
+    held: lock.OutLock | None = None
     try:
-        shard = parse_shard(shard_text) if shard_text is not None else None
-        signer = attest.load_signing_key(sign_key) if sign_key is not None else None
-        inputs.check_run(submissions, out_dir, work_dir, selected,
-                         benchmark or _default_benchmark())
-        batch.check_inputs(submissions)
-        cat = _load_selected(benchmark, benchmark_rev, selected, set_name, statuses, tags,
-                             quiet)
-        writable = [out_dir, Path(tempfile.gettempdir()), *([work_dir] if work_dir else [])]
-        tools = _tools(cat, toolchain, bwrap_path, allow_bwrap, env, writable)
+        shard, signer, cat, tools, held = _checked_setup(
+            submissions, out_dir, work_dir, selected, shard_text, sign_key, benchmark,
+            benchmark_rev, set_name, statuses, tags, toolchain, bwrap_path, allow_bwrap, env,
+            quiet)
         limits = intake.IntakeLimits(max_file_bytes=max_file_bytes,
                                      max_total_bytes=max_total_bytes, max_files=max_files,
                                      max_depth=max_depth, max_archive_bytes=max_archive_bytes,
                                      intake_seconds=intake_timeout)
-        try:
-            preflight = _preflight(tools, env, work_dir, skip_probes, quiet, verbose)
-        except ProbesFailedError as exc:
-            raise SetupError(_record_refusal(out_dir, cat, tools, exc, started_at)) from None
+        # The resume keys use the probe policy asked for; the probes themselves run once the
+        # batch is planned, only when a pair needs a sandbox (batch.run_batch's ``probe``).
+        intended = batch.not_probed(tools)
+        if not skip_probes:
+            intended = intended.model_copy(update={"skipped": False})
         options = batch.RunOptions(out_dir=out_dir, timeout=timeout, work_dir=work_dir,
-                                   limits=limits, keep_work=keep_work, preflight=preflight,
+                                   limits=limits, keep_work=keep_work, preflight=intended,
                                    max_written_file_bytes=max_written_file_bytes, jobs=jobs,
                                    rescore=rescore, shard=shard, memory_limit=memory_limit,
                                    max_processes=max_processes,
                                    private=tuple(p.absolute() for p in private),
                                    sign_key=signer)
+        run_tools = tools
+
+        def probe(needed: bool) -> Preflight:
+            return _preflight(run_tools, env, work_dir, skip_probes, quiet, verbose, needed)
+
         kept_before = _scoring_dirs(work_dir) if keep_work else set()
-        with progress.Display(err, quiet) as display:
-            summary = batch.run_batch(list(submissions), cat, tools, options, env,
-                                      on_progress=display.update)
+        try:
+            with progress.Display(err, quiet) as display:
+                summary = batch.run_batch(list(submissions), cat, tools, options, env,
+                                          on_progress=display.update, out_lock=held,
+                                          probe=probe)
+        except ProbesFailedError as exc:
+            raise SetupError(_record_refusal(out_dir, cat, tools, exc, started_at,
+                                             held)) from None
         progress.report_end(summary, err, quiet)
         if keep_work:
             _say_kept(_scoring_dirs(work_dir) - kept_before, quiet)
@@ -161,6 +176,9 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     except KeyboardInterrupt:
         _fail("interrupted; verdicts already written stay valid", EXIT_INTERRUPTED)
         return
+    finally:
+        if held is not None:
+            held.close()
     if as_json:
         click.echo(summary.model_dump_json(indent=2))
     elif not quiet:
@@ -168,11 +186,71 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     sys.exit(summary.exit_code)
 
 
+class _Setup(NamedTuple):
+    shard: Shard | None
+    signer: attest.SigningKey | None
+    cat: catalog.Catalog
+    tools: batch.Tools
+    held: lock.OutLock
+
+
+def _checked_setup(submissions: tuple[Path, ...], out_dir: Path, work_dir: Path | None,
+                   selected: frozenset[str] | None, shard_text: str | None,
+                   sign_key: Path | None, benchmark: Path | None, benchmark_rev: str,
+                   set_name: str | None, statuses: tuple[str, ...], tags: tuple[str, ...],
+                   toolchain: Path | None, bwrap_path: str | None, allow_bwrap: str | None,
+                   env: dict[str, str], quiet: bool) -> _Setup:
+    """Every check of run-eval that needs no sandbox (arguments, catalog, pins and release,
+    toolchain, bwrap, ``--out``'s lock), all before any probe; every error found is in the one
+    ``SetupError`` raised. On success ``--out`` exists and its lock is held (the caller closes
+    it); on failure a fresh ``--out`` is not created."""
+    errors: list[SetupError] = []
+
+    def attempt(check: Callable[[], T]) -> T | None:
+        try:
+            return check()
+        except SetupError as exc:
+            errors.append(exc)
+            return None
+
+    shard = attempt(lambda: parse_shard(shard_text) if shard_text is not None else None)
+    signer = attempt(lambda: attest.load_signing_key(sign_key) if sign_key is not None else None)
+    bench = benchmark or _default_benchmark()
+    attempt(lambda: inputs.check_run(submissions, out_dir, work_dir, selected, bench))
+    attempt(lambda: batch.check_inputs(submissions))
+    cat = attempt(lambda: _load_selected(benchmark, benchmark_rev, selected, set_name,
+                                         statuses, tags, quiet))
+    writable = [out_dir, Path(tempfile.gettempdir()), *([work_dir] if work_dir else [])]
+    tools = attempt(lambda: _resolve_tools(
+        cat.toolchain_name if cat else _pinned_name(bench), toolchain, bwrap_path, allow_bwrap,
+        env, writable, release=True))
+    held = attempt(lambda: lock.OutLock.if_present(out_dir.resolve()))
+    if errors or cat is None or tools is None:
+        if held is not None:
+            held.close()
+        raise one_error(errors)
+    if held is None:  # a fresh --out: created only now that the run can go ahead
+        out_dir.mkdir(parents=True, exist_ok=True)
+        held = lock.OutLock(out_dir.resolve())
+    return _Setup(shard, signer, cat, tools, held)
+
+
+def _pinned_name(benchmark: Path) -> str | None:
+    """The benchmark's pinned release read from its working tree, for naming toolchain problems
+    in the same message when the catalog itself could not be loaded; None when unreadable."""
+    try:
+        return (benchmark / "lean-toolchain").read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def _record_refusal(out_dir: Path, cat: catalog.Catalog, tools: batch.Tools,
-                    exc: ProbesFailedError, started_at: str) -> str:
+                    exc: ProbesFailedError, started_at: str,
+                    held: lock.OutLock | None = None) -> str:
     """The refused run's summary in --out (design §5.5), and the message that says where."""
     try:
-        written = batch.write_refusal(out_dir, cat, tools, exc.preflight, str(exc), started_at)
+        written = batch.write_refusal(out_dir, cat, tools, exc.preflight, str(exc), started_at,
+                                      out_lock=held)
     except LeanEvalError as why:  # --out held by another run, or unwritable: say so, go on
         return f"{exc}; no summary was written: {why}"
     return f"{exc}; the probes' outcome is in {written}"
