@@ -190,6 +190,17 @@ def tool_options(func: F) -> F:
     return _options(func, benchmark=False)
 
 
+TOOL_OPTIONS = frozenset({"toolchain", "bwrap_path", "allow_bwrap"})
+
+
+def without_tool_options(command: click.Command) -> click.Command:
+    """Drop --toolchain, --bwrap and --allow-bwrap-version from a command that runs neither
+    Lean nor bubblewrap, so its --help lists only options it honours. Put it above
+    ``@main.command`` (it edits the command's public ``params``)."""
+    command.params = [p for p in command.params if p.name not in TOOL_OPTIONS]
+    return command
+
+
 def _fail(message: str, code: int = EXIT_SETUP) -> None:
     click.echo(f"lean-eval: error: {message}", err=True)
     sys.exit(code)
