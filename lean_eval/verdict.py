@@ -105,7 +105,7 @@ class ProbeOutcome(_Model):
 
 
 class Preflight(_Model):
-    """The probes run before any submission was unpacked, and what they covered."""
+    """The probes run before any pair was scored, and what they covered."""
 
     skipped: bool
     probes: tuple[ProbeOutcome, ...] = ()

@@ -147,7 +147,7 @@ def test_pairs_decided_at_intake_need_no_probe(
     """Starters only (``unchanged``) and a rejected entry (``invalid_submission``) are decided
     without a sandbox: no probe; adding a correct submission brings the probes back."""
     cat = catalog.load_catalog(bench_copy)
-    starter = {rel: data for rel, data in cat.problems["two_plus_two"].starter.items()}
+    starter = dict(cat.problems["two_plus_two"].starter)
     same = make_submission(outside / "subs", "same", {"two_plus_two": starter})
     bad = make_submission(outside / "subs", "bad", {"two_plus_two": {
         "Submission.lean": b"theorem x : True := trivial\n", "Submission/bad name.lean": b"x"}})

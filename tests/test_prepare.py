@@ -351,8 +351,8 @@ def test_a_missing_offline_file_names_every_file_expected(tmp_path: Path) -> Non
     with pytest.raises(prepare.StepFailedError) as caught:
         prepare.prepare(machine.settings())
     assert caught.value.step == "bubblewrap"
-    assert f"{machine.offline / prepare.BWRAP_TARBALL} does not exist (expected " \
-           f"{prepare.BWRAP_URL})" in str(caught.value)
+    missing = machine.offline / prepare.BWRAP_TARBALL
+    assert f"{missing} does not exist (expected {prepare.BWRAP_URL})" in str(caught.value)
     _says_what_to_pass_offline(str(caught.value))
 
 
@@ -382,8 +382,9 @@ def test_a_lean_install_failure_says_it_needs_elans_network_or_toolchain(tmp_pat
     assert result.exit_code == 2
     assert "step lean failed: installing Lean" in result.stderr
     assert "could not download the release" in result.stderr
-    assert "the Lean release comes through elan's network (--offline covers elan and " \
-           "bubblewrap only)" in result.stderr and "--toolchain DIR" in result.stderr
+    assert ("the Lean release comes through elan's network (--offline covers elan and "
+            "bubblewrap only)") in result.stderr
+    assert "--toolchain DIR" in result.stderr
     report = json.loads(result.stdout)
     assert report["failed_step"] == "lean" and "--toolchain DIR" in report["error"]
     assert [s["name"] for s in report["steps"]] == ["elan"]
@@ -398,8 +399,8 @@ def test_the_bwrap_url_is_the_installers(tmp_path: Path) -> None:
     default = ("https://github.com/containers/bubblewrap/releases/download/v${BWRAP_VERSION}/"
                "${TARBALL_NAME}")
     assert f'readonly DEFAULT_URL="{default}"' in script
-    assert prepare.BWRAP_URL == default.replace("${BWRAP_VERSION}", version).replace(
-        "${TARBALL_NAME}", prepare.BWRAP_TARBALL)
+    expanded = default.replace("${BWRAP_VERSION}", version)
+    assert expanded.replace("${TARBALL_NAME}", prepare.BWRAP_TARBALL) == prepare.BWRAP_URL
 
 
 def test_prepare_bwrap_uses_that_bubblewrap_and_builds_none(tmp_path: Path, bwrap: str) -> None:
@@ -428,8 +429,8 @@ def _walk(command: str, base: list[str], variants: dict[str, list[str]],
     """Every option ``command`` lists (its --help) has a variant here, and that variant changes
     the outcome (exit code or output) against ``base``."""
     listed = {p.name for p in main.commands[command].params if isinstance(p, click.Option)}
-    assert listed == set(variants), f"{command}: options without a check: " \
-                                    f"{sorted(listed ^ set(variants))}"
+    unchecked = sorted(listed ^ set(variants))
+    assert listed == set(variants), f"{command}: options without a check: {unchecked}"
     reference = run(base)
     for name, args in variants.items():
         assert run(args) != reference, f"{command} {name}: listed but changes nothing"
