@@ -261,11 +261,54 @@ def run_batch(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options: R
     stop = Stop()  # from here on, SIGINT/SIGTERM end the run with an `interrupted` summary
     try:
         with signals(stop):
-            return _run(inputs, ids, catalog, tools, options, caller_env, out_dir, stop,
-                        started_at, on_verdict, on_progress, probe)
+            planned = _prepare(ids, catalog, tools, options, out_dir)
+        # The probes run outside the run's handlers, as before a run: Ctrl-C stops them at once
+        # (KeyboardInterrupt) rather than letting every remaining probe run first.
+        if probe is not None and stop.signum is None:
+            planned = planned._replace(preflight=probe(any(
+                i.order not in planned.kept and _needs_sandbox(i, catalog)
+                for i in planned.items)))
+        elif probe is not None:  # interrupted while planning: nothing will be scored
+            planned = planned._replace(preflight=planned.preflight.model_copy(
+                update={"reason": "interrupted before the probes ran"}))
+        with signals(stop):
+            return _run(inputs, catalog, tools, caller_env, out_dir, stop, started_at,
+                        on_verdict, on_progress, planned)
     finally:
         if held is not None:
             held.close()
+
+
+class _Prepared(NamedTuple):
+    """A planned run: what it scores and keeps, decided before the probes."""
+
+    options: RunOptions  # with the path bound for this run's workspaces
+    ident: Identity
+    preflight: Preflight
+    plans: list[intake.Intake]
+    items: list[Planned]  # this shard's
+    digest: str  # of the whole batch
+    batch: dict[str, tuple[str, ...]]
+    kept: dict[int, Verdict]  # by Planned.order: verdicts on disk that resume reuses
+
+
+def _prepare(ids: Sequence[tuple[str, Path]], catalog: Catalog, tools: Tools,
+             options: RunOptions, out_dir: Path) -> _Prepared:
+    lock.remove_stray_temps(out_dir)
+    options = _bound_paths(options)
+    ident = identity(catalog, tools)
+    preflight = options.preflight or not_probed(tools)
+    plans, items = _plan(ids, catalog, options, ident, preflight)
+    digest = batch_digest((i.sid, i.pid) for i in items)
+    batch = batch_map((i.sid, i.pid) for i in items) if options.shard is not None else {}
+    if options.shard is not None:
+        items = [i for i in items if in_shard(i.sid, i.pid, options.shard)]
+    # Decided once, here: what is kept is known before the probes, which run only when a pair
+    # still needs a sandbox (the scheduler reuses exactly these, never re-reads the files).
+    kept = {} if options.rescore else {
+        i.order: v for i in items if (v := _reusable(pair.verdict_path(out_dir, i.sid, i.pid),
+                                                     i.key)) is not None}
+    return _Prepared(options, ident, preflight, plans, items, digest, batch, kept)
 
 
 def _needs_sandbox(item: Planned, catalog: Catalog) -> bool:
@@ -281,28 +324,11 @@ def _needs_sandbox(item: Planned, catalog: Catalog) -> bool:
         for f in entry.files))
 
 
-def _run(inputs: Sequence[Path], ids: Sequence[tuple[str, Path]], catalog: Catalog,
-         tools: Tools, options: RunOptions, caller_env: Mapping[str, str], out_dir: Path,
-         stop: Stop, started_at: str, on_verdict: Callable[[Verdict], None] | None,
-         on_progress: Callable[[Progress], None] | None,
-         probe: Callable[[bool], Preflight] | None = None) -> Summary:
-    lock.remove_stray_temps(out_dir)
-    options = _bound_paths(options)
-    ident = identity(catalog, tools)
-    preflight = options.preflight or not_probed(tools)
-    plans, items = _plan(ids, catalog, options, ident, preflight)
-    digest = batch_digest((i.sid, i.pid) for i in items)
-    batch = batch_map((i.sid, i.pid) for i in items) if options.shard is not None else {}
-    if options.shard is not None:
-        items = [i for i in items if in_shard(i.sid, i.pid, options.shard)]
-    # Decided once, here: what is kept is known before the probes, which run only when a pair
-    # still needs a sandbox (the scheduler reuses exactly these, never re-reads the files).
-    kept = {} if options.rescore else {
-        i.order: v for i in items if (v := _reusable(pair.verdict_path(out_dir, i.sid, i.pid),
-                                                     i.key)) is not None}
-    if probe is not None:
-        preflight = probe(any(i.order not in kept and _needs_sandbox(i, catalog)
-                              for i in items))
+def _run(inputs: Sequence[Path], catalog: Catalog, tools: Tools,
+         caller_env: Mapping[str, str], out_dir: Path, stop: Stop, started_at: str,
+         on_verdict: Callable[[Verdict], None] | None,
+         on_progress: Callable[[Progress], None] | None, planned: _Prepared) -> Summary:
+    options, ident, preflight, plans, items, digest, batch, kept = planned
     run_dir = _run_dir(options)
     try:
         run = _Run(inputs, catalog, tools, options, caller_env, out_dir, run_dir.path,

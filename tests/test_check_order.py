@@ -8,7 +8,9 @@ are counted through the CLI's probe runner, never timed.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -169,3 +171,22 @@ def test_pairs_decided_at_intake_need_no_probe(
     assert summary["preflight"]["reason"] is None and summary["preflight"]["probes"]
     assert {p["submission"]: p["verdict"] for p in summary["pairs"]} == {
         "same": "unchanged", "bad": "invalid_submission", "correct": "accepted"}
+
+
+def test_ctrl_c_during_the_probes_stops_them_at_once(
+        bench_copy: Path, outside: Path, bwrap: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probes run outside the batch's signal handlers: SIGINT while they run ends the run
+    (exit 130) instead of being recorded while the remaining probes go on."""
+    went_on: list[bool] = []
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        os.kill(os.getpid(), signal.SIGINT)
+        went_on.append(True)  # reached only when a handler swallowed the signal
+        raise AssertionError("the probes went on after SIGINT")
+
+    monkeypatch.setattr(cli, "_run_probes", interrupted)
+    out = outside / "out"
+    result = _run_eval(bench_copy, out, CORRECT, extra=_tools("--problem", "two_plus_two"))
+    assert result.exit_code == 130, result.output
+    assert went_on == [] and "interrupted" in result.output
+    assert not (out / "correct").exists()  # no pair scored

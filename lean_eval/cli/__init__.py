@@ -256,22 +256,19 @@ def one_error(errors: Sequence[SetupError]) -> SetupError:
                                      else t + "." for i, t in enumerate(texts)))
 
 
-def _resolve_tools(name: str | None, toolchain: Path | None, bwrap_path: str | None,
+def _resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
                    allow_bwrap: str | None, env: dict[str, str],
                    writable: list[Path], release: bool = False) -> batch.Tools:
     """The toolchain and bwrap; every problem with either is named in one error.
 
-    ``release``: also refuse a pinned release that cannot run the driver. ``name`` None (the
-    pinned release is unknown: the catalog could not be read) checks bwrap and an explicit
-    toolchain only, and always raises: there is no toolchain to return.
+    ``release``: also refuse a pinned release that cannot run the driver.
     """
     errors: list[SetupError] = []
     lean = bwrap = None
     try:
-        if release and name is not None:
+        if release:
             check_release(toolchain, name)
-        if name is not None or toolchain is not None:
-            lean = resolve_toolchain(toolchain, env, name or "")
+        lean = resolve_toolchain(toolchain, env, name)
     except SetupError as exc:
         errors.append(exc)
     try:
@@ -279,7 +276,7 @@ def _resolve_tools(name: str | None, toolchain: Path | None, bwrap_path: str | N
     except SetupError as exc:
         errors.append(exc)
     if lean is None or bwrap is None:
-        raise one_error(errors or [SetupError("the pinned Lean release is unknown")])
+        raise one_error(errors)
     return batch.Tools(toolchain=lean, bwrap=bwrap)
 
 

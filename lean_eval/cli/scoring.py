@@ -32,6 +32,7 @@ from lean_eval.cli import (
     _setup,
     attest,
     batch,
+    bubblewrap,
     catalog,
     common_options,
     documents,
@@ -221,9 +222,13 @@ def _checked_setup(submissions: tuple[Path, ...], out_dir: Path, work_dir: Path 
     cat = attempt(lambda: _load_selected(benchmark, benchmark_rev, selected, set_name,
                                          statuses, tags, quiet))
     writable = [out_dir, Path(tempfile.gettempdir()), *([work_dir] if work_dir else [])]
-    tools = attempt(lambda: _resolve_tools(
-        cat.toolchain_name if cat else _pinned_name(bench), toolchain, bwrap_path, allow_bwrap,
-        env, writable, release=True))
+    name = cat.toolchain_name if cat else _pinned_name(bench)
+    tools = None
+    if name is None and toolchain is None:  # no release to look for: the catalog error says why
+        attempt(lambda: bubblewrap.resolve_bwrap(bwrap_path, env, writable, allow_bwrap))
+    else:
+        tools = attempt(lambda: _resolve_tools(name or "", toolchain, bwrap_path, allow_bwrap,
+                                               env, writable, release=True))
     held = attempt(lambda: lock.OutLock.if_present(out_dir.resolve()))
     if errors or cat is None or tools is None:
         if held is not None:
