@@ -235,7 +235,10 @@ def _checked_setup(submissions: tuple[Path, ...], out_dir: Path, work_dir: Path 
             held.close()
         raise one_error(errors)
     if held is None:  # a fresh --out: created only now that the run can go ahead
-        out_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--out {out_dir} cannot be created: {exc.strerror}") from None
         held = lock.OutLock(out_dir.resolve())
     return _Setup(shard, signer, cat, tools, held)
 
