@@ -21,7 +21,6 @@ the environment tools are found with as ``env=`` (``os.environ`` to behave as th
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -57,7 +56,7 @@ from lean_eval.report import Run
 from lean_eval.resources import DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_LIMIT
 from lean_eval.session import ProbesFailedError
 from lean_eval.sets import Selection
-from lean_eval.verdict import PairSummary, Summary, Verdict
+from lean_eval.verdict import PairSummary, Preflight, Summary, Verdict
 
 __all__ = [
     "DEFAULT_DISK_FILES", "DEFAULT_DISK_LIMIT", "DEFAULT_DISK_RESERVE",
@@ -147,46 +146,47 @@ def score(submissions: Sequence[StrPath], out: StrPath, *,
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     paths = [Path(p) for p in submissions]
     out_dir, work = Path(out), _path(work_dir)
-    selected = _selected(problems)
-    parsed_shard = None
-    if shard is not None:
-        from lean_eval.shard import parse_shard
+    setup = session.checked_setup(
+        paths, out_dir, work, _selected(problems), shard,
+        _path(sign_key), _path(benchmark), benchmark_rev,
+        Selection(set_name=set_name, statuses=tuple(statuses), tags=tuple(tags)),
+        _path(toolchain), bwrap, allow_bwrap_version, caller_env)
+    cat, tools = setup.cat, setup.tools
+    try:
+        _warn(on_warning, cat.warnings)
+        # The resume keys use the probe policy asked for; the probes themselves run once the
+        # batch is planned, and only when a pair needs a sandbox (batch.run_batch's ``probe``).
+        intended = batch.not_probed(tools)
+        if not skip_probes:
+            intended = intended.model_copy(update={"skipped": False})
+        options = batch.RunOptions(out_dir=out_dir, timeout=timeout, work_dir=work,
+                                   limits=limits, keep_work=keep_work, preflight=intended,
+                                   max_written_file_bytes=max_written_file_bytes, jobs=jobs,
+                                   rescore=rescore, shard=setup.shard,
+                                   memory_limit=memory_limit, max_processes=max_processes,
+                                   disk_limit=disk_limit or None,
+                                   disk_files=disk_files or None,
+                                   disk_reserve=disk_reserve or None,
+                                   private=tuple(Path(p).absolute() for p in private),
+                                   sign_key=setup.signer)
 
-        parsed_shard = parse_shard(shard)
-    signer = None
-    if sign_key is not None:
-        from lean_eval import attest  # cryptography is imported only by runs that sign
+        def probe(needed: bool) -> Preflight:
+            if skip_probes:
+                _warn(on_warning, [session.SKIPPED_PROBES])
+                return batch.not_probed(tools)
+            if not needed:
+                _warn(on_warning, [f"probes not run: {session.NOTHING_TO_SCORE}"])
+            return session.preflight(tools, caller_env, work, on_probes, needed)
 
-        signer = attest.load_signing_key(Path(sign_key))
-    bench = _path(benchmark) or session.default_benchmark()
-    inputs.check_run(paths, out_dir, work, selected, bench)
-    batch.check_inputs(paths)
-    cat = session.load_selected(bench, benchmark_rev, selected,
-                                Selection(set_name=set_name, statuses=tuple(statuses),
-                                          tags=tuple(tags)))
-    _warn(on_warning, cat.warnings)
-    writable = [out_dir, Path(tempfile.gettempdir()), *([work] if work else [])]
-    tools = session.tools(cat, _path(toolchain), bwrap, allow_bwrap_version, caller_env,
-                          writable)
-    if skip_probes:
-        _warn(on_warning, [session.SKIPPED_PROBES])
-        preflight = batch.not_probed(tools)
-    else:
         try:
-            preflight = session.preflight(tools, caller_env, work, on_probes)
+            return batch.run_batch(paths, cat, tools, options, caller_env,
+                                   on_progress=on_progress, out_lock=setup.held, probe=probe)
         except ProbesFailedError as exc:
-            raise ProbesFailedError(session.record_refusal(out_dir, cat, tools, exc, started_at),
+            raise ProbesFailedError(session.record_refusal(out_dir, cat, tools, exc, started_at,
+                                                           setup.held),
                                     exc.preflight) from None
-    options = batch.RunOptions(out_dir=out_dir, timeout=timeout, work_dir=work, limits=limits,
-                               keep_work=keep_work, preflight=preflight,
-                               max_written_file_bytes=max_written_file_bytes, jobs=jobs,
-                               rescore=rescore, shard=parsed_shard, memory_limit=memory_limit,
-                               max_processes=max_processes,
-                               disk_limit=disk_limit or None, disk_files=disk_files or None,
-                               disk_reserve=disk_reserve or None,
-                               private=tuple(Path(p).absolute() for p in private),
-                               sign_key=signer)
-    return batch.run_batch(paths, cat, tools, options, caller_env, on_progress=on_progress)
+    finally:
+        setup.held.close()
 
 
 def validate_submission(path: StrPath, *, benchmark: StrPath | None = None,

@@ -3,7 +3,9 @@
 Invariants (design §5.5):
 - Everything that can fail the whole run (duplicate or reserved ids, unusable or overlapping
   paths, a locked ``--out``) is checked before the first pair is scored, so exit 2 always means
-  nothing was scored. Planning keeps no submission bytes (``Intake.without_data``).
+  nothing was scored. Planning keeps no submission bytes (``Intake.without_data``). The
+  caller's ``probe`` runs after planning and before the first pair, and is told whether any pair
+  needs a sandbox (none does when every pair is kept or decided at intake).
 - Admission is FIFO in input order (submissions as given, problems by id): no pair overtakes an
   earlier one, and a pair waiting for memory or disk holds back those behind it. A pair waits
   while ``jobs`` pairs run; while another pair runs and ``MemAvailable`` is below
@@ -33,6 +35,7 @@ Invariants (design §5.5):
 
 from __future__ import annotations
 
+import hashlib
 import os
 import queue
 import tempfile
@@ -85,6 +88,7 @@ class Progress(NamedTuple):
     running: int
     counts: Mapping[str, int]
     verdict: Verdict | None
+    kept: bool = False  # the verdict is an earlier run's, reused by resume
 
 
 def _contains(outer: Path, inner: Path) -> bool:
@@ -173,6 +177,7 @@ class _Run:
         self.stop = stop
         self.jobs = options.jobs or default_jobs(options.memory_limit)
         self.reused = 0
+        self.kept: dict[int, Verdict] = {}  # by Planned.order: verdicts resume reuses
         self.signed_options = resume.verdict_options(options, preflight)  # what envelopes attest
         self.filesystems = disk.distinct_filesystems((str(root), str(out_dir)))
 
@@ -287,28 +292,62 @@ def _reusable(path: Path, key: str) -> Verdict | None:
 def run_batch(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options: RunOptions,
               caller_env: Mapping[str, str],
               on_verdict: Callable[[Verdict], None] | None = None,
-              on_progress: Callable[[Progress], None] | None = None) -> Summary:
-    """Score every (submission, problem) pair and write verdicts and ``summary.json``."""
+              on_progress: Callable[[Progress], None] | None = None, *,
+              out_lock: lock.OutLock | None = None,
+              probe: Callable[[bool], Preflight] | None = None) -> Summary:
+    """Score every (submission, problem) pair and write verdicts and ``summary.json``.
+
+    ``out_lock``: ``options.out_dir``'s lock, already taken by the caller (who releases it);
+    else the batch takes it. ``probe``: called once after planning and before any pair is
+    scored, with whether any pair needs a sandbox (False when every pair is kept or decided at
+    intake); it returns the run's preflight record (its ``skipped`` must equal that of
+    ``options.preflight``, which the resume keys use) or raises ``SetupError`` to refuse.
+    """
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     inputs = [p.absolute() for p in inputs]
     ids = check_inputs(inputs)
     _check_paths(inputs, options, catalog, tools)
     options.out_dir.mkdir(parents=True, exist_ok=True)
     out_dir = options.out_dir.resolve()
-    out_lock = lock.OutLock(out_dir)
+    if out_lock is not None and out_lock.out_dir != out_dir:
+        raise UsageError(f"the lock given is for {out_lock.out_dir}, not --out {out_dir}")
+    held = lock.OutLock(out_dir) if out_lock is None else None
     stop = Stop()  # from here on, SIGINT/SIGTERM end the run with an `interrupted` summary
     try:
         with signals(stop):
-            return _run(inputs, ids, catalog, tools, options, caller_env, out_dir, stop,
-                        started_at, on_verdict, on_progress)
+            planned = _prepare(ids, catalog, tools, options, out_dir)
+        # The probes run outside the run's handlers, as before a run: Ctrl-C stops them at once
+        # (KeyboardInterrupt) rather than letting every remaining probe run first.
+        if probe is not None and stop.signum is None:
+            planned = planned._replace(preflight=probe(any(
+                i.order not in planned.kept and _needs_sandbox(i, catalog)
+                for i in planned.items)))
+        elif probe is not None:  # interrupted while planning: nothing will be scored
+            planned = planned._replace(preflight=planned.preflight.model_copy(
+                update={"reason": "interrupted before the probes ran"}))
+        with signals(stop):
+            return _run(inputs, catalog, tools, caller_env, out_dir, stop, started_at,
+                        on_verdict, on_progress, planned)
     finally:
-        out_lock.close()
+        if held is not None:
+            held.close()
 
 
-def _run(inputs: Sequence[Path], ids: Sequence[tuple[str, Path]], catalog: Catalog,
-         tools: Tools, options: RunOptions, caller_env: Mapping[str, str], out_dir: Path,
-         stop: Stop, started_at: str, on_verdict: Callable[[Verdict], None] | None,
-         on_progress: Callable[[Progress], None] | None) -> Summary:
+class _Prepared(NamedTuple):
+    """A planned run: what it scores and keeps, decided before the probes."""
+
+    options: RunOptions  # with the path bound for this run's workspaces
+    ident: Identity
+    preflight: Preflight
+    plans: list[intake.Intake]
+    items: list[Planned]  # this shard's
+    digest: str  # of the whole batch
+    batch: dict[str, tuple[str, ...]]
+    kept: dict[int, Verdict]  # by Planned.order: verdicts on disk that resume reuses
+
+
+def _prepare(ids: Sequence[tuple[str, Path]], catalog: Catalog, tools: Tools,
+             options: RunOptions, out_dir: Path) -> _Prepared:
     lock.remove_stray_temps(out_dir)
     options = _bound_paths(options)
     ident = identity(catalog, tools)
@@ -318,10 +357,37 @@ def _run(inputs: Sequence[Path], ids: Sequence[tuple[str, Path]], catalog: Catal
     batch = batch_map((i.sid, i.pid) for i in items) if options.shard is not None else {}
     if options.shard is not None:
         items = [i for i in items if in_shard(i.sid, i.pid, options.shard)]
+    # Decided once, here: what is kept is known before the probes, which run only when a pair
+    # still needs a sandbox (the scheduler reuses exactly these, never re-reads the files).
+    kept = {} if options.rescore else {
+        i.order: v for i in items if (v := _reusable(pair.verdict_path(out_dir, i.sid, i.pid),
+                                                     i.key)) is not None}
+    return _Prepared(options, ident, preflight, plans, items, digest, batch, kept)
+
+
+def _needs_sandbox(item: Planned, catalog: Catalog) -> bool:
+    """Whether scoring the pair runs Lake; a pair decided at intake does not (``pair._score``:
+    a rejected submission or entry is ``invalid_submission``, starters only ``unchanged``)."""
+    plan = item.plan
+    entry = next((e for e in plan.problems if e.problem_id == item.pid), None)
+    if plan.rejection is not None or entry is None or entry.rejection is not None:
+        return False
+    starter = catalog.problems[item.pid].starter  # the plan has digests, not bytes
+    return not (entry.files and all(
+        f.relpath in starter and hashlib.sha256(starter[f.relpath]).hexdigest() == f.sha256
+        for f in entry.files))
+
+
+def _run(inputs: Sequence[Path], catalog: Catalog, tools: Tools,
+         caller_env: Mapping[str, str], out_dir: Path, stop: Stop, started_at: str,
+         on_verdict: Callable[[Verdict], None] | None,
+         on_progress: Callable[[Progress], None] | None, planned: _Prepared) -> Summary:
+    options, ident, preflight, plans, items, digest, batch, kept = planned
     run_dir = _run_dir(options)
     try:
         run = _Run(inputs, catalog, tools, options, caller_env, out_dir, run_dir.path,
                    ident, preflight, stop)
+        run.kept = kept
         try:
             results = _Scheduler(run, items, on_verdict, on_progress).schedule()
         finally:
@@ -380,7 +446,7 @@ class _Scheduler:
         self.retry: list[tuple[Planned, Verdict]] = []  # ended disk_short: to score again alone
         self.retried: set[int] = set()
 
-    def record(self, item: Planned, verdict: Verdict) -> None:
+    def record(self, item: Planned, verdict: Verdict, kept: bool = False) -> None:
         self.results[item.order] = PairSummary(
             submission=item.sid, problem=item.pid, verdict=verdict.verdict,
             execution=verdict.execution, reason=verdict.reason.code,
@@ -394,7 +460,7 @@ class _Scheduler:
                 run.stop.event.set()
         if self.on_verdict is not None:
             self.on_verdict(verdict)
-        self.tell(verdict)
+        self.tell(verdict, kept)
 
     def finish(self, done: _Done | _Released) -> None:
         if isinstance(done, _Released):
@@ -448,10 +514,10 @@ class _Scheduler:
                          name=f"pair-{item.order}").start()
         self.tell(None)
 
-    def tell(self, verdict: Verdict | None) -> None:
+    def tell(self, verdict: Verdict | None, kept: bool = False) -> None:
         if self.on_progress is not None:
             self.on_progress(Progress(len(self.items), len(self.results), self.running,
-                                      self.counts, verdict))
+                                      self.counts, verdict, kept))
 
     def schedule(self) -> dict[int, PairSummary]:
         run = self.run
@@ -460,11 +526,11 @@ class _Scheduler:
             if run.stop.event.is_set():
                 break
             if not run.options.rescore:
-                reused = _reusable(run.verdict_path(item), item.key)
+                reused = run.kept.get(item.order)
                 if reused is not None:
                     self.remaining[item.sid] -= 1
                     run.reused += 1
-                    self.record(item, reused)
+                    self.record(item, reused, kept=True)
                     continue
             self.admit(item)
         last_kill = time.monotonic()
@@ -551,17 +617,18 @@ def _scored_summary(path: Path) -> bool:
 
 
 def write_refusal(out_dir: Path, catalog: Catalog, tools: Tools, preflight: Preflight,
-                  reason: str, started_at: str) -> Path:
+                  reason: str, started_at: str, out_lock: lock.OutLock | None = None) -> Path:
     """Record a run refused after its probes ran (no submission read, no pair) in ``out_dir``.
 
     The summary has the probes' outcome, zero pairs, ``exit_code`` 2 and ``refused``. It is
     written atomically while holding ``out_dir``'s lock (a run holding it makes this raise
     ``UsageError``). It goes to ``summary.json`` unless that file is an earlier run's summary of
     scored pairs, which describes verdicts still on disk and is kept: then to
-    ``summary.refused.json``. Returns the path written.
+    ``summary.refused.json``. ``out_lock``: the lock, already held by the caller (who keeps
+    it). Returns the path written.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
-    out_lock = lock.OutLock(out_dir.resolve())
+    held = lock.OutLock(out_dir.resolve()) if out_lock is None else None
     try:
         summary = Summary(
             started_at=started_at,
@@ -578,4 +645,5 @@ def write_refusal(out_dir: Path, catalog: Catalog, tools: Tools, preflight: Pref
             raise OutputError(f"cannot write {target}: {exc}") from exc
         return target
     finally:
-        out_lock.close()
+        if held is not None:
+            held.close()

@@ -2,7 +2,9 @@
 
 Invariants (design §5.5 "Resume"):
 - ``OutLock`` holds ``fcntl.flock`` on ``<out>/.lean-eval.lock`` for the whole run. A second run
-  fails with a ``UsageError`` naming the holder (pid, host, start time). The kernel drops the lock
+  fails with a ``UsageError`` naming the holder (pid, host, start time). ``run-eval`` takes it
+  before its probes (``OutLock.if_present`` creates nothing, so a run refused for another setup
+  error leaves a fresh ``--out`` unwritten). The kernel drops the lock
   when its holder dies, however it dies, so a lock left by a killed run is free; the file itself
   is never deleted (deleting it would let two runs lock two different files).
 - Every run scores under a fresh ``lean-eval-run-*`` directory whose ``.owner`` file it keeps
@@ -37,9 +39,9 @@ def _holder() -> bytes:
                        }).encode()
 
 
-def _try_lock(path: Path) -> int | None:
+def _try_lock(path: Path, create: bool = True) -> int | None:
     """An fd holding an exclusive flock on ``path``, or None when someone else holds it."""
-    fd = os.open(path, _FLAGS, 0o644)
+    fd = os.open(path, _FLAGS if create else _FLAGS & ~os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -62,11 +64,14 @@ def _describe(path: Path) -> str:
 class OutLock:
     """The exclusive right to write one output directory; release with ``close``."""
 
-    def __init__(self, out_dir: Path) -> None:
+    def __init__(self, out_dir: Path, create: bool = True) -> None:
         path = out_dir / LOCK_NAME
+        self.out_dir = out_dir
         try:
-            fd = _try_lock(path)
+            fd = _try_lock(path, create)
         except OSError as exc:
+            if not create and isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+                raise  # no lock file yet: see if_present
             raise UsageError(f"--out {out_dir}: cannot lock {path}: {exc.strerror}") from None
         if fd is None:
             raise UsageError(f"--out {out_dir} is in use by {_describe(path)} (lock {path}); "
@@ -74,6 +79,20 @@ class OutLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, _holder(), 0)
         self._fd: int | None = fd
+
+    @classmethod
+    def if_present(cls, out_dir: Path) -> OutLock | None:
+        """The lock of an ``out_dir`` that already has a lock file, else None; creates nothing.
+
+        A caller checking its setup takes it this way, so a refusal for another reason writes
+        nothing in a fresh ``--out``; with None it creates the directory and takes ``OutLock``
+        once the other checks passed (and fails then, naming the holder, if a run started
+        meanwhile).
+        """
+        try:
+            return cls(out_dir, create=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
 
     def close(self) -> None:
         """Release the lock (the kernel would on exit anyway)."""

@@ -10,6 +10,9 @@ Invariants:
 - Commands go through ``lean_eval.process`` with argv tuples and explicit env and cwd.
 - The steps run in order (elan, lean, bubblewrap, dependencies) and the first failure stops
   them: ``StepFailedError`` names that step and carries the steps finished before it.
+- A failure to download says what to pass instead (``offline_hint``): ``--offline DIR`` with the
+  exact file names it must hold, and that the Lean release comes through elan's network (so
+  ``--toolchain DIR`` without one).
 """
 
 from __future__ import annotations
@@ -52,6 +55,9 @@ ELAN = Archive(
     sha256="42b94d4244e8353142c456ec0e4ca6528fd898a6c604d4059f494e706e431f63",
 )
 BWRAP_TARBALL = "bubblewrap-0.12.0.tar.xz"  # its SHA-256 is pinned in scripts/install_bwrap.sh
+# install_bwrap.sh's DEFAULT_URL (tests/test_prepare.py checks they agree): named in the hints.
+BWRAP_URL = ("https://github.com/containers/bubblewrap/releases/download/v0.12.0/"
+             + BWRAP_TARBALL)
 
 
 class Step(NamedTuple):
@@ -84,6 +90,8 @@ class Settings(NamedTuple):
     bwrap_installer: Path | None = None  # default: <benchmark>/scripts/install_bwrap.sh
     scratch: Path | None = None  # where archives are fetched and unpacked (default: temp dir)
     toolchain: Path | None = None  # --toolchain: use this Lean, so elan and its install are moot
+    bwrap: Path | None = None  # --bwrap: use this bubblewrap, checked, never installed over
+    allow_bwrap: str | None = None  # --allow-bwrap-version: an older bwrap down to this is fine
     timeout: float = 4 * 3600.0
 
 
@@ -104,6 +112,30 @@ class _Scratch:
     def remove(self) -> None:
         if self.made is not None:
             shutil.rmtree(self.made, ignore_errors=True)
+
+
+def offline_hint(settings: Settings) -> str:
+    """What to pass on a machine without network: the files ``--offline DIR`` must hold (by
+    these exact names), and the Lean release, which only elan's own download or
+    ``--toolchain DIR`` provides."""
+    return (f"without network, pass --offline DIR holding {settings.elan_archive.name} (from "
+            f"{settings.elan_archive.url}) and {BWRAP_TARBALL} (from {BWRAP_URL}), under "
+            "exactly these names; the Lean release itself comes only through elan's network "
+            "(`elan toolchain install`), so without network also pass --toolchain DIR (a Lean "
+            "toolchain directory holding bin/lake and bin/nanoda_bin, e.g. copied from "
+            "~/.elan/toolchains of a networked machine; elan is then not needed)")
+
+
+def plan_details(settings: Settings) -> tuple[str, ...]:
+    """What ``prepare -v`` shows first: the pinned archives and the directories it uses."""
+    elan = settings.elan_archive
+    return (f"benchmark   {settings.benchmark}",
+            f"elan        {elan.name} from {settings.offline or elan.url} (SHA-256 {elan.sha256})",
+            f"ELAN_HOME   {_elan_home(settings.env)}",
+            f"toolchain   {settings.toolchain or 'the elan install of lean-toolchain'}",
+            (f"bubblewrap  {settings.bwrap or 'found, else built'} (>= "
+             f"{settings.allow_bwrap or bubblewrap.MIN_VERSION}); {BWRAP_TARBALL} from "
+             f"{settings.offline or BWRAP_URL} into {bubblewrap.prepared_prefix(settings.env)}"))
 
 
 def _elan_home(env: Mapping[str, str]) -> Path:
@@ -141,7 +173,8 @@ def fetch_verified(archive: Archive, settings: Settings, into: Path) -> Path:
     if settings.offline is not None:
         source = settings.offline / archive.name
         if not source.is_file():
-            raise PrepareError(f"--offline: {source} does not exist (expected {archive.url})")
+            raise PrepareError(f"--offline: {source} does not exist (expected {archive.url}); "
+                               + offline_hint(settings))
         shutil.copyfile(source, target)
     else:
         if not archive.url.startswith(("https://", "file:///")):
@@ -154,8 +187,8 @@ def fetch_verified(archive: Archive, settings: Settings, into: Path) -> Path:
                         raise PrepareError(f"{archive.url} is larger than {_MAX_DOWNLOAD} bytes")
                     out.write(chunk)
         except OSError as exc:
-            raise PrepareError(f"cannot download {archive.url}: {exc}; fetch it elsewhere and "
-                               "pass --offline DIR") from exc
+            raise PrepareError(f"cannot download {archive.url}: {exc}; "
+                               + offline_hint(settings)) from exc
     digest = hashlib.sha256(target.read_bytes()).hexdigest()
     if digest != archive.sha256:
         target.unlink()
@@ -221,16 +254,23 @@ def _step_lean(settings: Settings, name: str) -> Step:
     argv = (str(home / "bin" / "elan"), "toolchain", "install", name)
     if settings.dry_run:
         return Step("lean", "planned", " ".join(argv))
-    _run(settings, argv, home, _command_env(settings, home / "bin"), "installing Lean")
+    try:
+        _run(settings, argv, home, _command_env(settings, home / "bin"), "installing Lean")
+    except PrepareError as exc:  # most often: elan could not reach its release server
+        raise PrepareError(f"{exc}; the Lean release comes through elan's network (--offline "
+                           "covers elan and bubblewrap only): run prepare where elan can reach "
+                           "it, or pass --toolchain DIR (a Lean toolchain directory holding "
+                           "bin/lake and bin/nanoda_bin)") from None
     if not toolchain.is_dir():
         raise PrepareError(f"`{' '.join(argv)}` succeeded but {toolchain} does not exist")
     return Step("lean", "done", f"{' '.join(argv)} -> {toolchain}")
 
 
-def _usable_bwrap(path: Path | None, env: Mapping[str, str]) -> str | None:
+def _usable_bwrap(path: Path | None, env: Mapping[str, str],
+                  allow: str | None = None) -> str | None:
     """The bwrap run-eval would pick by default (or ``path``), if it is new enough."""
     try:
-        found = bubblewrap.resolve_bwrap(str(path) if path else None, env)
+        found = bubblewrap.resolve_bwrap(str(path) if path else None, env, (), allow)
     except SetupError:
         return None
     return f"{found.path} {found.version}"
@@ -239,16 +279,23 @@ def _usable_bwrap(path: Path | None, env: Mapping[str, str]) -> str | None:
 def _step_bwrap(settings: Settings, scratch: _Scratch) -> Step:
     prefix = bubblewrap.prepared_prefix(settings.env)
     prepared = prefix / "bin" / "bwrap"
-    usable = _usable_bwrap(None, settings.env)
+    floor = settings.allow_bwrap or bubblewrap.MIN_VERSION
+    if settings.bwrap is not None:  # --bwrap: this one or nothing; never installed over
+        found = bubblewrap.resolve_bwrap(str(settings.bwrap), settings.env, (),
+                                         settings.allow_bwrap)
+        return Step("bubblewrap", "present", f"--bwrap {found.path} {found.version} "
+                                             f"(>= {floor})")
+    usable = _usable_bwrap(None, settings.env, settings.allow_bwrap)
     if usable is not None:
-        return Step("bubblewrap", "present", f"bubblewrap {usable} (>= {bubblewrap.MIN_VERSION})")
+        return Step("bubblewrap", "present", f"bubblewrap {usable} (>= {floor})")
     installer = settings.bwrap_installer or settings.benchmark / "scripts" / "install_bwrap.sh"
     argv = ("bash", str(installer), "--prefix", str(prefix))
     env = _command_env(settings)
     if settings.offline is not None:
         env["BWRAP_TARBALL"] = str(settings.offline / BWRAP_TARBALL)
         if not Path(env["BWRAP_TARBALL"]).is_file():
-            raise PrepareError(f"--offline: {env['BWRAP_TARBALL']} does not exist")
+            raise PrepareError(f"--offline: {env['BWRAP_TARBALL']} does not exist (expected "
+                               f"{BWRAP_URL}); " + offline_hint(settings))
     if settings.dry_run:
         origin = env.get("BWRAP_TARBALL", "its release URL")
         return Step("bubblewrap", "planned", f"{' '.join(argv)} (tarball from {origin}, SHA-256 "
@@ -256,7 +303,14 @@ def _step_bwrap(settings: Settings, scratch: _Scratch) -> Step:
     if not installer.is_file():
         raise PrepareError(f"{installer} does not exist; run prepare from a benchmark checkout "
                            "(--benchmark DIR)")
-    outcome = _run(settings, argv, scratch(), env, "installing bubblewrap")
+    try:
+        outcome = _run(settings, argv, scratch(), env, "installing bubblewrap")
+    except PrepareError as exc:
+        if settings.offline is not None:
+            raise
+        raise PrepareError(f"{exc}; if the download failed: {offline_hint(settings)}; or pass "
+                           "--bwrap PATH (or --allow-bwrap-version MIN) to use a bubblewrap "
+                           "already installed") from None
     usable = _usable_bwrap(prepared, settings.env)
     if usable is None:
         raise PrepareError(f"{installer} finished but {prepared} is not a usable bubblewrap "

@@ -35,15 +35,21 @@ class Display:
         self.console, self.quiet = console, quiet
         self.bar: Progress | None = None
         self.task: TaskID | None = None
+        self.started = False
 
     def __enter__(self) -> Display:
+        return self
+
+    def _start(self) -> None:
+        # Started by the first event, not on entry: the preflight probes print their lines
+        # after the batch is planned, before any pair, and the bar must not overwrite them.
+        self.started = True
         if not self.quiet and self.console.is_terminal:
             self.bar = Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(),
                                 TextColumn("{task.fields[status]}"), TimeElapsedColumn(),
                                 TextColumn("eta"), TimeRemainingColumn(),
                                 console=self.console, transient=False)
             self.bar.start()
-        return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
@@ -54,10 +60,14 @@ class Display:
         """One pair finished (or was reused): advance the bar or print its line."""
         if self.quiet:
             return
+        if not self.started:
+            self._start()
         if self.bar is None:
             if event.verdict is not None:
                 line = report_console.verdict_line(event.verdict)
-                self.console.print(Text(line), highlight=False)
+                self.console.print(Text(line + "  (kept: an earlier run's verdict)"
+                                        if event.kept else line), highlight=False,
+                                   soft_wrap=True)
             return
         status = f"{event.running} running  " + " ".join(
             f"{_SHORT[k]} {n}" for k, n in event.counts.items() if n)
@@ -80,6 +90,10 @@ def report_end(summary: Summary, console: Console, quiet: bool) -> None:
                           f"{escape(line)}", highlight=False, soft_wrap=True)
     if quiet:
         return
+    if summary.reused:
+        console.print(f"{summary.reused} pair(s) kept: their verdicts from an earlier run on "
+                      "this --out still apply (--rescore scores them again)",
+                      markup=False, highlight=False)
     for sub in summary.submissions:
         if not sub.problems and sub.rejection is None:
             console.print(f"[yellow]warning:[/] {escape(sub.id)}: no problem directory found"

@@ -14,16 +14,25 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
-from lean_eval import batch, bubblewrap, catalog, documents, probe, process, verdict
-from lean_eval.errors import CatalogError, LeanEvalError, SetupError
+from lean_eval import batch, bubblewrap, catalog, documents, inputs, lock, probe, process, verdict
+from lean_eval.errors import CatalogError, LeanEvalError, SetupError, UsageError
 from lean_eval.sets import Selection
+from lean_eval.shard import Shard, parse_shard
 from lean_eval.toolchain import check_release, resolve_toolchain
+
+if TYPE_CHECKING:
+    from lean_eval import attest
+
+T = TypeVar("T")
 
 __all__ = ["SKIPPED_PROBES", "ProbesFailedError", "default_benchmark", "load", "load_selected",
            "preflight", "record_refusal", "resolve_tools", "run_probes", "tools"]
 
 # The warning of a run whose probes were skipped (the CLI prints it, the API hands it on).
+NOTHING_TO_SCORE = ("nothing to score: every pair was kept from an earlier run or decided at "
+                    "intake without a sandbox")
 SKIPPED_PROBES = "--skip-probes: the sandbox was not verified; verdicts of this run record it"
 
 
@@ -78,11 +87,16 @@ def tools(cat: catalog.Catalog, toolchain: Path | None, bwrap_path: str | None,
 
 def resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
                   allow_bwrap: str | None, env: Mapping[str, str],
-                  writable: Sequence[Path]) -> batch.Tools:
-    """The toolchain and bwrap; when neither can be used, one error names both."""
+                  writable: Sequence[Path], release: bool = False) -> batch.Tools:
+    """The toolchain and bwrap; every problem with either is named in one error.
+
+    ``release``: also refuse a pinned release that cannot run the driver.
+    """
     errors: list[SetupError] = []
     lean = bwrap = None
     try:
+        if release:
+            check_release(toolchain, name)
         lean = resolve_toolchain(toolchain, env, name)
     except SetupError as exc:
         errors.append(exc)
@@ -91,8 +105,92 @@ def resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
     except SetupError as exc:
         errors.append(exc)
     if lean is None or bwrap is None:
-        raise errors[0] if len(errors) == 1 else SetupError(f"{errors[0]} Also, {errors[1]}")
+        raise one_error(errors)
     return batch.Tools(toolchain=lean, bwrap=bwrap)
+
+
+def one_error(errors: Sequence[SetupError]) -> SetupError:
+    """Several setup errors as one (exit 2, one message): each named, in the order found."""
+    if len(errors) == 1:
+        return errors[0]
+    texts = [str(e) for e in errors]
+    return SetupError(" Also, ".join(t if t.endswith((".", ")")) or i == len(texts) - 1
+                                     else t + "." for i, t in enumerate(texts)))
+
+
+class Setup(NamedTuple):
+    """What ``run-eval`` checked before any probe: the run can go ahead with these."""
+
+    shard: Shard | None
+    signer: attest.SigningKey | None
+    cat: catalog.Catalog
+    tools: batch.Tools
+    held: lock.OutLock  # --out's lock, held: the caller closes it
+
+
+def checked_setup(submissions: Sequence[Path], out_dir: Path, work_dir: Path | None,
+                  selected: frozenset[str] | None, shard_text: str | None,
+                  sign_key: Path | None, benchmark: Path | None, benchmark_rev: str,
+                  selection: Selection, toolchain: Path | None, bwrap_path: str | None,
+                  allow_bwrap: str | None, env: Mapping[str, str]) -> Setup:
+    """Every check of a run that needs no sandbox (arguments, catalog, pins and release,
+    toolchain, bwrap, ``--out``'s lock), all before any probe; every error found is in the one
+    ``SetupError`` raised. On success ``--out`` exists and its lock is held; on failure a fresh
+    ``--out`` is not created."""
+    errors: list[SetupError] = []
+
+    def attempt(check: Callable[[], T]) -> T | None:
+        try:
+            return check()
+        except SetupError as exc:
+            errors.append(exc)
+            return None
+
+    def signing_key() -> attest.SigningKey | None:
+        if sign_key is None:
+            return None
+        from lean_eval import attest as signing  # cryptography: only for runs that sign
+
+        return signing.load_signing_key(sign_key)
+
+    shard = attempt(lambda: parse_shard(shard_text) if shard_text is not None else None)
+    signer = attempt(signing_key)
+    bench = benchmark or default_benchmark()
+    found = len(errors)
+    attempt(lambda: inputs.check_run(submissions, out_dir, work_dir, selected, bench))
+    # an unknown --problem is named once, by check_run; the catalog then only names the release
+    narrow = selected if len(errors) == found else None
+    attempt(lambda: batch.check_inputs(submissions))
+    cat = attempt(lambda: load_selected(benchmark, benchmark_rev, narrow, selection))
+    writable = [out_dir, Path(tempfile.gettempdir()), *([work_dir] if work_dir else [])]
+    name = cat.toolchain_name if cat else _pinned_name(bench)
+    tools = None
+    if name is None and toolchain is None:  # no release to look for: the catalog error says why
+        attempt(lambda: bubblewrap.resolve_bwrap(bwrap_path, env, writable, allow_bwrap))
+    else:
+        tools = attempt(lambda: resolve_tools(name or "", toolchain, bwrap_path, allow_bwrap,
+                                              env, writable, release=True))
+    held = attempt(lambda: lock.OutLock.if_present(out_dir.resolve()))
+    if errors or cat is None or tools is None:
+        if held is not None:
+            held.close()
+        raise one_error(errors)
+    if held is None:  # a fresh --out: created only now that the run can go ahead
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--out {out_dir} cannot be created: {exc.strerror}") from None
+        held = lock.OutLock(out_dir.resolve())
+    return Setup(shard, signer, cat, tools, held)
+
+
+def _pinned_name(benchmark: Path) -> str | None:
+    """The benchmark's pinned release read from its working tree, for naming toolchain problems
+    in the same message when the catalog itself could not be loaded; None when unreadable."""
+    try:
+        return (benchmark / "lean-toolchain").read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def run_probes(tools: batch.Tools, env: Mapping[str, str], work_dir: Path | None,
@@ -125,12 +223,16 @@ class ProbesFailedError(SetupError):
 
 def preflight(tools: batch.Tools, env: Mapping[str, str], work_dir: Path | None,
               on_probes: Callable[[tuple[documents.ProbeEntry, ...]], None] | None = None,
-              ) -> verdict.Preflight:
-    """Run every probe before any submission is unpacked; the record every verdict carries.
+              needed: bool = True) -> verdict.Preflight:
+    """Run every probe before any pair is scored; the record every verdict carries.
 
     ``on_probes`` gets every probe's entry once they all ran, before a failure is raised.
-    A probe that did not pass raises :class:`ProbesFailedError` (a setup failure).
+    A probe that did not pass raises :class:`ProbesFailedError` (a setup failure). ``needed``
+    False (no pair needs a sandbox): no probe runs, and the record says why.
     """
+    if not needed:
+        return batch.not_probed(tools).model_copy(update={"skipped": False,
+                                                          "reason": NOTHING_TO_SCORE})
     entries = run_probes(tools, env, work_dir)
     record = batch.not_probed(tools).model_copy(update={
         "skipped": False,
@@ -150,11 +252,13 @@ def preflight(tools: batch.Tools, env: Mapping[str, str], work_dir: Path | None,
 
 
 def record_refusal(out_dir: Path, cat: catalog.Catalog, tools: batch.Tools,
-                   exc: ProbesFailedError, started_at: str) -> str:
+                   exc: ProbesFailedError, started_at: str,
+                   held: lock.OutLock | None = None) -> str:
     """The refused run's summary in ``out_dir`` (design §5.5), and the message that says
     where."""
     try:
-        written = batch.write_refusal(out_dir, cat, tools, exc.preflight, str(exc), started_at)
+        written = batch.write_refusal(out_dir, cat, tools, exc.preflight, str(exc), started_at,
+                                      out_lock=held)
     except LeanEvalError as why:  # --out held by another run, or unwritable: say so, go on
         return f"{exc}; no summary was written: {why}"
     return f"{exc}; the probes' outcome is in {written}"

@@ -105,7 +105,7 @@ class ProbeOutcome(_Model):
 
 
 class Preflight(_Model):
-    """The probes run before any submission was unpacked, and what they covered."""
+    """The probes run before any pair was scored, and what they covered."""
 
     skipped: bool
     probes: tuple[ProbeOutcome, ...] = ()
@@ -113,6 +113,10 @@ class Preflight(_Model):
     bwrap_path: str
     bwrap_version: str
     bwrap_sha256: str
+    # Why no probe ran although the run asked for them (``skipped`` False: the probe policy,
+    # which resume keys and merge compare, is unchanged), e.g. ``nothing to score: ...`` when
+    # every pair was kept from an earlier run or decided at intake; None otherwise.
+    reason: str | None = None
 
 
 class LogRef(_Model):

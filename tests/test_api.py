@@ -120,12 +120,15 @@ def test_load_catalog_reads_and_narrows_the_benchmark(bench_copy: Path) -> None:
 def test_setup_errors_are_typed_and_nothing_is_printed(
         bench_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
+    # usable tools, so each call below has exactly one fault (several are one SetupError)
+    tools = {"toolchain": STANDIN, "allow_bwrap_version": BWRAP_FLOOR}
     with pytest.raises(api.UsageError, match="does not exist"):
-        api.score([tmp_path / "missing"], out, env=os.environ, benchmark=bench_copy)
+        api.score([tmp_path / "missing"], out, env=os.environ, benchmark=bench_copy, **tools)
     with pytest.raises(api.UsageError, match="unknown problem id"):
-        api.score([CORRECT], out, env=os.environ, benchmark=bench_copy, problems=["two_plus_tw"])
+        api.score([CORRECT], out, env=os.environ, benchmark=bench_copy, problems=["two_plus_tw"],
+                  **tools)
     with pytest.raises(api.UsageError, match="--shard"):
-        api.score([CORRECT], out, env=os.environ, benchmark=bench_copy, shard="3/2")
+        api.score([CORRECT], out, env=os.environ, benchmark=bench_copy, shard="3/2", **tools)
     # Neither tool usable: one SetupError names both (the CLI's message, exit 2 there).
     with pytest.raises(api.SetupError) as both:
         api.score([CORRECT], out, env=os.environ, benchmark=bench_copy,

@@ -56,8 +56,11 @@ def test_skip_probes_is_recorded_in_every_verdict(bench_copy: Path, outside: Pat
     assert verdict["probes_skipped"] is True
 
 
-def test_a_broken_sandbox_stops_the_run_before_any_submission_is_read(
+def test_a_broken_sandbox_stops_the_run_before_any_pair_is_scored(
         bench_copy: Path, outside: Path, bwrap: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch is planned first (intake in memory, no sandbox: it decides whether any pair
+    needs the probes), then the probes run, and a failed probe stops the run before any pair
+    of the batch is scored or its submission read again."""
     fake = outside / "fakebin" / "bwrap"
     fake.parent.mkdir()
     fake.write_text(UNSANDBOXED)
@@ -70,7 +73,10 @@ def test_a_broken_sandbox_stops_the_run_before_any_submission_is_read(
     assert code == 2, output
     assert "preflight probe(s) did not pass" in output and "sandbox_engaged" in output
     assert "nothing was scored" in output
-    assert read and CORRECT not in read  # the probes scored their own synthetic submissions
+    # Planned once, before the probes (which score their own synthetic submissions); no pair of
+    # the batch was scored (no verdict below) and its submission was not read again.
+    assert read[0] == CORRECT.absolute() and read.count(CORRECT.absolute()) == 1, read
+    assert len(read) > 1
     # The refusal is recorded in --out: the probes' outcome, zero pairs, the reason.
     assert f"the probes' outcome is in {out / 'summary.json'}" in output
     assert sorted(p.name for p in out.iterdir()) == [".lean-eval.lock", "summary.json"]
@@ -124,5 +130,6 @@ def test_a_refusal_keeps_an_earlier_runs_summary_and_respects_the_out_lock(
     finally:
         held.close()
     assert result.exit_code == 2
-    assert "no summary was written" in result.output and "is in use by" in result.output
+    # Refused before the probes (tests/test_check_order.py counts them), so nothing is written.
+    assert "is in use by" in result.output and "probe" not in result.output
     assert sorted(p.name for p in other.iterdir()) == [".lean-eval.lock"]

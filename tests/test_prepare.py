@@ -12,15 +12,18 @@ import json
 import os
 import shutil
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import click
 import pytest
 from click.testing import CliRunner
 
 from lean_eval import bubblewrap, prepare
 from lean_eval.cli import main
 from lean_eval.errors import PrepareError
-from tests.conftest import REPO, RunEval, correct, make_submission
+from tests.conftest import BWRAP_FLOOR, REPO, RunEval, correct, make_submission
 
 FIXTURES = REPO / "tests" / "fixtures" / "prepare"
 TOOLCHAIN = (REPO / "lean-toolchain").read_text().strip()
@@ -309,3 +312,187 @@ def test_a_failure_names_its_step_and_the_steps_already_done(tmp_path: Path,
         assert [line.split()[:2] for line in result.stdout.splitlines()] == [
             ["elan", "present"], ["lean", "done"], ["bubblewrap", "FAILED"]]
     assert "Traceback" not in result.output
+
+
+# --- what to pass offline (issue 16 item 6) ---------------------------------------------------
+
+def _says_what_to_pass_offline(message: str) -> None:
+    """The hint names --offline DIR with the exact file names, elan's network for the Lean
+    release, and --toolchain DIR."""
+    assert f"--offline DIR holding {prepare.ELAN.name}" in message
+    assert prepare.BWRAP_TARBALL in message and "under exactly these names" in message
+    assert "the Lean release itself comes only through elan's network" in message
+    assert "--toolchain DIR" in message
+
+
+def _with_elan(machine: Machine, script: str | None = None) -> None:
+    (machine.elan_home / "bin").mkdir(parents=True)
+    elan = machine.elan_home / "bin" / "elan"
+    elan.write_bytes(script.encode() if script else (FIXTURES / "fake-elan").read_bytes())
+    elan.chmod(0o755)
+
+
+def test_an_elan_download_failure_says_what_to_pass_offline(tmp_path: Path) -> None:
+    machine = Machine(tmp_path)
+    unreachable = prepare.Archive(name=prepare.ELAN.name,
+                                  url=f"file://{tmp_path}/nowhere/{prepare.ELAN.name}",
+                                  sha256=prepare.ELAN.sha256)
+    with pytest.raises(prepare.StepFailedError) as caught:
+        prepare.prepare(machine.settings(offline=None, elan_archive=unreachable))
+    assert caught.value.step == "elan"
+    assert f"cannot download {unreachable.url}" in str(caught.value)
+    _says_what_to_pass_offline(str(caught.value))
+
+
+def test_a_missing_offline_file_names_every_file_expected(tmp_path: Path) -> None:
+    machine = Machine(tmp_path)
+    _with_elan(machine)
+    (machine.offline / prepare.BWRAP_TARBALL).unlink()
+    with pytest.raises(prepare.StepFailedError) as caught:
+        prepare.prepare(machine.settings())
+    assert caught.value.step == "bubblewrap"
+    missing = machine.offline / prepare.BWRAP_TARBALL
+    assert f"{missing} does not exist (expected {prepare.BWRAP_URL})" in str(caught.value)
+    _says_what_to_pass_offline(str(caught.value))
+
+
+def test_a_bubblewrap_download_failure_says_what_to_pass_offline(tmp_path: Path) -> None:
+    """The installer's download fails (no --offline): the error says which tarball to put in
+    --offline DIR, and that --bwrap or --allow-bwrap-version can use one already installed."""
+    machine = Machine(tmp_path)
+    _with_elan(machine)
+    failing = tmp_path / "install_bwrap.sh"
+    failing.write_text(f'#!/bin/bash\necho "install_bwrap.sh: download of {prepare.BWRAP_URL} '
+                       'failed" >&2\nexit 1\n')
+    with pytest.raises(prepare.StepFailedError) as caught:
+        prepare.prepare(machine.settings(offline=None, bwrap_installer=failing))
+    message = str(caught.value)
+    assert caught.value.step == "bubblewrap" and "download of" in message
+    _says_what_to_pass_offline(message)
+    assert "--bwrap PATH (or --allow-bwrap-version MIN)" in message
+    assert [s.name for s in caught.value.done] == ["elan", "lean"]
+
+
+def test_a_lean_install_failure_says_it_needs_elans_network_or_toolchain(tmp_path: Path) -> None:
+    machine = Machine(tmp_path)
+    _with_elan(machine, '#!/bin/bash\necho "error: could not download the release" >&2\nexit 1\n')
+    result = CliRunner().invoke(
+        main, ["prepare", "--offline", str(machine.offline), "--benchmark", str(machine.bench),
+               "--json"], env=machine.env, catch_exceptions=False)
+    assert result.exit_code == 2
+    assert "step lean failed: installing Lean" in result.stderr
+    assert "could not download the release" in result.stderr
+    assert ("the Lean release comes through elan's network (--offline covers elan and "
+            "bubblewrap only)") in result.stderr
+    assert "--toolchain DIR" in result.stderr
+    report = json.loads(result.stdout)
+    assert report["failed_step"] == "lean" and "--toolchain DIR" in report["error"]
+    assert [s["name"] for s in report["steps"]] == ["elan"]
+
+
+def test_the_bwrap_url_is_the_installers(tmp_path: Path) -> None:
+    """The hints name the URL install_bwrap.sh downloads from."""
+    script = (REPO / "scripts" / "install_bwrap.sh").read_text()
+    version = prepare.BWRAP_TARBALL.removeprefix("bubblewrap-").removesuffix(".tar.xz")
+    assert f"readonly BWRAP_VERSION={version}\n" in script
+    assert 'readonly TARBALL_NAME="bubblewrap-${BWRAP_VERSION}.tar.xz"' in script
+    default = ("https://github.com/containers/bubblewrap/releases/download/v${BWRAP_VERSION}/"
+               "${TARBALL_NAME}")
+    assert f'readonly DEFAULT_URL="{default}"' in script
+    expanded = default.replace("${BWRAP_VERSION}", version)
+    assert expanded.replace("${TARBALL_NAME}", prepare.BWRAP_TARBALL) == prepare.BWRAP_URL
+
+
+def test_prepare_bwrap_uses_that_bubblewrap_and_builds_none(tmp_path: Path, bwrap: str) -> None:
+    machine = Machine(tmp_path)
+    _with_elan(machine)
+    steps = prepare.prepare(machine.settings(bwrap=Path(bwrap), allow_bwrap=BWRAP_FLOOR))
+    assert (steps[2].name, steps[2].status) == ("bubblewrap", "present")
+    assert f"--bwrap {bwrap} {BWRAP_FLOOR}" in steps[2].detail
+    assert not any("install_bwrap" in c for c in machine.calls())
+    if BWRAP_FLOOR != bubblewrap.MIN_VERSION:  # an old bwrap without the allowance is refused
+        with pytest.raises(prepare.StepFailedError, match="lean-eval requires"):
+            prepare.prepare(machine.settings(bwrap=Path(bwrap)))
+
+
+# --- every option a command lists changes what it does ----------------------------------------
+
+def _outcome(result: Any, *volatile: Path) -> tuple[int, str]:
+    text = result.output
+    for path in volatile:
+        text = text.replace(str(path), "<dest>")
+    return result.exit_code, text
+
+
+def _walk(command: str, base: list[str], variants: dict[str, list[str]],
+          env: dict[str, str], run: Callable[[list[str]], tuple[int, str]]) -> None:
+    """Every option ``command`` lists (its --help) has a variant here, and that variant changes
+    the outcome (exit code or output) against ``base``."""
+    listed = {p.name for p in main.commands[command].params if isinstance(p, click.Option)}
+    unchecked = sorted(listed ^ set(variants))
+    assert listed == set(variants), f"{command}: options without a check: {unchecked}"
+    reference = run(base)
+    for name, args in variants.items():
+        assert run(args) != reference, f"{command} {name}: listed but changes nothing"
+
+
+def test_every_option_prepare_start_problem_and_validate_catalog_list_is_honoured(
+        tmp_path: Path, bwrap: str) -> None:
+    for command in ("start-problem", "validate-catalog"):
+        helped = CliRunner().invoke(main, [command, "--help"], catch_exceptions=False).output
+        for gone in ("--toolchain", "--bwrap", "--allow-bwrap-version"):
+            assert gone not in helped, f"{command} lists {gone} but runs no Lean or bubblewrap"
+
+    machine = Machine(tmp_path / "m")
+    env = {**machine.env, "PATH": str(Path(bwrap).parent)}
+    lean = tmp_path / "my-lean" / "bin"
+    lean.mkdir(parents=True)
+    (lean / "lake").write_text("#!/bin/sh\n")
+    (lean / "lake").chmod(0o755)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    base = ["prepare", "--dry-run", "--offline", str(machine.offline), "--benchmark",
+            str(machine.bench)]
+
+    def prepare_run(args: list[str]) -> tuple[int, str]:
+        return _outcome(CliRunner().invoke(main, args, env=env, catch_exceptions=False))
+
+    _walk("prepare", base, {
+        "toolchain": [*base, "--toolchain", str(lean.parent)],
+        "bwrap_path": [*base, "--bwrap", bwrap],
+        "allow_bwrap": [*base, "--allow-bwrap-version", "0.1.0"],
+        "as_json": [*base, "--json"],
+        "verbose": [*base, "-v"],
+        "quiet": [*base, "-q"],
+        "offline": base[:2] + base[4:],
+        "benchmark": [*base[:4], "--benchmark", str(empty)],
+        "dry_run": ["prepare", *base[2:]],  # last: this one installs (into the fake machine)
+    }, env, prepare_run)
+
+    counter = iter(range(1000))
+
+    def start_run(args: list[str]) -> tuple[int, str]:
+        dest = tmp_path / f"dest{next(counter)}"
+        result = CliRunner().invoke(main, [args[0], args[1], str(dest), *args[2:]],
+                                    catch_exceptions=False)
+        return _outcome(result, dest)
+
+    start = ["start-problem", "two_plus_two", "--benchmark", str(REPO)]
+    _walk("start-problem", start, {
+        "benchmark_rev": [*start, "--benchmark-rev", "no-such-revision"],
+        "benchmark": [*start[:2], "--benchmark", str(empty)],
+        "as_json": [*start, "--json"],
+        "verbose": [*start, "-v"],
+        "quiet": [*start, "-q"],
+    }, {}, start_run)
+
+    def validate_run(args: list[str]) -> tuple[int, str]:
+        return _outcome(CliRunner().invoke(main, args, catch_exceptions=False))
+
+    validate = ["validate-catalog", "--benchmark", str(REPO)]
+    _walk("validate-catalog", validate, {
+        "benchmark": ["validate-catalog", "--benchmark", str(empty)],
+        "as_json": [*validate, "--json"],
+        "verbose": [*validate, "-v"],
+        "quiet": [*validate, "-q"],
+    }, {}, validate_run)

@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # "x as x": re-exported to the command modules of this packag
     from lean_eval import driver as driver
     from lean_eval import inputs as inputs
     from lean_eval import intake as intake
+    from lean_eval import lock as lock
     from lean_eval import prepare as prepare
     from lean_eval import probe as probe
     from lean_eval import process as process
@@ -79,6 +80,7 @@ else:
     driver = _Deferred("lean_eval.driver")
     inputs = _Deferred("lean_eval.inputs")
     intake = _Deferred("lean_eval.intake")
+    lock = _Deferred("lean_eval.lock")
     prepare = _Deferred("lean_eval.prepare")
     probe = _Deferred("lean_eval.probe")
     process = _Deferred("lean_eval.process")
@@ -227,6 +229,17 @@ def intake_limits(max_file_bytes: int, max_total_bytes: int, max_files: int, max
                                max_files=max_files, max_depth=max_depth,
                                max_archive_bytes=max_archive_bytes,
                                intake_seconds=intake_timeout)
+
+
+TOOL_OPTIONS = frozenset({"toolchain", "bwrap_path", "allow_bwrap"})
+
+
+def without_tool_options(command: click.Command) -> click.Command:
+    """Drop --toolchain, --bwrap and --allow-bwrap-version from a command that runs neither
+    Lean nor bubblewrap, so its --help lists only options it honours. Put it above
+    ``@main.command`` (it edits the command's public ``params``)."""
+    command.params = [p for p in command.params if p.name not in TOOL_OPTIONS]
+    return command
 
 
 def _fail(message: str, code: int = EXIT_SETUP) -> None:

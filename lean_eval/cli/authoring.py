@@ -26,12 +26,14 @@ from lean_eval.cli import (
     selection_options,
     starter,
     validation,
+    without_tool_options,
 )
 from lean_eval.errors import SetupError
 
 # --- start-problem (submitters) ---------------------------------------------------------------
 
 
+@without_tool_options
 @main.command("start-problem")
 @click.argument("problem_id")
 @click.argument("dest", required=False, default="submission",
@@ -40,12 +42,10 @@ from lean_eval.errors import SetupError
               help="Git revision of the benchmark whose starters are copied.")
 @common_options
 def start_problem_command(problem_id: str, dest: Path, benchmark_rev: str,
-                          benchmark: Path | None, toolchain: Path | None,
-                          bwrap_path: str | None, allow_bwrap: str | None, as_json: bool,
-                          verbose: int, quiet: bool) -> None:
+                          benchmark: Path | None, as_json: bool, verbose: int,
+                          quiet: bool) -> None:
     """Write DEST/PROBLEM_ID (default DEST: submission/): the starters to edit and read-only
-    copies of the trusted files; refuses to overwrite anything."""
-    del toolchain, bwrap_path, allow_bwrap, verbose
+    copies of the trusted files; refuses to overwrite anything. -v lists every file written."""
     try:
         cat = _load(benchmark, benchmark_rev)
         started = starter.start_problem(cat, problem_id, dest)
@@ -74,6 +74,11 @@ def start_problem_command(problem_id: str, dest: Path, benchmark_rev: str,
         editable = ", ".join(str(p.relative_to(started.directory)) for p in started.editable)
         click.echo(f"wrote {shown}/: edit {editable}; "
                    "the other files are read-only copies of the trusted workspace")
+        if verbose:
+            for path in started.editable:
+                click.echo(f"  editable   {path}")
+            for path in started.reference:
+                click.echo(f"  read-only  {path}")
         click.echo("next:")
         for step in steps:
             click.echo(f"  {step}")
@@ -84,15 +89,15 @@ def start_problem_command(problem_id: str, dest: Path, benchmark_rev: str,
 # --- validate-catalog (maintainers) -----------------------------------------------------------
 
 
+@without_tool_options
 @main.command("validate-catalog")
 @common_options
-def validate_catalog_command(benchmark: Path | None, toolchain: Path | None,
-                             bwrap_path: str | None, allow_bwrap: str | None, as_json: bool,
-                             verbose: int, quiet: bool) -> None:
+def validate_catalog_command(benchmark: Path | None, as_json: bool, verbose: int,
+                             quiet: bool) -> None:
     """Check the benchmark as it stands: manifests, configs, holes, starters and bridges agree;
     workspaces/index.json digests; every workspace's toolchain and dependency pins equal the
-    root's; trusted Lean imports no solution-only module. Exit 0 clean, 1 with faults."""
-    del toolchain, bwrap_path, allow_bwrap, verbose
+    root's; trusted Lean imports no solution-only module. Exit 0 clean, 1 with faults.
+    -v names the benchmark and every problem checked."""
     try:
         result = validation.validate_catalog(_benchmark(benchmark))
     except SetupError as exc:
@@ -108,6 +113,9 @@ def validate_catalog_command(benchmark: Path | None, toolchain: Path | None,
     else:
         for finding in result.findings:
             click.echo(f"{finding.path}: {finding.message}", err=True)
+        if verbose and not quiet:
+            click.echo(f"benchmark {result.benchmark}: checked "
+                       + (", ".join(result.problems) or "no problem"))
         if not quiet or not result.ok:
             click.echo(f"{len(result.problems)} problem(s), "
                        + ("catalog consistent" if result.ok
@@ -214,11 +222,17 @@ def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
     """Make this machine ready to score: elan (pinned, checksum-verified), the Lean release of
     lean-toolchain, bubblewrap >= 0.12.0 when the system one is older, and the benchmark's
     shared dependencies (built once, then read-only). Steps already done are reported
-    `present`; a second run changes nothing."""
-    del bwrap_path, allow_bwrap, verbose
+    `present`; a second run changes nothing. --toolchain DIR uses that Lean (no elan);
+    --bwrap PATH uses that bubblewrap and --allow-bwrap-version MIN accepts one down to MIN
+    (neither is then built); -v first shows the pinned archives and the directories used."""
     settings = prepare.Settings(benchmark=(benchmark or _default_benchmark()).resolve(),
                                 env=dict(os.environ), offline=offline, dry_run=dry_run,
-                                toolchain=toolchain.resolve() if toolchain else None)
+                                toolchain=toolchain.resolve() if toolchain else None,
+                                bwrap=Path(bwrap_path) if bwrap_path else None,
+                                allow_bwrap=allow_bwrap)
+    if verbose and not as_json and not quiet:
+        for line in prepare.plan_details(settings):
+            click.echo(line)
     failed: prepare.StepFailedError | None = None
     try:
         pinned = settings.benchmark / "lean-toolchain"

@@ -8,7 +8,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -42,6 +42,11 @@ from lean_eval.cli import (
 )
 from lean_eval.cli.results import fail_on_option, failing_exit
 from lean_eval.errors import LeanEvalError, SetupError, UsageError
+
+if TYPE_CHECKING:
+    pass
+
+T = TypeVar("T")
 
 
 @main.command("run-eval")
