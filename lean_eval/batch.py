@@ -14,7 +14,12 @@ Invariants (design §5.5):
   reused untouched; ``--rescore`` ignores what is on disk. One run holds ``--out`` at a time.
 - SIGINT/SIGTERM stop admission and kill the running pairs' trees; their verdicts are discarded,
   the summary says ``interrupted`` and the exit code is 128 + the signal.
-- ``summary.json`` lists pairs in input order whatever order they finished in.
+- ``summary.json`` lists pairs in input order whatever order they finished in; unchanged pairs
+  are listed by id per submission (``SubmissionSummary.unchanged``), not as pairs.
+- An unchanged pair is decided on the admission thread (no worker, no scoring directory) and
+  its verdict written without its own fsync; one ``sync_filesystem`` makes every such verdict
+  durable before ``summary.json`` is written, so a summary on disk never names a verdict a
+  power loss could take back (design §5.5 "Unchanged pairs").
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ from lean_eval.verdict import (
     Summary,
     Tally,
     Verdict,
+    compact_pairs,
+    sync_filesystem,
     write_model,
 )
 
@@ -150,6 +157,7 @@ class _Run:
         self.stop = stop
         self.jobs = options.jobs or default_jobs(options.memory_limit)
         self.reused = 0
+        self.unsynced = False  # a verdict was written with durable=False since the last sync
         self.signed_options = resume.verdict_options(options, preflight)  # what envelopes attest
 
     def _context(self, inputs: Sequence[Path], tools: Tools, caller_env: Mapping[str, str],
@@ -318,6 +326,7 @@ class _Scheduler:
         for item in items:
             self.remaining[item.sid] = self.remaining.get(item.sid, 0) + 1
         self.loaded: dict[str, tuple[intake.Intake | None, str | None]] = {}
+        self.entries: dict[str, dict[str, intake.ProblemEntry]] = {}  # of loaded submissions
         self.running = 0
 
     def record(self, item: Planned, verdict: Verdict) -> None:
@@ -336,11 +345,13 @@ class _Scheduler:
             self.on_verdict(verdict)
         self.tell(verdict)
 
-    def finish(self, done: _Done) -> None:
-        self.running -= 1
+    def finish(self, done: _Done, admitted: bool = True) -> None:
+        if admitted:
+            self.running -= 1
         self.remaining[done.item.sid] -= 1
         if self.remaining[done.item.sid] == 0:
             self.loaded.pop(done.item.sid, None)  # its last pair ended: drop the bytes
+            self.entries.pop(done.item.sid, None)
         stop = self.run.stop
         if done.fault is not None and stop.fault is None:
             stop.fault = done.fault
@@ -356,8 +367,35 @@ class _Scheduler:
         except queue.Empty:
             pass
 
+    def unchanged(self, item: Planned) -> bool:
+        """Decide ``item`` here when it is unchanged (``pair.record_unchanged``); False when
+        it needs a worker."""
+        run = self.run
+        if item.plan.rejection is not None:
+            return False
+        sub, note = self.loaded.get(item.sid) or _load(item, run)
+        self.loaded[item.sid] = (sub, note)
+        if sub is None or note is not None:
+            return False
+        entries = self.entries.get(item.sid)
+        if entries is None:
+            entries = self.entries[item.sid] = {e.problem_id: e for e in sub.problems}
+        try:
+            verdict = pair.record_unchanged(
+                pair.PairJob(sub, item.pid, entries.get(item.pid), item.key), run.ctx)
+        except OutputError as exc:
+            self.finish(_Done(item, None, str(exc)), admitted=False)
+            return True
+        if verdict is None:
+            return False
+        run.unsynced = True
+        self.finish(_Done(item, verdict, None), admitted=False)
+        return True
+
     def admit(self, item: Planned) -> None:
         run = self.run
+        if self.unchanged(item):
+            return
         self.drain(False)
         while not run.stop.event.is_set() and self.running > 0 and (
                 self.running >= run.jobs or not _memory_ok(run.options.memory_limit)):
@@ -422,10 +460,11 @@ def _summary(started_at: str, ident: Identity, preflight: Preflight, catalog: Ca
              plans: Sequence[intake.Intake], items: Sequence[Planned],
              results: Mapping[int, PairSummary], out_dir: Path, run: _Run,
              shard: ShardInfo | None, options: dict[str, object] | None = None) -> Summary:
-    pairs = tuple(results[i.order] for i in items if i.order in results)
+    every = tuple(results[i.order] for i in items if i.order in results)
+    pairs, unchanged = compact_pairs(every)
     counts = dict.fromkeys(_OUTCOMES, 0)
     tallies: dict[str, dict[str, int]] = {p.submission_id: {} for p in plans}
-    for p in pairs:
+    for p in every:
         counts[p.verdict] += 1
         tally = tallies[p.submission]
         tally[_TALLY[p.verdict]] = tally.get(_TALLY[p.verdict], 0) + 1
@@ -442,12 +481,16 @@ def _summary(started_at: str, ident: Identity, preflight: Preflight, catalog: Ca
             problems=tuple(p for p in resume.problem_ids_of(s)
                            if (s.submission_id, p) in planned),
             rejection=s.rejection, rejection_code=s.rejection_code, hint=resume.hint_of(s),
-            tally=Tally(**tallies[s.submission_id]), hidden=s.hidden) for s in plans),
+            tally=Tally(**tallies[s.submission_id]), hidden=s.hidden,
+            unchanged=unchanged.get(s.submission_id, ())) for s in plans),
         counts=counts, pairs=pairs, exit_code=exit_code, shard=shard,
-        interrupted=signum is not None, not_scored=len(items) - len(pairs),
+        interrupted=signum is not None, not_scored=len(items) - len(every),
         reused=run.reused, jobs=run.jobs, options=options,
         signing_key=run.options.sign_key.fingerprint if run.options.sign_key else None)
     try:
+        if run.unsynced:  # the fast path's verdicts are durable before a summary names them
+            sync_filesystem(out_dir)
+            run.unsynced = False
         write_model(out_dir / "summary.json", summary)
         (out_dir / REFUSED_SUMMARY).unlink(missing_ok=True)  # this run supersedes a refusal
     except OSError as exc:

@@ -121,6 +121,33 @@ def is_unchanged(entry: intake.ProblemEntry, starter: Mapping[str, bytes]) -> bo
     return bool(entry.files) and all(starter.get(f.relpath) == f.data for f in entry.files)
 
 
+_UNCHANGED = Reason(code="unchanged", message="every submitted file is the starter of its path")
+
+
+def record_unchanged(job: PairJob, ctx: RunContext) -> Verdict | None:
+    """The batch's fast path: when ``job`` is unchanged, write its verdict and return it.
+
+    None when the pair must be scored (or rejected) by ``run_pair``. No scoring directory is
+    made, and the verdict is written atomically but without its own fsync (``durable=False``):
+    the batch makes all of them durable with one ``sync_filesystem`` before its summary.
+    Raises ``OutputError`` when the verdict cannot be written.
+    """
+    entry = job.entry
+    if (job.sub.rejection is not None or entry is None or entry.rejection is not None
+            or entry.fault is not None):
+        return None
+    problem = ctx.problems.get(job.problem_id)
+    if problem is None or not is_unchanged(entry, problem.starter):
+        return None
+    verdict = _verdict(job, ctx, "unchanged", "not_run", _UNCHANGED)
+    path = verdict_path(ctx.out_dir, job.sub.submission_id, job.problem_id)
+    try:
+        write_model(path, verdict, durable=False)
+    except OSError as exc:
+        raise OutputError(f"cannot write the verdict {path}: {exc}") from exc
+    return verdict
+
+
 def harness_reason(exc: BaseException, stage: str) -> Reason:
     """``reason`` of a pair the harness failed: the exception's class and message."""
     text = f"{stage}: {type(exc).__name__}: {exc}"
@@ -143,9 +170,7 @@ def _score(job: PairJob, ctx: RunContext, dirs: workspace.PairDirs, started: flo
         raise LookupError(f"submission {sub.submission_id} has no entry for {job.problem_id}")
     problem = ctx.problems[job.problem_id]
     if is_unchanged(entry, problem.starter):
-        return _verdict(job, ctx, "unchanged", "not_run",
-                        Reason(code="unchanged",
-                               message="every submitted file is the starter of its path"))
+        return _verdict(job, ctx, "unchanged", "not_run", _UNCHANGED)
     leftovers = workspace.prepare(dirs)
     if leftovers:
         raise OSError(f"the pair's scoring directory could not be emptied: {leftovers[0]}")
