@@ -158,6 +158,7 @@ class _Run:
         self.jobs = options.jobs or default_jobs(options.memory_limit)
         self.reused = 0
         self.unsynced = False  # a verdict was written with durable=False since the last sync
+        self.unchanged_ids: dict[str, frozenset[str]] = {}  # by submission, decided at planning
         self.signed_options = resume.verdict_options(options, preflight)  # what envelopes attest
 
     def _context(self, inputs: Sequence[Path], tools: Tools, caller_env: Mapping[str, str],
@@ -215,13 +216,22 @@ class _Run:
 
 
 def _plan(ids: Sequence[tuple[str, Path]], catalog: Catalog, options: RunOptions,
-          ident: Identity, preflight: Preflight) -> tuple[list[intake.Intake], list[Planned]]:
-    """Intake every input once, keeping no bytes, and list the pairs in input order."""
+          ident: Identity, preflight: Preflight, unchanged: dict[str, frozenset[str]]
+          ) -> tuple[list[intake.Intake], list[Planned]]:
+    """Intake every input once, keeping no bytes, and list the pairs in input order.
+
+    ``unchanged`` receives each submission's unchanged problems: their pairs are decided from
+    the bytes read here (the verdict names the planned digest), never read again."""
     problem_ids = frozenset(catalog.problems)
     plans: list[intake.Intake] = []
     items: list[Planned] = []
     for _, path in ids:
-        plan = resume.without_data(intake.read_submission(path, problem_ids, options.limits))
+        read = intake.read_submission(path, problem_ids, options.limits)
+        if read.rejection is None:  # decided now, while the bytes are here (design §5.5)
+            unchanged[read.submission_id] = frozenset(
+                e.problem_id for e in read.problems
+                if pair.unchanged_at_plan(e, catalog.problems.get(e.problem_id)))
+        plan = resume.without_data(read)
         plans.append(plan)
         for job in pair.jobs_for(plan, catalog.problems):
             key = resume.pair_key(plan, catalog.problems[job.problem_id], ident, options,
@@ -268,7 +278,8 @@ def _run(inputs: Sequence[Path], ids: Sequence[tuple[str, Path]], catalog: Catal
     options = _bound_paths(options)
     ident = identity(catalog, tools)
     preflight = options.preflight or not_probed(tools)
-    plans, items = _plan(ids, catalog, options, ident, preflight)
+    unchanged: dict[str, frozenset[str]] = {}
+    plans, items = _plan(ids, catalog, options, ident, preflight, unchanged)
     digest = batch_digest((i.sid, i.pid) for i in items)
     batch = batch_map((i.sid, i.pid) for i in items) if options.shard is not None else {}
     if options.shard is not None:
@@ -277,6 +288,7 @@ def _run(inputs: Sequence[Path], ids: Sequence[tuple[str, Path]], catalog: Catal
     try:
         run = _Run(inputs, catalog, tools, options, caller_env, out_dir, run_dir.path,
                    ident, preflight, stop)
+        run.unchanged_ids = unchanged
         results = _Scheduler(run, items, on_verdict, on_progress).schedule()
     finally:
         run_dir.release(keep=options.keep_work or options.scoring_root is not None)
@@ -368,26 +380,20 @@ class _Scheduler:
             pass
 
     def unchanged(self, item: Planned) -> bool:
-        """Decide ``item`` here when it is unchanged (``pair.record_unchanged``); False when
-        it needs a worker."""
+        """Record ``item`` here when planning found it unchanged (``pair.write_unchanged``):
+        no worker, no scoring directory, no second read; False when it needs a worker."""
         run = self.run
-        if item.plan.rejection is not None:
-            return False
-        sub, note = self.loaded.get(item.sid) or _load(item, run)
-        self.loaded[item.sid] = (sub, note)
-        if sub is None or note is not None:
+        if item.pid not in run.unchanged_ids.get(item.sid, frozenset()):
             return False
         entries = self.entries.get(item.sid)
         if entries is None:
-            entries = self.entries[item.sid] = {e.problem_id: e for e in sub.problems}
+            entries = self.entries[item.sid] = {e.problem_id: e for e in item.plan.problems}
         try:
-            verdict = pair.record_unchanged(
-                pair.PairJob(sub, item.pid, entries.get(item.pid), item.key), run.ctx)
+            verdict = pair.write_unchanged(
+                pair.PairJob(item.plan, item.pid, entries[item.pid], item.key), run.ctx)
         except OutputError as exc:
             self.finish(_Done(item, None, str(exc)), admitted=False)
             return True
-        if verdict is None:
-            return False
         run.unsynced = True
         self.finish(_Done(item, verdict, None), admitted=False)
         return True

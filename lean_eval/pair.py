@@ -46,6 +46,7 @@ from lean_eval.verdict import (
     SubmissionRef,
     Timings,
     Verdict,
+    write_bytes_atomic,
     write_model,
 )
 
@@ -124,25 +125,28 @@ def is_unchanged(entry: intake.ProblemEntry, starter: Mapping[str, bytes]) -> bo
 _UNCHANGED = Reason(code="unchanged", message="every submitted file is the starter of its path")
 
 
-def record_unchanged(job: PairJob, ctx: RunContext) -> Verdict | None:
-    """The batch's fast path: when ``job`` is unchanged, write its verdict and return it.
+def unchanged_at_plan(entry: intake.ProblemEntry, problem: ProblemWorkspace | None) -> bool:
+    """Whether a planned entry (its bytes still held) is an ``unchanged`` pair: nothing in it
+    rejected or faulty, and ``is_unchanged`` against the problem's starters."""
+    return (problem is not None and entry.rejection is None and entry.fault is None
+            and is_unchanged(entry, problem.starter))
 
-    None when the pair must be scored (or rejected) by ``run_pair``. No scoring directory is
-    made, and the verdict is written atomically but without its own fsync (``durable=False``):
-    the batch makes all of them durable with one ``sync_filesystem`` before its summary.
+
+def write_unchanged(job: PairJob, ctx: RunContext) -> Verdict:
+    """The batch's fast path: write the ``unchanged`` verdict of ``job`` and return it.
+
+    The caller decided (``unchanged_at_plan``) while the submission's bytes were read; the
+    verdict records the submitted files' digests, so it needs no bytes. No scoring directory is
+    made, and the file is written atomically but without its own fsync (``durable=False``): the
+    batch makes all of them durable with one ``sync_filesystem`` before its summary.
     Raises ``OutputError`` when the verdict cannot be written.
     """
-    entry = job.entry
-    if (job.sub.rejection is not None or entry is None or entry.rejection is not None
-            or entry.fault is not None):
-        return None
-    problem = ctx.problems.get(job.problem_id)
-    if problem is None or not is_unchanged(entry, problem.starter):
-        return None
     verdict = _verdict(job, ctx, "unchanged", "not_run", _UNCHANGED)
     path = verdict_path(ctx.out_dir, job.sub.submission_id, job.problem_id)
+    # pydantic's own JSON encoder: the per-pair cost is mostly encoding (identity, mounts)
+    data = (verdict.model_dump_json(indent=2) + "\n").encode("utf-8")
     try:
-        write_model(path, verdict, durable=False)
+        write_bytes_atomic(path, data, durable=False)
     except OSError as exc:
         raise OutputError(f"cannot write the verdict {path}: {exc}") from exc
     return verdict
