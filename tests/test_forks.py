@@ -16,7 +16,7 @@ from conftest import REPO, RunEval, correct, no_survivor, sh_payload, with_lines
 from test_resume import _argv, _harness_pid, _in_background, _verdicts, _wait_for_verdicts
 from test_signing import _keypair
 
-from lean_eval import outputs
+from lean_eval import batch, outputs
 from lean_eval.cli import main
 from lean_eval.errors import OutputRefusedError
 from lean_eval.verdict import Summary
@@ -147,3 +147,40 @@ def test_a_killed_fork_batch_resumes_keeping_its_unchanged_verdicts(
     assert [s.unchanged for s in summary.submissions] == [others] * 3
     assert len(after) == 3 * len(PROBLEMS)  # nothing lost
     assert not list(out.rglob("*.tmp"))
+
+
+def test_unchanged_verdicts_are_made_durable_once_before_the_summary_is_written(
+        run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Crash safety of the fast path: its verdicts skip the per-file fsync, so one filesystem
+    barrier must come after the last of them and before summary.json names them."""
+    calls: list[tuple[bool, int]] = []
+    original = batch.sync_filesystem
+
+    def barrier(path: Path) -> None:
+        calls.append(((path / "summary.json").exists(), len(list(path.glob("*/*.json")))))
+        original(path)
+
+    monkeypatch.setattr(batch, "sync_filesystem", barrier)
+    subs = [fork(outside / "subs", f"f{i}", {}) for i in range(2)]
+    run = run_eval(*subs)
+    assert run.code == 0, run.result.output
+    assert calls == [(False, 2 * len(PROBLEMS))]  # once, every verdict in place, no summary yet
+
+
+def test_a_torn_unchanged_verdict_a_power_loss_could_leave_is_scored_again(
+        run_eval: RunEval, outside: Path) -> None:
+    """Before the barrier a power loss may leave a renamed verdict empty or cut short: resume
+    must not reuse it, and the re-run records the pair (unchanged) again, losing nothing."""
+    sub = fork(outside / "subs", "idle", {})
+    first = run_eval(sub)
+    assert first.code == 0, first.result.output
+    torn, empty = (first.out / "idle" / f"{p}.json" for p in PROBLEMS[:2])
+    torn.write_bytes(torn.read_bytes()[:100])
+    empty.write_bytes(b"")
+    rerun = run_eval(sub)
+    assert rerun.code == 0, rerun.result.output
+    summary = _summary(rerun.out)
+    assert summary.reused == len(PROBLEMS) - 2
+    assert summary.submissions[0].unchanged == tuple(PROBLEMS)
+    for path in (torn, empty):
+        assert json.loads(path.read_bytes())["verdict"] == "unchanged"
