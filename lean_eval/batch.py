@@ -8,8 +8,9 @@ Invariants (design §5.5):
   earlier one, and a pair waiting for memory holds back those behind it. Each pair runs in its
   own thread, which lives until the pair's process tree is reaped (the parent-death signal of
   its reaper is tied to that thread).
-- A submission's bytes are read again when its first pair is admitted, must match the planned
-  digest (else its pairs are ``error``), and are dropped when its last pair ends.
+- A submission's bytes are read again when its first scored pair is admitted, must match the
+  planned digest (else its pairs are ``error``), and are dropped when its last pair ends. Its
+  unchanged pairs were decided by planning from the bytes it read (the planned digest).
 - A verdict on disk whose ``resume_key`` equals the pair's key and which is not ``error`` is
   reused untouched; ``--rescore`` ignores what is on disk. One run holds ``--out`` at a time.
 - SIGINT/SIGTERM stop admission and kill the running pairs' trees; their verdicts are discarded,
