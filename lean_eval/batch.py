@@ -24,13 +24,19 @@ Invariants (design §5.5):
   its own limit or deadline) is scored once more after every other pair, with nothing else in
   flight, so a filesystem filled by a concurrent pair cannot fail it twice; the second verdict
   stands, whatever it is. Interrupted first, the first one stands.
-- A submission's bytes are read again when its first pair is admitted, must match the planned
-  digest (else its pairs are ``error``), and are dropped when its last pair ends.
+- A submission's bytes are read again when its first scored pair is admitted, must match the
+  planned digest (else its pairs are ``error``), and are dropped when its last pair ends. Its
+  unchanged pairs were decided by planning from the bytes it read (the planned digest).
 - A verdict on disk whose ``resume_key`` equals the pair's key and which is not ``error`` is
   reused untouched; ``--rescore`` ignores what is on disk. One run holds ``--out`` at a time.
 - SIGINT/SIGTERM stop admission and kill the running pairs' trees; their verdicts are discarded,
   the summary says ``interrupted`` and the exit code is 128 + the signal.
-- ``summary.json`` lists pairs in input order whatever order they finished in.
+- ``summary.json`` lists pairs in input order whatever order they finished in; unchanged pairs
+  are listed by id per submission (``SubmissionSummary.unchanged``), not as pairs.
+- An unchanged pair is decided on the admission thread (no worker, no scoring directory) and
+  its verdict written without its own fsync; one ``sync_filesystem`` makes every such verdict
+  durable before ``summary.json`` is written, so a summary on disk never names a verdict a
+  power loss could take back (design §5.5 "Unchanged pairs").
 """
 
 from __future__ import annotations
@@ -65,6 +71,8 @@ from lean_eval.verdict import (
     Summary,
     Tally,
     Verdict,
+    compact_pairs,
+    sync_filesystem,
     write_model,
 )
 
@@ -178,6 +186,8 @@ class _Run:
         self.jobs = options.jobs or default_jobs(options.memory_limit)
         self.reused = 0
         self.kept: dict[int, Verdict] = {}  # by Planned.order: verdicts resume reuses
+        self.unsynced = False  # a verdict was written with durable=False since the last sync
+        self.unchanged_ids: dict[str, frozenset[str]] = {}  # by submission, decided at planning
         self.signed_options = resume.verdict_options(options, preflight)  # what envelopes attest
         self.filesystems = disk.distinct_filesystems((str(root), str(out_dir)))
 
@@ -265,13 +275,22 @@ class _Run:
 
 
 def _plan(ids: Sequence[tuple[str, Path]], catalog: Catalog, options: RunOptions,
-          ident: Identity, preflight: Preflight) -> tuple[list[intake.Intake], list[Planned]]:
-    """Intake every input once, keeping no bytes, and list the pairs in input order."""
+          ident: Identity, preflight: Preflight, unchanged: dict[str, frozenset[str]]
+          ) -> tuple[list[intake.Intake], list[Planned]]:
+    """Intake every input once, keeping no bytes, and list the pairs in input order.
+
+    ``unchanged`` receives each submission's unchanged problems: their pairs are decided from
+    the bytes read here (the verdict names the planned digest), never read again."""
     problem_ids = frozenset(catalog.problems)
     plans: list[intake.Intake] = []
     items: list[Planned] = []
     for _, path in ids:
-        plan = resume.without_data(intake.read_submission(path, problem_ids, options.limits))
+        read = intake.read_submission(path, problem_ids, options.limits)
+        if read.rejection is None:  # decided now, while the bytes are here (design §5.5)
+            unchanged[read.submission_id] = frozenset(
+                e.problem_id for e in read.problems
+                if pair.unchanged_at_plan(e, catalog.problems.get(e.problem_id)))
+        plan = resume.without_data(read)
         plans.append(plan)
         for job in pair.jobs_for(plan, catalog.problems):
             key = resume.pair_key(plan, catalog.problems[job.problem_id], ident, options,
@@ -344,6 +363,7 @@ class _Prepared(NamedTuple):
     digest: str  # of the whole batch
     batch: dict[str, tuple[str, ...]]
     kept: dict[int, Verdict]  # by Planned.order: verdicts on disk that resume reuses
+    unchanged: dict[str, frozenset[str]]  # by submission: problems planning found unchanged
 
 
 def _prepare(ids: Sequence[tuple[str, Path]], catalog: Catalog, tools: Tools,
@@ -352,7 +372,8 @@ def _prepare(ids: Sequence[tuple[str, Path]], catalog: Catalog, tools: Tools,
     options = _bound_paths(options)
     ident = identity(catalog, tools)
     preflight = options.preflight or not_probed(tools)
-    plans, items = _plan(ids, catalog, options, ident, preflight)
+    unchanged: dict[str, frozenset[str]] = {}
+    plans, items = _plan(ids, catalog, options, ident, preflight, unchanged)
     digest = batch_digest((i.sid, i.pid) for i in items)
     batch = batch_map((i.sid, i.pid) for i in items) if options.shard is not None else {}
     if options.shard is not None:
@@ -362,7 +383,7 @@ def _prepare(ids: Sequence[tuple[str, Path]], catalog: Catalog, tools: Tools,
     kept = {} if options.rescore else {
         i.order: v for i in items if (v := _reusable(pair.verdict_path(out_dir, i.sid, i.pid),
                                                      i.key)) is not None}
-    return _Prepared(options, ident, preflight, plans, items, digest, batch, kept)
+    return _Prepared(options, ident, preflight, plans, items, digest, batch, kept, unchanged)
 
 
 def _needs_sandbox(item: Planned, catalog: Catalog) -> bool:
@@ -382,12 +403,13 @@ def _run(inputs: Sequence[Path], catalog: Catalog, tools: Tools,
          caller_env: Mapping[str, str], out_dir: Path, stop: Stop, started_at: str,
          on_verdict: Callable[[Verdict], None] | None,
          on_progress: Callable[[Progress], None] | None, planned: _Prepared) -> Summary:
-    options, ident, preflight, plans, items, digest, batch, kept = planned
+    options, ident, preflight, plans, items, digest, batch, kept, unchanged = planned
     run_dir = _run_dir(options)
     try:
         run = _Run(inputs, catalog, tools, options, caller_env, out_dir, run_dir.path,
                    ident, preflight, stop)
         run.kept = kept
+        run.unchanged_ids = unchanged
         try:
             results = _Scheduler(run, items, on_verdict, on_progress).schedule()
         finally:
@@ -445,6 +467,7 @@ class _Scheduler:
         self.removing: set[int] = set()  # pairs released from their slot, tree being removed
         self.retry: list[tuple[Planned, Verdict]] = []  # ended disk_short: to score again alone
         self.retried: set[int] = set()
+        self.entries: dict[str, dict[str, intake.ProblemEntry]] = {}  # of loaded submissions
 
     def record(self, item: Planned, verdict: Verdict, kept: bool = False) -> None:
         self.results[item.order] = PairSummary(
@@ -462,14 +485,14 @@ class _Scheduler:
             self.on_verdict(verdict)
         self.tell(verdict, kept)
 
-    def finish(self, done: _Done | _Released) -> None:
+    def finish(self, done: _Done | _Released, admitted: bool = True) -> None:
         if isinstance(done, _Released):
             self.running -= 1
             self.removing.add(done.item.order)
             return
         if done.item.order in self.removing:
             self.removing.discard(done.item.order)
-        else:
+        elif admitted:
             self.running -= 1
         stop = self.run.stop
         if done.fault is not None and stop.fault is None:
@@ -486,6 +509,7 @@ class _Scheduler:
         self.remaining[item.sid] -= 1
         if self.remaining[item.sid] == 0:
             self.loaded.pop(item.sid, None)  # its last pair ended: drop the bytes
+            self.entries.pop(item.sid, None)
         if verdict is not None:
             self.record(item, verdict)
 
@@ -497,8 +521,29 @@ class _Scheduler:
         except queue.Empty:
             pass
 
+    def unchanged(self, item: Planned) -> bool:
+        """Record ``item`` here when planning found it unchanged (``pair.write_unchanged``):
+        no worker, no scoring directory, no second read; False when it needs a worker."""
+        run = self.run
+        if item.pid not in run.unchanged_ids.get(item.sid, frozenset()):
+            return False
+        entries = self.entries.get(item.sid)
+        if entries is None:
+            entries = self.entries[item.sid] = {e.problem_id: e for e in item.plan.problems}
+        try:
+            verdict = pair.write_unchanged(
+                pair.PairJob(item.plan, item.pid, entries[item.pid], item.key), run.ctx)
+        except OutputError as exc:
+            self.finish(_Done(item, None, str(exc)), admitted=False)
+            return True
+        run.unsynced = True
+        self.finish(_Done(item, verdict, None), admitted=False)
+        return True
+
     def admit(self, item: Planned) -> None:
         run = self.run
+        if self.unchanged(item):
+            return
         self.drain(False)
         while not run.stop.event.is_set() and (
                 self.running >= run.jobs
@@ -573,10 +618,11 @@ def _summary(started_at: str, ident: Identity, preflight: Preflight, catalog: Ca
              plans: Sequence[intake.Intake], items: Sequence[Planned],
              results: Mapping[int, PairSummary], out_dir: Path, run: _Run,
              shard: ShardInfo | None, options: dict[str, object] | None = None) -> Summary:
-    pairs = tuple(results[i.order] for i in items if i.order in results)
+    every = tuple(results[i.order] for i in items if i.order in results)
+    pairs, unchanged = compact_pairs(every)
     counts = dict.fromkeys(_OUTCOMES, 0)
     tallies: dict[str, dict[str, int]] = {p.submission_id: {} for p in plans}
-    for p in pairs:
+    for p in every:
         counts[p.verdict] += 1
         tally = tallies[p.submission]
         tally[_TALLY[p.verdict]] = tally.get(_TALLY[p.verdict], 0) + 1
@@ -593,12 +639,16 @@ def _summary(started_at: str, ident: Identity, preflight: Preflight, catalog: Ca
             problems=tuple(p for p in resume.problem_ids_of(s)
                            if (s.submission_id, p) in planned),
             rejection=s.rejection, rejection_code=s.rejection_code, hint=resume.hint_of(s),
-            tally=Tally(**tallies[s.submission_id]), hidden=s.hidden) for s in plans),
+            tally=Tally(**tallies[s.submission_id]), hidden=s.hidden,
+            unchanged=unchanged.get(s.submission_id, ())) for s in plans),
         counts=counts, pairs=pairs, exit_code=exit_code, shard=shard,
-        interrupted=signum is not None, not_scored=len(items) - len(pairs),
+        interrupted=signum is not None, not_scored=len(items) - len(every),
         reused=run.reused, jobs=run.jobs, options=options,
         signing_key=run.options.sign_key.fingerprint if run.options.sign_key else None)
     try:
+        if run.unsynced:  # the fast path's verdicts are durable before a summary names them
+            sync_filesystem(out_dir)
+            run.unsynced = False
         write_model(out_dir / "summary.json", summary)
         (out_dir / REFUSED_SUMMARY).unlink(missing_ok=True)  # this run supersedes a refusal
     except OSError as exc:

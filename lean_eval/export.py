@@ -193,7 +193,7 @@ def _candidates(run: report.Run, metadata: Mapping[str, MetadataEntry],
         return [], [(f"{run.out_dir}/summary.json: finished_at {run.summary.finished_at!r} "
                      "is not an ISO 8601 time")]
     missing: dict[str, list[str]] = {}
-    for pair, verdict in zip(run.summary.pairs, run.verdicts, strict=True):
+    for pair, verdict in zip(run.summary.every_pair(), run.verdicts, strict=True):
         if pair.verdict != "accepted":
             continue
         where = run.out_dir / outputs.place_of(pair.submission, pair.problem)

@@ -39,6 +39,7 @@ from lean_eval.verdict import (
     SubmissionSummary,
     Summary,
     Verdict,
+    compact_pairs,
     file_umask,
     write_model,
 )
@@ -198,7 +199,7 @@ def _assemble(outputs: Sequence[ShardOutput], staging: Path
     verdicts: list[Verdict] = []
     for out in outputs:
         with outdir.directory(out.path) as root_fd:
-            for entry in out.summary.pairs:
+            for entry in out.summary.every_pair():
                 key = (entry.submission, entry.problem)
                 if key in owner:
                     raise MergeRefusedError(f"pair {entry.submission}/{entry.problem} was "
@@ -236,12 +237,15 @@ def _summary(outputs: Sequence[ShardOutput], submissions: list[SubmissionSummary
     started = min((o.summary.started_at for o in outputs), key=_instant)
     finished = max((o.summary.finished_at for o in outputs), key=_instant)
     data = first.model_dump()
+    # every shard's unchanged pairs, listed by id again under their submission
+    kept, unchanged = compact_pairs(tuple(pairs))
     data.update({
         "started_at": started, "finished_at": finished,
-        "submissions": [{**s.model_dump(), **({"tally": tallies[s.id]} if _TALLIES else {})}
+        "submissions": [{**s.model_dump(), **({"tally": tallies[s.id]} if _TALLIES else {}),
+                         "unchanged": unchanged.get(s.id, ())}
                         for s in submissions],
         "counts": counts,
-        "pairs": [p.model_dump() for p in pairs],
+        "pairs": [p.model_dump() for p in kept],
         "exit_code": 1 if failed or missing or incomplete else 0,
         "shard": None,
         # the merged batch's totals, not the first shard's

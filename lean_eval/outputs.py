@@ -33,7 +33,7 @@ from lean_eval.catalog import PROBLEM_ID
 from lean_eval.errors import OutputRefusedError, UsageError
 from lean_eval.intake import SUBMISSION_ID_RE
 from lean_eval.limits import show
-from lean_eval.verdict import PairSummary, Summary, Verdict
+from lean_eval.verdict import PairSummary, SubmissionSummary, Summary, Verdict
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -67,14 +67,32 @@ def _check_path(where: Path, pair: PairSummary) -> None:
                          f"'{show(pair.path)}'; its verdict can only be {place}")
 
 
+def _check_unchanged(where: Path, sub: SubmissionSummary,
+                     scored: set[tuple[str, str]]) -> None:
+    """A problem listed unchanged is one of the submission's, once, and has no pair entry."""
+    problems = set(sub.problems)
+    seen: set[str] = set()
+    for pid in sub.unchanged:
+        if pid not in problems:
+            raise _refuse(where, f"submission {sub.id} lists {pid} unchanged but not among its "
+                                 "problems")
+        if pid in seen or (sub.id, pid) in scored:
+            raise _refuse(where, f"pair {sub.id}/{pid} is recorded twice")
+        seen.add(pid)
+
+
 def check_summary(where: Path, summary: Summary) -> None:
     """Refuse a summary naming an id the rules forbid, a path off its place or a foreign pair."""
     for pid in summary.problems:
         _check_id(where, "problem id", pid, "catalog: ")
+    scored = {(p.submission, p.problem) for p in summary.pairs}
     for sub in summary.submissions:
         _check_id(where, "submission id", sub.id)
         for pid in sub.problems:
             _check_id(where, "problem id", pid, f"submission {sub.id}: ")
+        for pid in sub.unchanged:  # listed by id, checked as any pair's ids (below, too)
+            _check_id(where, "problem id", pid, f"submission {sub.id} unchanged: ")
+        _check_unchanged(where, sub, scored)
     for ref in summary.not_scored_pairs:
         _check_id(where, "submission id", ref.submission, "not scored: ")
         _check_id(where, "problem id", ref.problem, f"not scored: {ref.submission}/")
@@ -83,7 +101,7 @@ def check_summary(where: Path, summary: Summary) -> None:
             raise _refuse(where, f"missing shard '{show(text)}' is not K/N")
     listed = {sub.id for sub in summary.submissions}
     info = summary.shard
-    for pair in summary.pairs:
+    for pair in summary.every_pair():
         _check_id(where, "submission id", pair.submission, "pair: ")
         _check_id(where, "problem id", pair.problem, f"pair {pair.submission}/")
         if pair.submission not in listed:
@@ -221,14 +239,14 @@ class PairFiles(NamedTuple):
 
 
 def pair_files(where: Path, summary: Summary) -> tuple[PairFiles, ...]:
-    """Each pair's files, aligned with ``summary.pairs`` (``check_summary`` it first).
+    """Each pair's files, aligned with ``summary.every_pair()`` (``check_summary`` it first).
 
     A link, a non-regular file or a verdict of another pair is a refusal; an absent or
     unreadable verdict is reported as such.
     """
     found = []
     with directory(where) as root_fd:
-        for pair in summary.pairs:
+        for pair in summary.every_pair():
             sid, pid = pair.submission, pair.problem
             with submission_dir(where, root_fd, sid) as dir_fd:
                 verdict = None

@@ -56,6 +56,7 @@ from lean_eval.verdict import (
     SubmissionRef,
     Timings,
     Verdict,
+    write_bytes_atomic,
     write_model,
 )
 
@@ -165,6 +166,36 @@ def is_unchanged(entry: intake.ProblemEntry, starter: Mapping[str, bytes]) -> bo
     return bool(entry.files) and all(starter.get(f.relpath) == f.data for f in entry.files)
 
 
+_UNCHANGED = Reason(code="unchanged", message="every submitted file is the starter of its path")
+
+
+def unchanged_at_plan(entry: intake.ProblemEntry, problem: ProblemWorkspace | None) -> bool:
+    """Whether a planned entry (its bytes still held) is an ``unchanged`` pair: nothing in it
+    rejected or faulty, and ``is_unchanged`` against the problem's starters."""
+    return (problem is not None and entry.rejection is None and entry.fault is None
+            and is_unchanged(entry, problem.starter))
+
+
+def write_unchanged(job: PairJob, ctx: RunContext) -> Verdict:
+    """The batch's fast path: write the ``unchanged`` verdict of ``job`` and return it.
+
+    The caller decided (``unchanged_at_plan``) while the submission's bytes were read; the
+    verdict records the submitted files' digests, so it needs no bytes. No scoring directory is
+    made, and the file is written atomically but without its own fsync (``durable=False``): the
+    batch makes all of them durable with one ``sync_filesystem`` before its summary.
+    Raises ``OutputError`` when the verdict cannot be written.
+    """
+    verdict = _verdict(job, ctx, "unchanged", "not_run", _UNCHANGED)
+    path = verdict_path(ctx.out_dir, job.sub.submission_id, job.problem_id)
+    # pydantic's own JSON encoder: the per-pair cost is mostly encoding (identity, mounts)
+    data = (verdict.model_dump_json(indent=2) + "\n").encode("utf-8")
+    try:
+        write_bytes_atomic(path, data, durable=False)
+    except OSError as exc:
+        raise OutputError(f"cannot write the verdict {path}: {exc}") from exc
+    return verdict
+
+
 def harness_reason(exc: BaseException, stage: str) -> Reason:
     """``reason`` of a pair the harness failed: the exception's class and message."""
     text = f"{stage}: {type(exc).__name__}: {exc}"
@@ -187,9 +218,7 @@ def _score(job: PairJob, ctx: RunContext, dirs: workspace.PairDirs, started: flo
         raise LookupError(f"submission {sub.submission_id} has no entry for {job.problem_id}")
     problem = ctx.problems[job.problem_id]
     if is_unchanged(entry, problem.starter):
-        return _verdict(job, ctx, "unchanged", "not_run",
-                        Reason(code="unchanged",
-                               message="every submitted file is the starter of its path"))
+        return _verdict(job, ctx, "unchanged", "not_run", _UNCHANGED)
     leftovers = workspace.prepare(dirs)
     if leftovers:
         raise OSError(f"the pair's scoring directory could not be emptied: {leftovers[0]}")

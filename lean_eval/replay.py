@@ -90,7 +90,7 @@ def load_record(path: Path) -> Record:
     except UsageError as exc:
         raise ReplayRefusedError(f"{exc}; nothing to replay") from exc
     verdicts: dict[Pair, Verdict] = {}
-    for entry, verdict in zip(run.summary.pairs, run.verdicts, strict=True):
+    for entry, verdict in zip(run.summary.every_pair(), run.verdicts, strict=True):
         if verdict is None:
             raise ReplayRefusedError(
                 f"{path / outputs.place_of(entry.submission, entry.problem)}: the recorded "
@@ -243,7 +243,7 @@ def compare(recorded: Verdict, new: Verdict | None,
 def _new_verdicts(out_dir: Path, summary: Summary) -> dict[Pair, tuple[Verdict | None, str]]:
     found: dict[Pair, tuple[Verdict | None, str]] = {}
     files = outputs.pair_files(out_dir, summary)  # our own output, read as report reads one
-    for entry, held in zip(summary.pairs, files, strict=True):
+    for entry, held in zip(summary.every_pair(), files, strict=True):
         found[(entry.submission, entry.problem)] = (held.verdict, entry.path)
     return found
 
@@ -267,7 +267,7 @@ def replay(plan_: Plan, tools: batch.Tools, preflight: Preflight, caller_env: Ma
             shutil.rmtree(out_dir, ignore_errors=True)
     given = {intake.submission_id(p) for p in plan_.submissions}
     pairs: list[ReplayPair] = []
-    for entry in plan_.record.summary.pairs:
+    for entry in plan_.record.summary.every_pair():
         key = (entry.submission, entry.problem)
         if entry.submission not in given:
             continue

@@ -88,7 +88,7 @@ def detail(verdict: str, reason: str, execution: str) -> str:
 def not_scored(summary: Summary) -> tuple[PairRef, ...]:
     """The pairs no run scored: those a merge lists, and those a submission names without a pair
     (an interrupted run's), in submission order."""
-    scored = {(p.submission, p.problem) for p in summary.pairs}
+    scored = {(p.submission, p.problem) for p in summary.every_pair()}
     found = dict.fromkeys((r.submission, r.problem) for r in summary.not_scored_pairs)
     for sub in summary.submissions:
         found.update(dict.fromkeys(key for key in ((sub.id, pid) for pid in sub.problems)
@@ -173,8 +173,8 @@ class Run(NamedTuple):
 
     out_dir: Path
     summary: Summary
-    verdicts: tuple[Verdict | None, ...]  # aligned with summary.pairs; None when unreadable
-    logs: tuple[bool, ...] = ()  # aligned with summary.pairs: a log is beside the verdict
+    verdicts: tuple[Verdict | None, ...]  # aligned with every_pair(); None: unreadable
+    logs: tuple[bool, ...] = ()  # aligned with every_pair(): a log is beside it
 
 
 def load_run(out_dir: Path) -> Run:
@@ -198,7 +198,8 @@ def run_report(run: Run) -> RunReport:
                                           for s in run.summary.submissions}
     pairs = []
     logs = run.logs or (False,) * len(run.verdicts)
-    for pair, verdict, beside in zip(run.summary.pairs, run.verdicts, logs, strict=True):
+    every = run.summary.every_pair()
+    for pair, verdict, beside in zip(every, run.verdicts, logs, strict=True):
         tally = tallies.setdefault(pair.submission, dict.fromkeys(TALLY.values(), 0))
         tally[TALLY[pair.verdict]] += 1
         # The log beside the verdict file, as the summary names it (relative to the output
@@ -270,7 +271,8 @@ def failure_kinds(names: Sequence[str]) -> frozenset[str]:
 def failures(summary: Summary, kinds: frozenset[str]) -> tuple[str, ...]:
     """``submission/problem`` of each pair whose tally kind is in ``kinds``; a submission
     rejected as a whole (no pair scored) counts as ``invalid``."""
-    found = [f"{p.submission}/{p.problem}" for p in summary.pairs if TALLY[p.verdict] in kinds]
+    found = [f"{p.submission}/{p.problem}" for p in summary.every_pair()
+             if TALLY[p.verdict] in kinds]
     if "invalid" in kinds:
         found += [s.id for s in summary.submissions if s.rejection and not s.problems]
     return tuple(found)

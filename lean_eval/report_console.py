@@ -61,10 +61,11 @@ def verdict_text(verdict: Verdict) -> Text:
 
 def summary_table(summary: Summary) -> Table:
     """Every pair of the run, then every pair no run scored."""
-    table = Table(title=f"lean-eval: {len(summary.pairs)} pair(s)")
+    every = summary.every_pair()
+    table = Table(title=f"lean-eval: {len(every)} pair(s)")
     for column in ("submission", "problem", "verdict", "detail"):
         table.add_column(column, overflow="fold")
-    for pair in summary.pairs:
+    for pair in every:
         table.add_row(_t(pair.submission), _t(pair.problem),
                       _t(pair.verdict, _STYLE.get(pair.verdict, "")),
                       _t(detail(pair.verdict, pair.reason, pair.execution)))
@@ -80,7 +81,7 @@ def print_summary(summary: Summary, console: Console, hints: bool = False) -> No
     ``hints``: also each submission without a problem directory (run-eval prints those itself).
     """
     missing = not_scored(summary)
-    if summary.pairs or missing:
+    if summary.pairs or any(s.unchanged for s in summary.submissions) or missing:
         console.print(summary_table(summary))
     for sub in summary.submissions:
         if sub.rejection:

@@ -144,7 +144,7 @@ def _score(catalog: Catalog, tools: batch.Tools, caller_env: Mapping[str, str],
         options = batch.RunOptions(out_dir=base / f"out{number or ''}", work_dir=base / "work",
                                    timeout=timeout if seconds is None else min(timeout, seconds))
         summary = batch.run_batch(inputs, only, tools, options, caller_env)
-        for pair in summary.pairs:
+        for pair in summary.every_pair():
             # summary paths are relative to --out (absolute ones are kept as they are)
             by_name[pair.submission] = Verdict.model_validate_json(
                 Path(options.out_dir, pair.path).read_bytes())

@@ -4,11 +4,18 @@ Invariants:
 - Both models are frozen, reject unknown keys, and carry ``schema_version`` first; their JSON
   Schema is committed under ``lean_eval/schemas`` and a test fails on drift.
 - Files are written to a private temporary file in the same directory (``O_EXCL|O_NOFOLLOW``),
-  fsynced, then ``os.replace``d; logs and reports use the same writer.
+  fsynced, then ``os.replace``d; logs and reports use the same writer. A batch's many small
+  verdicts may skip the per-file fsync (``durable=False``): they are still renamed into place
+  complete, and ``sync_filesystem`` makes them durable together before the summary naming
+  them is written (design §5.5 "Unchanged pairs").
+- ``summary.json`` lists unchanged pairs compactly (``SubmissionSummary.unchanged``, by id);
+  ``Summary.every_pair()`` is every recorded pair, the unchanged ones included.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import functools
 import json
 import os
@@ -19,6 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 SCHEMA_VERSION = 1
+SUMMARY_SCHEMA_VERSION = 2  # 2: unchanged pairs listed by id per submission, not in ``pairs``
 
 Execution = Literal[
     "completed", "timed_out", "resource_exhausted", "crashed", "sandbox_error", "not_run",
@@ -218,6 +226,10 @@ class SubmissionSummary(_Model):
     tally: Tally = Tally()
     # Entries an intake limit hid (too deep, unreadable) where a problem directory may be.
     hidden: tuple[str, ...] = ()
+    # Problems of this submission judged ``unchanged`` (every file its starter), in problem
+    # order: each has a verdict file at ``<id>/<problem>.json`` but no entry in ``pairs``, so a
+    # fork naming every problem costs the summary a few bytes per problem (design §4.4).
+    unchanged: tuple[str, ...] = ()
 
 
 class PairRef(_Model):
@@ -241,10 +253,26 @@ class ShardInfo(_Model):
     batch: dict[str, tuple[str, ...]] = {}
 
 
+UNCHANGED_REASON = "unchanged"  # the reason code of every unchanged verdict
+
+
+def unchanged_pair(submission: str, problem: str) -> PairSummary:
+    """The summary line an unchanged pair listed in ``SubmissionSummary.unchanged`` stands for."""
+    return PairSummary(submission=submission, problem=problem, verdict="unchanged",
+                       execution="not_run", reason=UNCHANGED_REASON,
+                       path=f"{submission}/{problem}.json")
+
+
+def is_compact(pair: PairSummary) -> bool:
+    """Whether ``pair`` is exactly what ``unchanged_pair`` gives, so listing it by id loses
+    nothing."""
+    return pair == unchanged_pair(pair.submission, pair.problem)
+
+
 class Summary(_Model):
     """The run as a whole; ``exit_code`` is what ``run-eval`` exits with."""
 
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2
     started_at: str
     finished_at: str
     identity: Identity
@@ -273,6 +301,36 @@ class Summary(_Model):
     # them again; None: not recorded (a summary written before they were).
     options: dict[str, Any] | None = None
 
+    def every_pair(self) -> tuple[PairSummary, ...]:
+        """Every recorded pair, the unchanged ones (listed by id) included, in input order:
+        submissions as listed, each one's problems in its ``problems`` order; a scored pair
+        its submission does not list comes last, in ``pairs`` order."""
+        scored = {(p.submission, p.problem): p for p in self.pairs}
+        found: list[PairSummary] = []
+        for sub in self.submissions:
+            unchanged = set(sub.unchanged)
+            for pid in dict.fromkeys((*sub.problems, *sub.unchanged)):
+                pair = scored.pop((sub.id, pid), None)
+                if pair is not None:
+                    found.append(pair)
+                elif pid in unchanged:
+                    found.append(unchanged_pair(sub.id, pid))
+        found.extend(scored.values())
+        return tuple(found)
+
+
+def compact_pairs(pairs: tuple[PairSummary, ...]
+                  ) -> tuple[tuple[PairSummary, ...], dict[str, tuple[str, ...]]]:
+    """Split recorded pairs into those ``pairs`` lists and each submission's unchanged ids."""
+    kept: list[PairSummary] = []
+    unchanged: dict[str, list[str]] = {}
+    for pair in pairs:
+        if is_compact(pair):
+            unchanged.setdefault(pair.submission, []).append(pair.problem)
+        else:
+            kept.append(pair)
+    return tuple(kept), {sid: tuple(ids) for sid, ids in unchanged.items()}
+
 
 @functools.cache
 def file_umask() -> int:
@@ -297,12 +355,17 @@ def temporary_name(path: Path) -> Path:
     return path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp"
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
+def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Write ``data`` to ``path``: readers see the old file or the new, never half.
 
     The one atomic writer of verdicts, summaries, logs and reports. The temporary file is
     created with ``O_EXCL|O_NOFOLLOW``, so a file or symlink already at its name is never
     written through, and ``rename(2)`` replaces a link at ``path`` itself, never its target.
+
+    ``durable=False`` skips the file's and its directory's fsync: a killed process still never
+    leaves a half-written ``path`` (the rename is atomic in the page cache), but until
+    ``sync_filesystem`` a power loss may leave it empty or absent, which resume reads as "not
+    scored" (an unparsable verdict is never reused).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_name(path)
@@ -310,12 +373,15 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    if not durable:
+        return
     dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(dir_fd)
@@ -323,15 +389,44 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         os.close(dir_fd)
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: Any, *, durable: bool = True) -> None:
     """Write ``data`` as JSON to ``path`` (see ``write_bytes_atomic``)."""
     text = json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
-    write_bytes_atomic(path, text.encode("utf-8"))
+    write_bytes_atomic(path, text.encode("utf-8"), durable=durable)
 
 
-def write_model(path: Path, model: BaseModel) -> None:
+def write_model(path: Path, model: BaseModel, *, durable: bool = True) -> None:
     """Atomically write a verdict or summary."""
-    write_json_atomic(path, model.model_dump(mode="json"))
+    write_json_atomic(path, model.model_dump(mode="json"), durable=durable)
+
+
+@functools.cache
+def _syncfs() -> Any:
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name, use_errno=True)
+        return libc.syncfs
+    except (OSError, AttributeError):  # no libc syncfs (not Linux): os.sync below
+        return None
+
+
+def sync_filesystem(path: Path) -> None:
+    """Flush every file written on ``path``'s filesystem to disk: the one barrier that makes a
+    batch's ``durable=False`` writes (data, renames, directory entries) durable together.
+
+    ``syncfs(2)`` on ``path``'s filesystem; ``sync(2)`` where there is no ``syncfs``.
+    """
+    syncfs = _syncfs()
+    if syncfs is None:
+        os.sync()
+        return
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        if syncfs(fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"syncfs {path}: {os.strerror(err)}")
+    finally:
+        os.close(fd)
 
 
 def schemas() -> dict[str, dict[str, Any]]:

@@ -212,7 +212,7 @@ def verify(out_dir: Path, key: attest.PublicKey, submissions: Sequence[Path] = (
     if recorded is not None and recorded != key.fingerprint:
         checker.fail("summary.json", f"the run recorded signing key {recorded}, --key is "
                                      f"{key.fingerprint}")
-    files = _verdict_files(out_dir, summary.pairs, checker)
+    files = _verdict_files(out_dir, summary.every_pair(), checker)
     signed: dict[str, list[tuple[str, attest.Statement]]] = {}
     for rel, pair in files.items():
         statement = checker.verdict(rel, pair)

@@ -59,7 +59,11 @@ def test_five_thousand_submissions_in_one_run_computing_the_masks_once(
     summary = run.summary()
     assert summary["counts"]["unchanged"] == MANY - 1 and summary["counts"]["accepted"] == 1
     assert run.verdict("solver", PROBLEM)["verdict"] == "accepted"
-    assert [p["submission"] for p in summary["pairs"]] == [p.name for p in inputs]
+    # unchanged pairs are listed by id under their submission (design §4.4), in input order
+    assert [p["submission"] for p in summary["pairs"]] == ["solver"]
+    assert [s["id"] for s in summary["submissions"]] == [p.name for p in inputs]
+    assert [s["unchanged"] for s in summary["submissions"]] == [
+        [] if p.name == "solver" else [PROBLEM] for p in inputs]
     assert [p for p in work.iterdir() if p.name.startswith(lock.RUN_PREFIX)] == []
     assert survivors(str(outside)) == []
     assert len(mask_calls) == 1  # once per run, never per pair

@@ -159,8 +159,7 @@ def test_pairs_decided_at_intake_need_no_probe(
     assert probes == []
     summary = json.loads((out / "summary.json").read_text())
     assert summary["preflight"]["reason"].startswith("nothing to score")
-    assert {p["submission"]: p["verdict"] for p in summary["pairs"]} == {
-        "same": "unchanged", "bad": "invalid_submission"}
+    assert _verdicts(summary) == {"same": "unchanged", "bad": "invalid_submission"}
 
     out2 = outside / "out2"
     result = _run_eval(bench_copy, out2, same, bad, CORRECT,
@@ -169,8 +168,15 @@ def test_pairs_decided_at_intake_need_no_probe(
     assert len(probes) == 1
     summary = json.loads((out2 / "summary.json").read_text())
     assert summary["preflight"]["reason"] is None and summary["preflight"]["probes"]
-    assert {p["submission"]: p["verdict"] for p in summary["pairs"]} == {
+    assert _verdicts(summary) == {
         "same": "unchanged", "bad": "invalid_submission", "correct": "accepted"}
+
+
+def _verdicts(summary: dict[str, Any]) -> dict[str, str]:
+    """Each submission's verdict of its one pair, unchanged pairs (listed by id) included."""
+    found = {p["submission"]: p["verdict"] for p in summary["pairs"]}
+    found |= {s["id"]: "unchanged" for s in summary["submissions"] if s["unchanged"]}
+    return found
 
 
 def test_ctrl_c_during_the_probes_stops_them_at_once(

@@ -30,6 +30,7 @@ from lean_eval.verdict import (
     Summary,
     Timings,
     Verdict,
+    compact_pairs,
     file_umask,
     write_model,
 )
@@ -76,6 +77,7 @@ def write_output(out: Path, pairs: Sequence[tuple[str, str]], *, k: int | None =
     counts = dict.fromkeys(("accepted", "rejected", "invalid_submission", "unchanged", "error"), 0)
     for p in summaries:
         counts[p.verdict] += 1
+    kept, unchanged = compact_pairs(tuple(summaries))  # as run-eval writes it
     summary = Summary(
         started_at="2026-01-01T00:00:00+00:00", finished_at="2026-01-01T00:01:00+00:00",
         identity=identity,
@@ -83,8 +85,9 @@ def write_output(out: Path, pairs: Sequence[tuple[str, str]], *, k: int | None =
                             bwrap_version="0.12.0", bwrap_sha256="ab" * 32),
         problems=PROBLEMS,
         submissions=tuple(SubmissionSummary(id=s, source=f"/in/{s}", digest="d" * 64,
-                                            problems=mine[s]) for s in SUBMISSIONS),
-        counts=counts, pairs=tuple(summaries), exit_code=0,
+                                            problems=mine[s], unchanged=unchanged.get(s, ()))
+                          for s in SUBMISSIONS),
+        counts=counts, pairs=kept, exit_code=0,
         shard=None if k is None else ShardInfo(k=k, n=n,
                                                batch_digest=digest or shard.batch_digest(BATCH),
                                                options_digest=options_digest,
@@ -111,6 +114,10 @@ def test_merge_of_shards_equals_a_single_run(tmp_path: Path) -> None:
     merged = Summary.model_validate_json((tmp_path / "merged" / "summary.json").read_bytes())
     whole = Summary.model_validate_json((single / "summary.json").read_bytes())
     assert merged.pairs == whole.pairs  # same pairs, same order (input order)
+    # the shards' compact unchanged lists combine into the whole run's
+    assert [s.unchanged for s in merged.submissions] == [s.unchanged for s in whole.submissions]
+    assert merged.submissions[2].unchanged == PROBLEMS  # carol's, from all three shards
+    assert merged.every_pair() == whole.every_pair()
     assert merged.counts == whole.counts
     assert [s.problems for s in merged.submissions] == [s.problems for s in whole.submissions]
     tallies = [getattr(s, "tally", None) for s in merged.submissions]
@@ -346,7 +353,7 @@ def test_a_merge_of_2_of_3_shards_says_so_in_the_summary_and_every_report_format
     assert merged.not_scored == len(lost) and merged.exit_code == 1
     # every submission still lists its whole batch, scored or not
     assert [(s.id, p) for s in merged.submissions for p in s.problems] == BATCH
-    assert len(merged.pairs) + len(lost) == len(BATCH)
+    assert len(merged.every_pair()) + len(lost) == len(BATCH)  # unchanged ones included
 
     def render(fmt: str) -> str:
         done = CliRunner().invoke(main, ["report", str(tmp_path / "m"), "--format", fmt],

@@ -107,7 +107,7 @@ def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool, ve
     elif not quiet:
         counts = ", ".join(f"{n} {name}" for name, n in summary.counts.items() if n)
         click.echo(f"merged {len(shard_dirs)} shard output(s) into {result.out_dir}: "
-                   f"{len(summary.pairs)} pair(s) ({counts or 'none'})")
+                   f"{len(summary.every_pair())} pair(s) ({counts or 'none'})")
     for k in result.missing_shards:
         click.echo(f"lean-eval: shard {k}/{result.shard_count} is missing: none of the given "
                    "outputs scored it, so its pairs are not in the merge", err=True)
