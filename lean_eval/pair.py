@@ -232,8 +232,14 @@ def _score(job: PairJob, ctx: RunContext, dirs: workspace.PairDirs, started: flo
                     exit_code=result.outcome.returncode, signal=result.outcome.signal,
                     timings=Timings(wall_seconds=round(time.monotonic() - started, 3),
                                     phases=result.phase_seconds),
-                    log=LogRef(path=str(log), tail=result.log_tail),
+                    log=LogRef(path=_relative_log(log, ctx.out_dir), tail=result.log_tail),
                     limits=result.limits)
+
+
+def _relative_log(log: Path, out_dir: Path) -> str:
+    """The log's path as a verdict records it: relative to the output directory, so it stays
+    right when the directory moves or is merged (the verdict's bytes are carried unchanged)."""
+    return log.relative_to(out_dir).as_posix()
 
 
 def _failed(job: PairJob, ctx: RunContext, exc: BaseException, stage: str,
@@ -241,7 +247,7 @@ def _failed(job: PairJob, ctx: RunContext, exc: BaseException, stage: str,
     log = log_path(ctx.out_dir, job.sub.submission_id, job.problem_id)
     return _verdict(job, ctx, "error", "harness_error", harness_reason(exc, stage),
                     timings=Timings(wall_seconds=round(time.monotonic() - started, 3)),
-                    log=LogRef(path=str(log) if log.is_file() else None))
+                    log=LogRef(path=_relative_log(log, ctx.out_dir) if log.is_file() else None))
 
 
 def run_pair(job: PairJob, ctx: RunContext) -> Verdict:

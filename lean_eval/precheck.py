@@ -9,7 +9,7 @@ versioned frozen model whose JSON Schema is committed (``submission-check.schema
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from lean_eval.catalog import Catalog
 from lean_eval.intake import DEFAULT_LIMITS, IntakeLimits, ProblemEntry, read_submission
+from lean_eval.readset import NOT_READ
 
 # error: the harness could not read a file of the problem (a host fault, not the submitter's).
 Outcome = Literal["scored", "unchanged", "invalid_submission", "error"]
@@ -36,6 +37,10 @@ class ProblemCheck(BaseModel):
     rejection: str | None = None
     rejection_code: str | None = None
     fault: str | None = None
+    # Names of the problem's trusted files (Challenge.lean, config.json, ...) found beside the
+    # submission, as `start-problem` writes them: never read (scoring uses the benchmark's own),
+    # and not repeated in `ignored`. Matched by name only, since they are not read.
+    reference: tuple[str, ...] = ()
 
 
 class SubmissionCheck(BaseModel):
@@ -62,22 +67,30 @@ def changed_files(entry: ProblemEntry, starter: Mapping[str, bytes]) -> tuple[st
     return tuple(f.relpath for f in entry.files if starter.get(f.relpath) != f.data)
 
 
-def _problem(entry: ProblemEntry, starter: Mapping[str, bytes]) -> ProblemCheck:
+def _problem(entry: ProblemEntry, starter: Mapping[str, bytes],
+             trusted: Collection[str] = ()) -> ProblemCheck:
     changed = changed_files(entry, starter)
     outcome: Outcome = ("invalid_submission" if entry.rejection is not None
                         else "error" if entry.fault is not None
                         else "scored" if changed else "unchanged")
+    # intake's line for a file it did not read: "<location>/<name>: not read (...)"
+    prefix = f"{entry.location}/"
+    reference = tuple(name for name in sorted(trusted)
+                      if f"{prefix}{name}: {NOT_READ}" in entry.ignored)
+    shown = {f"{prefix}{name}: {NOT_READ}" for name in reference}
     return ProblemCheck(problem_id=entry.problem_id, location=entry.location, outcome=outcome,
                         files=tuple(f.relpath for f in entry.files), changed=changed,
-                        ignored=entry.ignored, rejection=entry.rejection,
-                        rejection_code=entry.rejection_code, fault=entry.fault)
+                        ignored=tuple(line for line in entry.ignored if line not in shown),
+                        rejection=entry.rejection, rejection_code=entry.rejection_code,
+                        fault=entry.fault, reference=reference)
 
 
 def check_submission(path: Path, catalog: Catalog,
                      limits: IntakeLimits = DEFAULT_LIMITS) -> SubmissionCheck:
     """Intake `path` against the problems of `catalog`; UsageError for an unusable path."""
     intake = read_submission(path, frozenset(catalog.problems), limits)
-    problems = tuple(_problem(e, catalog.problems[e.problem_id].starter)
+    problems = tuple(_problem(e, catalog.problems[e.problem_id].starter,
+                              catalog.problems[e.problem_id].trusted)
                      for e in intake.problems)
     ok = (intake.rejection is None and bool(intake.named)
           and all(p.rejection is None and p.fault is None for p in problems))

@@ -41,6 +41,9 @@ IGNORED_CAP = 200
 HIDDEN_CAP = 50
 _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})  # Cs: undecodable bytes
 
+# How an entry of a problem directory that is not read is listed in ``ignored``.
+NOT_READ = "not read (only Submission.lean and Submission/**/*.lean are)"
+
 
 class SubmissionFile(NamedTuple):
     relpath: str  # "Submission.lean" or "Submission/A/B.lean", relative to the problem dir
@@ -149,8 +152,7 @@ class _ProblemReader:
         for name, child in node.children.items():
             if name not in ("Submission.lean", "Submission"):
                 slash = "/" if child.kind == "dir" else ""
-                self.ignored.append(f"{self.loc}/{show(name)}{slash}: not read (only "
-                                    "Submission.lean and Submission/**/*.lean are)")
+                self.ignored.append(f"{self.loc}/{show(name)}{slash}: {NOT_READ}")
         self.lean_file(node.children["Submission.lean"], "Submission.lean")
         sub = node.children.get("Submission")
         if sub is not None and sub.kind == UNREADABLE:

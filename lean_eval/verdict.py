@@ -128,7 +128,8 @@ class Preflight(_Model):
 
 
 class LogRef(_Model):
-    """Where the retained raw log is and its last lines."""
+    """Where the retained raw log is (relative to the output directory:
+    ``<submission>/<problem>.log``) and its last lines."""
 
     path: str | None
     tail: tuple[str, ...] = ()

@@ -305,6 +305,10 @@ def test_run_eval_shards_are_disjoint_cover_and_merge_to_the_single_run(
     assert ("good", "two_plus_two", "accepted") in whole
     for sid, pid, _ in whole:
         assert (outside / "merged" / sid / f"{pid}.json").is_file()
+        # a verdict's log path names the log inside the merged output, not in a shard
+        log = json.loads((outside / "merged" / sid / f"{pid}.json").read_text())["log"]["path"]
+        assert log is None or (not Path(log).is_absolute()
+                               and (outside / "merged" / log).is_file()), log
     # the same shards, one of them recorded by another harness version: refused, nothing written
     data = parts[1].summary()
     data["identity"]["harness_version"] = "9.9.9"

@@ -212,3 +212,24 @@ def test_a_file_the_harness_cannot_read_is_error_not_invalid(
             "cannot be read by the harness (Permission denied)") in result.stderr
     (item,) = document(validate(bench_copy, root, "--json"))["problems"]
     assert (item["outcome"], item["rejection"]) == ("error", None)
+
+
+def test_a_fresh_start_problem_directory_is_quiet_about_the_files_start_problem_wrote(
+        bench_copy: Path, outside: Path) -> None:
+    """The read-only copies start-problem writes beside the starters are expected: no `ignored`
+    line for them (listed once under -v); anything else beside them is still named."""
+    dest = outside / "mine"
+    started = CliRunner().invoke(main, ["start-problem", GOOD, str(dest), "--benchmark",
+                                        str(bench_copy), "-q"], catch_exceptions=False)
+    assert started.exit_code == 0, started.output
+    (dest / GOOD / "notes.md").write_text("mine\n", encoding="utf-8")
+    result = validate(bench_copy, dest)
+    assert result.exit_code == 0, result.output
+    ignored = [line for line in result.output.splitlines() if "ignored:" in line]
+    assert ignored == [f"  ignored: {GOOD}/notes.md: not read (only Submission.lean and "
+                       "Submission/**/*.lean are)"], result.output
+    verbose = validate(bench_copy, dest, "-v")
+    assert "Challenge.lean" in verbose.output and "config.json" in verbose.output
+    check = document(validate(bench_copy, dest, "--json"))["problems"][0]
+    assert "Challenge.lean" in check["reference"] and "lean-toolchain" in check["reference"]
+    assert not any("Challenge.lean" in line for line in check["ignored"])

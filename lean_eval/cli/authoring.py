@@ -194,6 +194,8 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
                     else "the starter's bytes")
         for line in item.ignored:
             say(False, f"  ignored: {line}")
+        if item.reference and verbose:  # start-problem's read-only copies: expected, not news
+            say(False, f"  not read (the benchmark's own are used): {', '.join(item.reference)}")
     for line in result.ignored:
         say(False, f"ignored: {line}")
     for line in result.hidden:
