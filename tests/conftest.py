@@ -158,14 +158,19 @@ def bench_copy() -> Iterator[Path]:
     """A copy of the repository's benchmark files as they stand (not a git checkout)."""
     path = Path(tempfile.mkdtemp(prefix="bench-", dir=_outside_base()))
     path.chmod(0o755)
+    copy_benchmark(path)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def copy_benchmark(path: Path) -> None:
+    """The benchmark files of this repository (``BENCHMARK_FILES``) copied into ``path``."""
     for name in BENCHMARK_FILES:
         source = REPO / name
         if source.is_dir():
             shutil.copytree(source, path / name, ignore=shutil.ignore_patterns(".lake"))
         else:
             shutil.copy2(source, path / name)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def write_tree(base: Path, files: Mapping[str, str | bytes]) -> Path:

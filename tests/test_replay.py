@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
 from conftest import (
-    BENCHMARK_FILES,
     BWRAP_FLOOR,
-    REPO,
     STANDIN,
+    copy_benchmark,
     correct,
     make_submission,
     no_survivor,
@@ -146,12 +144,7 @@ def bench(outside: Path) -> Path:
     """The repository's benchmark as a git checkout of its own (so it has a commit)."""
     path = outside / "bench"
     path.mkdir()
-    for name in BENCHMARK_FILES:
-        source = REPO / name
-        if source.is_dir():
-            shutil.copytree(source, path / name, ignore=shutil.ignore_patterns(".lake"))
-        else:
-            shutil.copy2(source, path / name)
+    copy_benchmark(path)
     _git(path, "init", "-q")
     _git(path, "add", "-A")
     _git(path, "commit", "-qm", "benchmark")
