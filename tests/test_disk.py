@@ -128,9 +128,9 @@ def test_admission_waits_for_the_reserve_and_the_verdict_says_what_a_pair_starte
     seen: list[int] = []
     original = batch._Scheduler.tell
 
-    def tell(self: batch._Scheduler, verdict: Verdict | None) -> None:
+    def tell(self: batch._Scheduler, verdict: Verdict | None, kept: bool = False) -> None:
         seen.append(self.running + len(self.removing))
-        original(self, verdict)
+        original(self, verdict, kept)
 
     monkeypatch.setattr(batch._Scheduler, "tell", tell)
     monkeypatch.setattr(disk, "room", lambda path: disk.Room(5 * MIB, 10_000))

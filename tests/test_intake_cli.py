@@ -307,8 +307,11 @@ def test_git_archive_fork_with_one_workspace_solved(run_eval: RunEval, outside: 
     assert "Traceback" not in output, output
     solved = run.verdict("fork", GOOD)
     assert solved["verdict"] == "accepted", (solved["reason"], output)
-    pairs = {p["problem"]: p["verdict"] for p in run.summary()["pairs"]
-             if p["submission"] == "fork"}
+    summary = run.summary()
+    pairs = {p["problem"]: p["verdict"] for p in summary["pairs"] if p["submission"] == "fork"}
+    # unchanged pairs are listed by id in their submission's entry (summary schema 2)
+    pairs |= dict.fromkeys(next(s["unchanged"] for s in summary["submissions"]
+                                if s["id"] == "fork"), "unchanged")
     assert pairs == {pid: "accepted" if pid == GOOD else "unchanged" for pid in PROBLEMS}
     assert run.verdict("other", BAD)["verdict"] == "accepted"
     assert run.code == 0, output
