@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import click
 import pytest
 from click.testing import CliRunner
-from conftest import BWRAP_FLOOR, CORRECT, PROBLEMS, REPO, STANDIN, no_survivor
+from support import BWRAP_FLOOR, CORRECT, PROBLEMS, REPO, STANDIN, no_survivor
 
 import lean_eval
 from lean_eval import api, documents, errors, probe, process, session

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import correct, make_submission, no_survivor
+from support import correct, make_submission, no_survivor
 
 from lean_eval import driver, lock, process, verdict
 from lean_eval.verdict import write_bytes_atomic

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import (
+from support import (
     BWRAP_FLOOR,
+    PROBLEM,
     REPO,
     STANDIN,
     RunEval,
@@ -21,7 +22,6 @@ from conftest import (
     standin_only,
     survivors,
 )
-from test_parallel import PROBLEM
 
 from lean_eval import lock, sandbox
 from lean_eval.cli import main

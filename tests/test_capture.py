@@ -5,9 +5,9 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from conftest import RunEval, correct, make_submission, sh_payload, standin_only, with_lines
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import RunEval, correct, make_submission, sh_payload, standin_only, with_lines
 
 from lean_eval import capture
 from lean_eval.capture import MARK_BYTES, MARKS_PER_CHUNK, Capture

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import BWRAP_FLOOR, CORRECT, STANDIN, make_submission
+from support import BWRAP_FLOOR, CORRECT, STANDIN, make_submission
 
 from lean_eval import catalog, lock, session
 from lean_eval.cli import main

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from click.testing import CliRunner
-from conftest import BWRAP_FLOOR, STANDIN, correct
+from support import BWRAP_FLOOR, STANDIN, correct
 
 from lean_eval.cli import main
 

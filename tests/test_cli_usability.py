@@ -10,7 +10,9 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner, Result
-from conftest import (
+from hypothesis import given
+from hypothesis import strategies as st
+from support import (
     BWRAP_FLOOR,
     REPO,
     STANDIN,
@@ -19,8 +21,6 @@ from conftest import (
     outside_problem,
     with_lines,
 )
-from hypothesis import given
-from hypothesis import strategies as st
 
 from lean_eval import documents, inputs, probe
 from lean_eval.cli import ByteSize, main

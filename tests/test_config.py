@@ -12,9 +12,9 @@ from typing import Any
 import click
 import pytest
 from click.testing import CliRunner, Result
-from conftest import BWRAP_FLOOR, CORRECT, REPO, STANDIN
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import BWRAP_FLOOR, CORRECT, REPO, STANDIN
 
 from lean_eval import process
 from lean_eval.cli import config, main

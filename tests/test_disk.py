@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import RunEval, correct, make_submission, no_survivor, sh_payload, with_lines
+from support import RunEval, correct, make_submission, no_survivor, sh_payload, with_lines
 
 from lean_eval import batch, disk, pair, process, resume, shard
 from lean_eval.resources import PairLimits

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import REPO
+from support import REPO
 
 from lean_eval.cli import main
 

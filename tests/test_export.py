@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from test_merge import ident, write_output
+from support import make_identity, write_output
 
 from lean_eval import export, results_store
 from lean_eval.cli import main
@@ -32,7 +32,7 @@ DAVE = {"user": "dave", "declared_model": "M", "submission": {
 
 def _run(out: Path, pairs: list[tuple[str, str]], finished: str = "2026-01-01T00:01:00+00:00",
          **changes: Any) -> Path:
-    write_output(out, pairs, identity=ident(benchmark_commit=COMMIT))
+    write_output(out, pairs, identity=make_identity(benchmark_commit=COMMIT))
     summary = json.loads((out / "summary.json").read_text())
     summary["finished_at"] = finished
     (out / "summary.json").write_text(json.dumps(summary))

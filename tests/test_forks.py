@@ -12,9 +12,22 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import REPO, RunEval, correct, no_survivor, sh_payload, with_lines
-from test_resume import _argv, _harness_pid, _in_background, _verdicts, _wait_for_verdicts
-from test_signing import _keypair
+from support import (
+    REPO,
+    RunEval,
+    correct,
+    harness_pid,
+    in_background,
+    keypair,
+    make_verdict,
+    no_survivor,
+    pair_line,
+    run_eval_argv,
+    sh_payload,
+    verdict_files,
+    wait_for_verdicts,
+    with_lines,
+)
 
 from lean_eval import batch, outputs
 from lean_eval.cli import main
@@ -79,7 +92,7 @@ def test_a_fork_batch_lists_unchanged_compactly_and_every_consumer_counts_them(
     assert not list(run.out.rglob("*.tmp"))
     # shards' compact lists combine in a merge that counts every pair covered; verify checks
     # the envelope of every pair, unchanged ones included
-    private, public = _keypair(outside)
+    private, public = keypair(outside)
     parts = [run_eval(*subs, out=outside / f"s{k}",
                       extra=("--shard", f"{k}/2", "--sign-key", str(private)))
              for k in (1, 2)]
@@ -119,22 +132,22 @@ def test_a_killed_fork_batch_resumes_keeping_its_unchanged_verdicts(
     slow = with_lines(SOLVED, sh_payload("sleep 3"))
     subs = [fork(outside / "subs", f"f{i}", {SOLVED: slow}) for i in range(3)]
     out, work = outside / "out", outside / "work"
-    thread, outcomes = _in_background(_argv(run_eval, subs, out, work, "--jobs", "1"), 120)
-    _wait_for_verdicts(out, len(PROBLEMS) + 1, thread, outcomes)  # past the first fork
-    pid = _harness_pid(str(out))
+    thread, outcomes = in_background(run_eval_argv(run_eval, subs, out, work, "--jobs", "1"), 120)
+    wait_for_verdicts(out, len(PROBLEMS) + 1, thread, outcomes)  # past the first fork
+    pid = harness_pid(str(out))
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
     thread.join(60)
     assert outcomes
     assert outcomes[0].signal == signal.SIGKILL
     no_survivor(work)
-    before = _verdicts(out)
+    before = verdict_files(out)
     unchanged = {p: v for p, v in before.items() if json.loads(v[0])["verdict"] == "unchanged"}
     assert unchanged  # decided before the kill: renamed into place whole
     assert all(json.loads(v[0])["resume_key"] for v in before.values())
     rerun = run_eval(*subs, out=out, extra=("--work-dir", str(work), "--jobs", "2"))
     assert rerun.code == 0, rerun.result.output
-    after = _verdicts(out)
+    after = verdict_files(out)
     for path, state in unchanged.items():
         assert after[path] == state, f"{path} was rewritten"
     summary = _summary(out)
@@ -191,10 +204,8 @@ def test_compact_unchanged_lists_round_trip_in_input_order() -> None:
     only a pair that is exactly the canonical unchanged line is listed by id."""
     from lean_eval.verdict import PairSummary, SubmissionSummary, compact_pairs, unchanged_pair
 
-    def scored(sid: str, pid: str, verdict: str = "accepted") -> PairSummary:
-        return PairSummary.model_validate({"submission": sid, "problem": pid,
-                                           "verdict": verdict, "execution": "completed",
-                                           "reason": verdict, "path": f"{sid}/{pid}.json"})
+    def scored(sid: str, pid: str) -> PairSummary:
+        return pair_line(make_verdict(sid, pid))
 
     odd = unchanged_pair("b", "p2").model_copy(update={"reason": "something_else"})
     recorded = (unchanged_pair("a", "p1"), scored("a", "p2"), unchanged_pair("a", "p3"),

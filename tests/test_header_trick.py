@@ -11,11 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import RunEval, correct, make_submission
-from test_hostile_batch import batch_ok, good
-from test_validate_catalog import bench
-from test_validate_catalog import validate as validate_catalog
-from test_validate_submission import validate as validate_submission
+from support import (
+    RunEval,
+    batch_ok,
+    changed_benchmark,
+    correct,
+    good,
+    make_submission,
+    validate_catalog,
+    validate_submission,
+)
 
 P = "two_plus_two"
 TRICK = "/-/- -/\nimport «..».«..».etc.passwd\n-- -/\n"
@@ -57,7 +62,7 @@ def _hide_pool_import(problem: str) -> Callable[[Path], None]:
 
 
 def test_validate_catalog_sees_a_solution_only_import_behind_the_trick(outside: Path) -> None:
-    result = validate_catalog(bench(outside, _hide_pool_import("widget_instance")))
+    result = validate_catalog(changed_benchmark(outside, _hide_pool_import("widget_instance")))
     assert result.exit_code == 1, result.output
     assert ("workspaces/widget_instance/Challenge.lean: imports LeanPool, which benchmark.toml "
             "declares solution-only") in result.output
@@ -67,7 +72,7 @@ def test_run_eval_refuses_a_catalog_hiding_a_solution_only_import(outside: Path,
                                                                   bwrap: str) -> None:
     del bwrap
     submission = make_submission(outside, "alice", {P: {"Submission.lean": correct(P)}})
-    run = RunEval(bench(outside, _hide_pool_import(P)), outside)(submission)
+    run = RunEval(changed_benchmark(outside, _hide_pool_import(P)), outside)(submission)
     assert run.code == 2, run.result.output
     assert f"workspaces/{P}/Challenge.lean imports LeanPool" in run.result.stderr
     assert "Traceback" not in run.result.output

@@ -27,45 +27,34 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import (
+from support import (
     BWRAP_FLOOR,
     CORRECT,
     PROBLEMS,
-    REPO,
     STANDIN,
+    UNPRIVILEGED,
     Run,
     RunEval,
+    batch_ok,
     correct,
+    good,
+    make_identity,
     make_submission,
     no_survivor,
     sh_payload,
     standin_only,
+    starter,
+    unprivileged_python,
     with_lines,
     write_tree,
 )
+from support import PROBLEM as P
 
 from lean_eval import intake, pair, sandbox, verdict, workspace
 from lean_eval.cli import main
 from lean_eval.errors import OutputError
 
-P = "two_plus_two"
-
-
 # --- the four checks every batch test makes ---------------------------------------------------
-
-
-def batch_ok(run: Run, base: Path, good: str = "good") -> None:
-    """The correct pair is accepted, the summary exists, no traceback, nothing survives."""
-    output = run.result.output
-    assert "Traceback" not in output, output
-    assert run.result.exception is None or isinstance(run.result.exception, SystemExit), output
-    assert run.verdict(good, P)["verdict"] == "accepted", output
-    assert (run.out / "summary.json").is_file(), output
-    no_survivor(base)
-
-
-def good(subs: Path) -> Path:
-    return make_submission(subs, "good", {P: {"Submission.lean": correct(P)}})
 
 
 def scoring_workspace(work: Path, sid: str, pid: str) -> Path:
@@ -160,11 +149,8 @@ def test_a_build_that_fills_the_disk_costs_only_its_own_pair(
 
 
 def _bare_context(base: Path) -> pair.RunContext:
-    ident = verdict.Identity(
-        harness_version="t", benchmark_path="/b", benchmark_commit=None, toolchain_name="t",
-        toolchain_path="/t", bwrap_path="/b", bwrap_version="0", bwrap_owner="root",
-        bwrap_setuid=False, bwrap_sha256="0", bwrap_minimum_version="0")
-    return pair.RunContext(problems={}, settings=None, ident=ident,  # type: ignore[arg-type]
+    return pair.RunContext(problems={}, settings=None,  # type: ignore[arg-type]
+                           ident=make_identity(),
                            scoring_root=base / "score", out_dir=base / "out")
 
 
@@ -267,51 +253,6 @@ def test_a_deep_tree_left_in_lake_costs_no_other_pair(run_eval: RunEval, outside
     assert list(work.rglob("dddddddddd"))[:1] == []
 
 
-UNPRIVILEGED = 65534
-_LIBS = ("click", "pydantic", "pydantic_core", "typing_extensions", "annotated_types",
-         "typing_inspection", "rich", "markdown_it", "mdurl", "pygments", "packaging")
-
-
-def _unprivileged_python(base: Path) -> tuple[list[str], dict[str, str]] | str:
-    """A command prefix and environment running ``python3 -m lean_eval`` as uid 65534 with a
-    readable copy of the harness's libraries (this interpreter may live in root's home), or
-    why that is not possible here."""
-    if os.geteuid() != 0:
-        return [sys.executable], {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
-    python = "/usr/bin/python3"
-    if not os.access(python, os.X_OK):
-        return f"no {python} to run as uid {UNPRIVILEGED}"
-    lib = base / "pylib"
-    lib.mkdir()
-    for name in _LIBS:
-        try:
-            module = __import__(name)
-        except ImportError:
-            continue
-        source = Path(module.__file__ or "")
-        if source.name == "__init__.py":
-            shutil.copytree(source.parent, lib / name, ignore=shutil.ignore_patterns("*.pyc"))
-        else:
-            shutil.copy2(source, lib / source.name)
-    shutil.copytree(REPO / "lean_eval", lib / "lean_eval",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    prefix = ["setpriv", f"--reuid={UNPRIVILEGED}", f"--regid={UNPRIVILEGED}", "--clear-groups",
-              python, "-B"]
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(lib), "LANG": "C.UTF-8",
-           "HOME": str(base)}
-    probe = subprocess.run([*prefix, "-c", "import lean_eval.cli"], capture_output=True,
-                           text=True, env=env, cwd=base, check=False)
-    if probe.returncode != 0:
-        return f"the harness does not import as uid {UNPRIVILEGED}: {probe.stderr[-300:]}"
-    bwrap = shutil.which("bwrap") or "bwrap"
-    sandbox_probe = subprocess.run([*prefix[:-2], bwrap, "--ro-bind", "/", "/", "--unshare-all",
-                                    "--", "/bin/true"], capture_output=True, text=True,
-                                   check=False)
-    if sandbox_probe.returncode != 0:
-        return f"bwrap cannot run as uid {UNPRIVILEGED}: {sandbox_probe.stderr.strip()}"
-    return prefix, env
-
-
 def test_a_chmod_500_tree_left_by_a_build_is_removed_as_an_unprivileged_user(
         bench_copy: Path, outside: Path, bwrap: str) -> None:
     """Run as uid 65534, where permissions bind the harness: a build leaves a read-only
@@ -323,7 +264,7 @@ def test_a_chmod_500_tree_left_by_a_build_is_removed_as_an_unprivileged_user(
             "chmod 0 .lake/ro/inner && chmod 500 .lake/ro && echo LOCKED")
     make_submission(subs, "locker", {P: {"Submission.lean": with_lines(P, sh_payload(lock))}})
     make_submission(subs, "after", {P: {"Submission.lean": correct(P)}})
-    setup = _unprivileged_python(outside)
+    setup = unprivileged_python(outside)
     if isinstance(setup, str):
         pytest.skip(setup)
     prefix, env = setup
@@ -634,23 +575,19 @@ def test_reason_message_is_lakes_own_error_line(run_eval: RunEval, outside: Path
 # --- item 9 of issue 6 and item 1 of issue 8: starters ----------------------------------------
 
 
-def _starter(problem: str, rel: str = "Submission.lean") -> str:
-    return (REPO / "workspaces" / problem / rel).read_text(encoding="utf-8")
-
-
 def test_unchanged_only_when_every_submitted_file_is_its_starter(run_eval: RunEval,
                                                                  outside: Path) -> None:
     subs = outside / "subs"
     good(subs)
     helpers = "Submission/Helpers.lean"
-    changed = _starter(P, helpers).replace("end Submission",
+    changed = starter(P, helpers).replace("end Submission",
                                            "theorem extra_fact : True := trivial\n\nend Submission")
-    make_submission(subs, "helper", {P: {"Submission.lean": _starter(P), helpers: changed}})
-    make_submission(subs, "extra", {P: {"Submission.lean": _starter(P),
+    make_submission(subs, "helper", {P: {"Submission.lean": starter(P), helpers: changed}})
+    make_submission(subs, "extra", {P: {"Submission.lean": starter(P),
                                         "Submission/Extra.lean": "-- extra\n"}})
-    make_submission(subs, "same", {P: {"Submission.lean": _starter(P),
-                                       helpers: _starter(P, helpers)}})
-    make_submission(subs, "only", {P: {"Submission.lean": _starter(P)}})
+    make_submission(subs, "same", {P: {"Submission.lean": starter(P),
+                                       helpers: starter(P, helpers)}})
+    make_submission(subs, "only", {P: {"Submission.lean": starter(P)}})
     run = run_eval(*(subs / s for s in ("helper", "extra", "same", "only", "good")))
     batch_ok(run, outside)
     assert run.verdict("helper", P)["verdict"] == "rejected"  # scored: the starter's sorry
@@ -664,7 +601,7 @@ def starter_with_proof(problem: str) -> str:
     replaced by the known-good one, helper lemmas of the known-good example inlined above."""
     good_text = (CORRECT / problem / "Submission.lean").read_text(encoding="utf-8")
     blocks = [b.strip("\n") for b in good_text.split("\n\n")]
-    lines = _starter(problem).split("\n")
+    lines = starter(problem).split("\n")
     out: list[str] = []
     for line in lines:
         if "sorry" in line:
@@ -745,7 +682,7 @@ def test_every_verdict_records_the_runs_constant_mask_set(run_eval: RunEval,
     subs = outside / "subs"
     good(subs)
     make_submission(subs, "other", {P: {"Submission.lean": correct(P)}})
-    make_submission(subs, "starter", {P: {"Submission.lean": _starter(P)}})
+    make_submission(subs, "starter", {P: {"Submission.lean": starter(P)}})
     work = outside / "work"
     run = run_eval(subs / "good", subs / "other", subs / "starter",
                    extra=("--work-dir", str(work)))

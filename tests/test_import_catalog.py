@@ -17,37 +17,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from support import BWRAP_FLOOR, SOLVED, SOURCE, UPDATE_INDEX, RunEval, make_submission, solved
 
 from lean_eval import importer
 from lean_eval.cli import main
-from tests.conftest import BWRAP_FLOOR, REPO, RunEval, make_submission
-from tests.test_validate_catalog import UPDATE_INDEX
-
-SOURCE = REPO / "tests" / "fixtures" / "source_catalog"
-
-SOLVED = {
-    "scaled_norm": ("  sorry\n", "  simp\n"),
-    "widget_facts": None,  # several holes: see solved()
-    "counter_where": ("count := sorry", "count := fun n => n"),
-}
-
-
-def solved(src: Path, pid: str) -> str:
-    """A solved submission: the starter with each ``sorry`` replaced by a proof."""
-    text = (src / "generated" / pid / "Submission.lean").read_text(encoding="utf-8")
-    if pid == "widget_facts":
-        for old, new in (("def widget : ℕ := sorry", "def widget : ℕ := 1"),
-                         ("Fact (0 < widget) := sorry", "Fact (0 < widget) := ⟨by decide⟩"),
-                         ("Inhabited Carrier := sorry", "Inhabited Carrier := ⟨⟨0, by decide⟩⟩"),
-                         ("  sorry\n", "  simp [widget]\n")):
-            assert old in text
-            text = text.replace(old, new)
-    else:
-        old, new = SOLVED[pid] or ("", "")
-        assert old in text
-        text = text.replace(old, new)
-    assert "sorry" not in text
-    return text
 
 
 def invoke(*args: str) -> Result:

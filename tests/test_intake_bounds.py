@@ -13,8 +13,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from conftest import REPO, RunEval, correct, make_submission
-from test_hostile_batch import no_survivor
+from support import REPO, RunEval, correct, make_submission, no_survivor
 
 from lean_eval.intake import IntakeLimits, read_submission
 from lean_eval.process import run

@@ -13,9 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import PROBLEMS, Run, RunEval, correct, make_submission
-from test_hostile_batch import no_survivor
-from test_intake_layout import fork_archive
+from support import PROBLEMS, Run, RunEval, correct, fork_archive, make_submission, no_survivor
 
 GOOD = "two_plus_two"
 BAD = "add_comm_explicit"

@@ -8,10 +8,10 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from support import fork_archive
 
 from lean_eval.intake import Intake, IntakeLimits, ProblemEntry, read_submission, same_content
 from lean_eval.limits import PATH_MAX, max_path_bytes_under
-from lean_eval.process import run_capture
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -180,27 +180,6 @@ def test_without_data_keeps_digests_and_detects_a_change(tmp_path: Path) -> None
 
 
 # ---------------------------------------------------------------- a fork as `git archive` makes it
-
-
-def fork_archive(dest: Path, solved: str, proof: bytes) -> Path:
-    """`git archive HEAD` of this repository with `solved`'s Submission.lean replaced."""
-    got = run_capture(("git", "-C", str(REPO), "archive", "--format=tar", "HEAD"),
-                      env={"PATH": "/usr/bin:/bin"}, cwd=REPO)
-    if got.returncode != 0 or got.stdout_truncated:
-        pytest.skip(f"git archive of the repository failed: {got.stderr[-300:]!r}")
-    target = f"workspaces/{solved}/Submission.lean"
-    out = io.BytesIO()
-    with tarfile.open(fileobj=io.BytesIO(got.stdout), mode="r:") as source, \
-            tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as fork:
-        fork.pax_headers = dict(source.pax_headers)
-        for member in source.getmembers():
-            handle = source.extractfile(member) if member.isreg() else None
-            data = handle.read() if handle is not None else None
-            if member.name == target:
-                data, member.size = proof, len(proof)
-            fork.addfile(member, io.BytesIO(data) if data is not None else None)
-    dest.write_bytes(out.getvalue())
-    return dest
 
 
 def test_git_archive_fork_reads_the_solved_workspace_and_the_starters(tmp_path: Path) -> None:

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import errno
 import os
-import tarfile
-import zlib
 from pathlib import Path
 
 import pytest
+from support import sparse, tgz
 
 from lean_eval import intake as intake_module
 from lean_eval.intake import Intake, IntakeLimits, ProblemEntry, read_submission
@@ -34,13 +33,6 @@ BIG = 64 << 20
 def write(path: Path, data: bytes = PROOF) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
-
-
-def sparse(path: Path, size: int) -> None:
-    """A file of `size` bytes that takes no disk space (reading it would still cost `size`)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("wb") as handle:
-        handle.truncate(size)
 
 
 def problem(intake: Intake, pid: str) -> ProblemEntry:
@@ -59,26 +51,6 @@ def count_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(intake_module.os, "read", read)
     return counter
-
-
-def tgz(path: Path, members: list[tuple[str, bytes | int]]) -> Path:
-    """A .tar.gz of regular members; an int stands for that many zero bytes, streamed."""
-    compressor = zlib.compressobj(1, zlib.DEFLATED, 31)
-    parts: list[bytes] = []
-    for name, content in members:
-        info = tarfile.TarInfo(name)
-        info.size = content if isinstance(content, int) else len(content)
-        parts.append(compressor.compress(info.tobuf(tarfile.GNU_FORMAT)))
-        if isinstance(content, int):
-            chunk = bytes(1 << 20)
-            parts.extend(compressor.compress(chunk) for _ in range(content // len(chunk)))
-            parts.append(compressor.compress(bytes(content % len(chunk))))
-        else:
-            parts.append(compressor.compress(content))
-        parts.append(compressor.compress(bytes(-info.size % 512)))
-    parts.append(compressor.compress(bytes(1024)) + compressor.flush())
-    path.write_bytes(b"".join(parts))
-    return path
 
 
 # --- a file over --max-file-bytes: refused from its size, its own problem only --------------

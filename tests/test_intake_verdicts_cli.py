@@ -14,9 +14,20 @@ import subprocess  # noqa: TID251 - the unprivileged run needs a real child proc
 from pathlib import Path
 
 import pytest
-from conftest import BWRAP_FLOOR, STANDIN, RunEval, correct, make_submission, no_survivor
-from test_hostile_batch import UNPRIVILEGED, _unprivileged_python, batch_ok, good
-from test_intake_verdicts import sparse, tgz
+from support import (
+    BWRAP_FLOOR,
+    STANDIN,
+    UNPRIVILEGED,
+    RunEval,
+    batch_ok,
+    correct,
+    good,
+    make_submission,
+    no_survivor,
+    sparse,
+    tgz,
+    unprivileged_python,
+)
 
 from lean_eval import intake
 
@@ -158,7 +169,7 @@ def test_a_chmod_000_file_is_error_for_an_unprivileged_harness(
     good(subs)
     locked = make_submission(subs, "locked", {A: {"Submission.lean": correct(A)},
                                               P: {"Submission.lean": correct(P)}})
-    setup = _unprivileged_python(outside)
+    setup = unprivileged_python(outside)
     if isinstance(setup, str):
         pytest.skip(setup)
     prefix, env = setup

@@ -12,11 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from conftest import (
+from support import (
     STANDIN,
     RunEval,
     correct,
     make_submission,
+    rehash_trusted,
     sh_payload,
     standin_only,
     with_lines,
@@ -229,13 +230,12 @@ def test_nanoda_is_forced(outside: Path, bench_copy: Path, bwrap: str, setting: 
     """Reads what Lake was given from the stand-in's trace (the real Lake keeps no trace)."""
     import shutil
 
-    from test_setup_failures import _rehash
 
     bench = outside / "bench"
     shutil.copytree(bench_copy, bench)
     config = bench / "workspaces" / "two_plus_two" / "config.json"
     config.write_text(config.read_text().replace('"enable_nanoda": false', setting))
-    _rehash(bench, "two_plus_two", "config.json")
+    rehash_trusted(bench, "two_plus_two", "config.json")
     work = outside / "work"
     sub = make_submission(outside / "subs", "n", {"two_plus_two": {
         "Submission.lean": correct("two_plus_two")}})

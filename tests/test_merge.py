@@ -7,98 +7,20 @@ refusal can be provoked exactly; the CLI-level twin runs real shards through ``r
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from support import BATCH, BATCH_PROBLEMS, make_identity, shards_of, write_output
 
 from lean_eval import merge, shard
 from lean_eval.cli import main
 from lean_eval.errors import MergeRefusedError
 from lean_eval.verdict import (
-    Identity,
-    LogRef,
-    PairSummary,
-    Preflight,
-    ProblemRef,
-    Reason,
-    ShardInfo,
-    SubmissionRef,
-    SubmissionSummary,
     Summary,
-    Timings,
-    Verdict,
-    compact_pairs,
     file_umask,
-    write_model,
 )
-
-PROBLEMS = ("add_comm_explicit", "double_def", "two_plus_two")
-SUBMISSIONS = ("alice", "bob", "carol", "dave")
-OUTCOME = {"alice": "accepted", "bob": "rejected", "carol": "unchanged", "dave": "accepted"}
-BATCH = [(s, p) for s in SUBMISSIONS for p in PROBLEMS]
-
-
-def ident(**changes: Any) -> Identity:
-    base = {"harness_version": "0.1.0", "benchmark_path": "/bench", "benchmark_commit": "c0ffee",
-            "toolchain_name": "leanprover/lean4:v4.22.0", "toolchain_path": "/tc",
-            "bwrap_path": "/usr/bin/bwrap", "bwrap_version": "0.12.0", "bwrap_owner": "root",
-            "bwrap_setuid": False, "bwrap_sha256": "ab" * 32, "bwrap_minimum_version": "0.12.0"}
-    return Identity.model_validate({**base, **changes})
-
-
-def verdict(sid: str, pid: str, identity: Identity) -> Verdict:
-    outcome = OUTCOME[sid]
-    return Verdict(submission=SubmissionRef(id=sid, digest="d" * 64, source=f"/in/{sid}"),
-                   problem=ProblemRef(id=pid, statement_revision=1), verdict=outcome,
-                   execution="not_run" if outcome == "unchanged" else "completed",
-                   reason=Reason(code=outcome if outcome != "rejected" else "kernel_rejected",
-                                 message="x"),
-                   timings=Timings(wall_seconds=0.5), identity=identity,
-                   log=LogRef(path=f"{sid}/{pid}.log", tail=("last line",)))
-
-
-def write_output(out: Path, pairs: Sequence[tuple[str, str]], *, k: int | None = None,
-                 n: int = 2, identity: Identity | None = None,
-                 digest: str | None = None, options_digest: str | None = "o" * 64) -> Path:
-    """A run-eval output directory holding ``pairs`` (optionally as shard k of n)."""
-    identity = identity or ident()
-    summaries = []
-    for sid, pid in pairs:
-        v = verdict(sid, pid, identity)
-        write_model(out / sid / f"{pid}.json", v)
-        (out / sid / f"{pid}.log").write_text(f"log of {sid}/{pid}\n", encoding="utf-8")
-        summaries.append(PairSummary(submission=sid, problem=pid, verdict=v.verdict,
-                                     execution=v.execution, reason=v.reason.code,
-                                     path=f"{sid}/{pid}.json"))
-    mine = {s: tuple(p for s2, p in pairs if s2 == s) for s in SUBMISSIONS}
-    counts = dict.fromkeys(("accepted", "rejected", "invalid_submission", "unchanged", "error"), 0)
-    for p in summaries:
-        counts[p.verdict] += 1
-    kept, unchanged = compact_pairs(tuple(summaries))  # as run-eval writes it
-    summary = Summary(
-        started_at="2026-01-01T00:00:00+00:00", finished_at="2026-01-01T00:01:00+00:00",
-        identity=identity,
-        preflight=Preflight(skipped=True, toolchain_path="/tc", bwrap_path="/usr/bin/bwrap",
-                            bwrap_version="0.12.0", bwrap_sha256="ab" * 32),
-        problems=PROBLEMS,
-        submissions=tuple(SubmissionSummary(id=s, source=f"/in/{s}", digest="d" * 64,
-                                            problems=mine[s], unchanged=unchanged.get(s, ()))
-                          for s in SUBMISSIONS),
-        counts=counts, pairs=kept, exit_code=0,
-        shard=None if k is None else ShardInfo(k=k, n=n,
-                                               batch_digest=digest or shard.batch_digest(BATCH),
-                                               options_digest=options_digest,
-                                               batch={} if digest else shard.batch_map(BATCH)))
-    write_model(out / "summary.json", summary)
-    return out
-
-
-def shards_of(tmp_path: Path, n: int = 2, **kwargs: Any) -> list[Path]:
-    return [write_output(tmp_path / f"shard{k}", shard.select(BATCH, k, n), k=k, n=n, **kwargs)
-            for k in range(1, n + 1)]
 
 
 def pair_files(out: Path) -> dict[str, bytes]:
@@ -116,7 +38,7 @@ def test_merge_of_shards_equals_a_single_run(tmp_path: Path) -> None:
     assert merged.pairs == whole.pairs  # same pairs, same order (input order)
     # the shards' compact unchanged lists combine into the whole run's
     assert [s.unchanged for s in merged.submissions] == [s.unchanged for s in whole.submissions]
-    assert merged.submissions[2].unchanged == PROBLEMS  # carol's, from all three shards
+    assert merged.submissions[2].unchanged == BATCH_PROBLEMS  # carol's, from all three shards
     assert merged.every_pair() == whole.every_pair()
     assert merged.counts == whole.counts
     assert [s.problems for s in merged.submissions] == [s.problems for s in whole.submissions]
@@ -159,7 +81,7 @@ def test_cli_merge_quiet_verbose_and_json(tmp_path: Path) -> None:
 def test_another_harness_version_is_refused(tmp_path: Path) -> None:
     one = write_output(tmp_path / "a", shard.select(BATCH, 1, 2), k=1)
     two = write_output(tmp_path / "b", shard.select(BATCH, 2, 2), k=2,
-                       identity=ident(harness_version="0.2.0"))
+                       identity=make_identity(harness_version="0.2.0"))
     result = CliRunner().invoke(main, ["merge", str(one), str(two), "--out", str(tmp_path / "m")])
     assert result.exit_code == 2, result.output
     assert "harness_version" in result.output
@@ -173,7 +95,8 @@ def test_another_harness_version_is_refused(tmp_path: Path) -> None:
                                     {"benchmark_commit": "deadbeef"}])
 def test_other_identity_is_refused(tmp_path: Path, change: dict[str, str]) -> None:
     one = write_output(tmp_path / "a", shard.select(BATCH, 1, 2), k=1)
-    two = write_output(tmp_path / "b", shard.select(BATCH, 2, 2), k=2, identity=ident(**change))
+    two = write_output(tmp_path / "b", shard.select(BATCH, 2, 2), k=2,
+                       identity=make_identity(**change))
     with pytest.raises(MergeRefusedError, match="identity"):
         merge.merge([one, two], tmp_path / "m")
     assert not (tmp_path / "m").exists()
@@ -182,7 +105,7 @@ def test_other_identity_is_refused(tmp_path: Path, change: dict[str, str]) -> No
 def test_paths_of_other_machines_do_not_matter(tmp_path: Path) -> None:
     one = write_output(tmp_path / "a", shard.select(BATCH, 1, 2), k=1)
     two = write_output(tmp_path / "b", shard.select(BATCH, 2, 2), k=2,
-                       identity=ident(benchmark_path="/elsewhere", toolchain_path="/other"))
+                       identity=make_identity(benchmark_path="/elsewhere", toolchain_path="/other"))
     assert merge.merge([one, two], tmp_path / "m").missing == ()
 
 
@@ -275,7 +198,7 @@ def test_output_inside_a_shard_is_refused(tmp_path: Path) -> None:
 
 def test_run_eval_shards_are_disjoint_cover_and_merge_to_the_single_run(
         run_eval: Any, outside: Path) -> None:
-    from conftest import correct, make_submission
+    from support import correct, make_submission
 
     inputs = outside / "in"
     subs = [make_submission(inputs, "good", {
@@ -400,7 +323,7 @@ def test_a_complete_merge_reports_nothing_unscored(tmp_path: Path) -> None:
 def test_run_eval_shards_merged_partially_then_whole(run_eval: Any, outside: Path) -> None:
     import xml.etree.ElementTree as ET
 
-    from conftest import correct, make_submission, no_survivor
+    from support import correct, make_submission, no_survivor
 
     inputs = outside / "in"
     subs = [make_submission(inputs, "good", {

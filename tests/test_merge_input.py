@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from test_merge import BATCH, shards_of, verdict, write_output
+from support import BATCH, make_verdict, shards_of, write_output
 
 from lean_eval import merge, outputs, shard
 from lean_eval.cli import main
@@ -99,7 +99,7 @@ def test_a_traversing_pair_writes_outside_out_only_when_the_checks_are_off(
 ) -> None:
     sid = "../pwned"
     # the attacker's verdict sits beside the shard in the same artifact
-    honest = verdict("alice", PID, merge.load_shard(parts[1]).summary.identity)
+    honest = make_verdict("alice", PID, identity=merge.load_shard(parts[1]).summary.identity)
     write_model(parts[0] / sid / f"{PID}.json", honest.model_copy(update={
         "submission": honest.submission.model_copy(update={"id": sid})}))
     inject(parts[0], sid)

@@ -8,26 +8,20 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import (
+from support import (
     BWRAP_FLOOR,
+    PROBLEM,
     STANDIN,
     RunEval,
     make_submission,
     sh_payload,
+    sleeper,
     survivors,
     with_lines,
 )
 
 from lean_eval import batch, progress, sandbox, workspace
 from lean_eval.cli import main
-
-PROBLEM = "two_plus_two"
-
-
-def sleeper(base: Path, name: str, seconds: float, *extra: str) -> Path:
-    """A correct proof whose build sleeps ``seconds`` (sleep-bound, not CPU-bound)."""
-    text = with_lines(PROBLEM, sh_payload(f"sleep {seconds}"), *extra)
-    return make_submission(base, name, {PROBLEM: {"Submission.lean": text}})
 
 
 def test_three_jobs_keep_three_sleeping_pairs_live_at_once(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import BWRAP_FLOOR, CORRECT, STANDIN
+from support import BWRAP_FLOOR, CORRECT, STANDIN
 
 from lean_eval import batch, documents, intake, lock, session
 from lean_eval.cli import main

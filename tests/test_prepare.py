@@ -19,11 +19,11 @@ from typing import Any
 import click
 import pytest
 from click.testing import CliRunner
+from support import BWRAP_FLOOR, REPO, RunEval, correct, make_submission
 
 from lean_eval import bubblewrap, prepare
 from lean_eval.cli import main
 from lean_eval.errors import PrepareError
-from tests.conftest import BWRAP_FLOOR, REPO, RunEval, correct, make_submission
 
 FIXTURES = REPO / "tests" / "fixtures" / "prepare"
 TOOLCHAIN = (REPO / "lean-toolchain").read_text().strip()

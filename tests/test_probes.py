@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import BWRAP_FLOOR, REPO, STANDIN
+from support import BWRAP_FLOOR, REPO, STANDIN
 
 from lean_eval import batch, bubblewrap, probe, sandbox
 from lean_eval.toolchain import resolve_toolchain
@@ -110,7 +110,7 @@ def test_every_probe_passes_on_the_proper_setup(tools: batch.Tools, outside: Pat
 @pytest.mark.lean
 def test_every_probe_passes_on_the_real_toolchain(outside: Path, bwrap: str) -> None:
     """The same scenario on the installed Lean release (skipped where it is not installed)."""
-    from conftest import real_toolchain
+    from support import real_toolchain
 
     found = real_toolchain()
     if found is None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import resource
-import secrets
 import shutil
 import signal
 import sys
@@ -13,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from support import processes_with, unique_marker
 
 from lean_eval import process
 from lean_eval.errors import ProcessStartError
@@ -34,27 +34,6 @@ def _tool(name: str) -> str:
     found = shutil.which(name, path=PATH_ENV["PATH"])
     if found is None:
         pytest.skip(f"{name} not found")
-    return found
-
-
-def _marker() -> str:
-    """A sleep duration no other process on the machine carries in its command line."""
-    return f"9{secrets.randbelow(10**9):09d}.{secrets.randbelow(10**6):06d}"
-
-
-def _processes_with(marker: str) -> list[int]:
-    """Live (non-zombie) processes whose command line contains marker."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-            stat = (entry / "stat").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in cmdline and stat[stat.rfind(b")") + 2 :][:1] != b"Z":
-            found.append(int(entry.name))
     return found
 
 
@@ -327,24 +306,24 @@ def test_output_exactly_at_cap_is_not_truncated() -> None:
 
 
 def test_detached_grandchild_is_killed_when_the_child_exits() -> None:
-    marker = _marker()
+    marker = unique_marker()
     # the grandchild keeps stdout open: without the reaper run() would also wait for it forever
     out = _sh(f"setsid {_tool('sleep')} {marker} & echo started", timeout=10.0)
     assert out.returncode == 0
     assert out.stdout == b"started\n"
     assert not out.timed_out
     assert out.orphans_killed >= 1
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 def test_detached_grandchild_is_killed_at_timeout() -> None:
-    marker = _marker()
+    marker = unique_marker()
     # the deadline leaves the shell time to start the grandchild even on a loaded machine
     out = _sh(f"setsid {_tool('sleep')} {marker} & sleep {LONG_SLEEP}", timeout=2.0, grace=0.5)
     assert out.timed_out
     assert out.orphans_killed >= 1
     assert out.duration < ENDED_EARLY  # not held up by the grandchild's open stdout
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 NAIVE_GROUP_KILL = r"""
@@ -374,16 +353,16 @@ print("survived" if state != b"Z" else "died", flush=True)
 
 def test_a_process_group_kill_is_not_enough_but_the_reaper_is() -> None:
     """Negative control: a session-detached grandchild outlives a group kill, not run()."""
-    marker = _marker()
+    marker = unique_marker()
     out = _py(NAIVE_GROUP_KILL, _tool("sleep"), marker)
     assert out.returncode == 0, out.stderr
     assert out.stdout == b"survived\n"  # the naive group kill left it running
     assert out.orphans_killed >= 1
-    assert _processes_with(marker) == []  # run() did not
+    assert processes_with(marker) == []  # run() did not
 
 
 def test_double_fork_chain_is_killed(tmp_path: Path) -> None:
-    marker = _marker()
+    marker = unique_marker()
     sleep = _tool("sleep")
     ready = tmp_path / "ready"
     inner = f"echo a >> {ready}; exec {sleep} {marker}"
@@ -395,11 +374,11 @@ def test_double_fork_chain_is_killed(tmp_path: Path) -> None:
     )
     assert out.returncode == 0
     assert out.orphans_killed >= 2
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 def test_parallel_callers_each_reap_their_own_orphans() -> None:
-    markers = [_marker() for _ in range(4)]
+    markers = [unique_marker() for _ in range(4)]
     sleep = _tool("sleep")
 
     def one(marker: str) -> Outcome:
@@ -410,7 +389,7 @@ def test_parallel_callers_each_reap_their_own_orphans() -> None:
     assert [o.returncode for o in outcomes] == [0, 0, 0, 0]
     assert [o.orphans_killed for o in outcomes] == [1, 1, 1, 1]
     for marker in markers:
-        assert _processes_with(marker) == []
+        assert processes_with(marker) == []
 
 
 HARNESS_DIES = r"""
@@ -517,18 +496,18 @@ def test_a_sigkilled_harness_takes_every_pairs_tree_with_it() -> None:
     """Issue 7 item 1: run() called from pool threads; the harness is SIGKILLed. Each reaper
     (PR_SET_PDEATHSIG) kills its tree, a TERM-ignoring and session-detached one included, and
     bwrap's --die-with-parent takes the sandbox with it: nothing survives."""
-    assert _harness_killed("reaper", _marker()) == 0
-    marker = _marker()  # negative control: started without reapers, the detached ones survive
+    assert _harness_killed("reaper", unique_marker()) == 0
+    marker = unique_marker()  # negative control: started without reapers, the detached ones survive
     assert _harness_killed("naive", marker) >= 2
-    assert _processes_with(marker) == []  # the outer run() swept them
+    assert processes_with(marker) == []  # the outer run() swept them
 
 
 def test_quick_successive_runs_leave_nothing_behind() -> None:
-    marker = _marker()
+    marker = unique_marker()
     for _ in range(5):
         out = _sh(f"setsid {_tool('sleep')} {marker} &")
         assert (out.returncode, out.timed_out) == (0, False)  # none waited for its orphan
-        assert _processes_with(marker) == []
+        assert processes_with(marker) == []
 
 
 class _InterruptedError(Exception):
@@ -537,7 +516,7 @@ class _InterruptedError(Exception):
 
 def test_interrupted_caller_still_leaves_no_tree() -> None:
     """An exception inside run() (here from a signal handler) still stops and reaps the tree."""
-    marker = _marker()
+    marker = unique_marker()
 
     def interrupt(signum: int, frame: object) -> None:
         raise _InterruptedError
@@ -553,13 +532,13 @@ def test_interrupted_caller_still_leaves_no_tree() -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert time.monotonic() - start < ENDED_EARLY  # the interrupt ended it, not its deadline
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 def test_wedged_reaper_is_killed_as_a_last_resort(monkeypatch: pytest.MonkeyPatch) -> None:
     """The child freezes its reaper: run() still returns, timed out, and kills the child."""
     monkeypatch.setattr(process, "_REAPER_MARGIN", 0.5)
-    marker = _marker()
+    marker = unique_marker()
     # sh, not python: it stops its reaper well before the 2 s deadline even on a loaded machine
     out = _sh(f"kill -STOP $PPID; exec {_tool('sleep')} {marker}", timeout=2.0, grace=0.5)
     assert out.timed_out
@@ -570,9 +549,9 @@ def test_wedged_reaper_is_killed_as_a_last_resort(monkeypatch: pytest.MonkeyPatc
     assert 2.0 + 0.5 + 0.5 <= out.duration < ENDED_EARLY
     # the child was SIGKILLed with its group; without its reaper, init reaps it
     deadline = time.monotonic() + ENDED_EARLY
-    while _processes_with(marker) and time.monotonic() < deadline:
+    while processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 PHASE_WRITER = (

@@ -11,7 +11,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from conftest import REPO
+from support import REPO
 
 from lean_eval import verdict
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support import RunEval, make_submission
 
 from lean_eval import catalog, starter
 from lean_eval.cli import main
 from lean_eval.declarations import declarations
-from tests.conftest import RunEval, make_submission
 
 REAL = os.environ.get("LEAN_EVAL_REAL_CATALOG")
 pytestmark = [

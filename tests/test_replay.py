@@ -13,16 +13,17 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import (
+from support import (
     BWRAP_FLOOR,
     STANDIN,
     copy_benchmark,
     correct,
     make_submission,
+    make_verdict,
     no_survivor,
+    rehash_trusted,
     with_lines,
 )
-from test_setup_failures import _rehash
 
 from lean_eval import driver, process, replay, replay_report
 from lean_eval.cli import main
@@ -108,9 +109,7 @@ def driver_config() -> Any:
 
 
 def _verdict(outcome: str, code: str, checkers: tuple[Checker, ...] = ()) -> Verdict:
-    from test_merge import ident, verdict
-
-    base = verdict("alice", "two_plus_two", ident())
+    base = make_verdict("alice", "two_plus_two")
     return base.model_copy(update={"verdict": outcome, "reason": Reason(code=code, message="m"),
                                    "checkers": checkers})
 
@@ -235,7 +234,7 @@ def test_a_new_benchmark_commit_is_refused_then_named_with_allow_drift(
     challenge = bench / "workspaces" / "two_plus_two" / "Challenge.lean"
     old = hashlib.sha256(challenge.read_bytes()).hexdigest()
     challenge.write_text(challenge.read_text() + "-- a later comment\n", encoding="utf-8")
-    _rehash(bench, "two_plus_two", "Challenge.lean")
+    rehash_trusted(bench, "two_plus_two", "Challenge.lean")
     new = hashlib.sha256(challenge.read_bytes()).hexdigest()
     _git(bench, "commit", "-qam", "later")
     now = _git(bench, "rev-parse", "HEAD")

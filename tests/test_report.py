@@ -13,100 +13,42 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import BWRAP_FLOOR, correct, make_submission
 from rich.console import Console
 from rich.text import Text
+from support import (
+    BWRAP_FLOOR,
+    HOSTILE,
+    REPORT_IDENTITY,
+    REPORT_PAIRS,
+    correct,
+    make_submission,
+    report_run,
+    report_verdict,
+)
 
 from lean_eval import report, report_console, report_markdown
 from lean_eval.cli import main
 from lean_eval.selfcheck import Expectation, Finding, SelfCheck
 from lean_eval.verdict import (
-    Identity,
-    LogRef,
-    PairSummary,
-    Preflight,
-    ProblemRef,
-    Reason,
-    SubmissionRef,
-    SubmissionSummary,
     Summary,
-    Timings,
-    Verdict,
-    write_model,
 )
-
-HOSTILE = ("[bold red]x", "a[/x]", "[link=https://evil]click[/link]", "pipe|star*_[b]")
-# (submission, problem, verdict, execution, reason, message)
-PAIRS = [
-    ("good", "two_plus_two", "accepted", "completed", "accepted", "all kernels accepted"),
-    ("good", "double_def", "rejected", "completed", "statement_mismatch", "x differs"),
-    ("bad", "two_plus_two", "invalid_submission", "not_run", "path_rejected", "a[/x] bad"),
-    ("bad", "double_def", "unchanged", "not_run", "unchanged", "starter"),
-    ("bad", "multi_hole", "error", "timed_out", "timeout", "deadline \x1b[31m\x00 reached"),
-    # ids follow intake's rules (report refuses others); messages and rejections are free text
-    ("hostile", "two_plus_two", "rejected", "completed", "kernel_rejected",
-     f"{HOSTILE[1]} {HOSTILE[3]}"),
-    ("dotted.name_1-x", "two_plus_two", "accepted", "completed", "accepted", "ok"),
-]
-REJECTION = f"corrupt [blink]archive {HOSTILE[0]} {HOSTILE[3]}"
-IDENT = Identity(harness_version="0.1.0", benchmark_path="/b", benchmark_commit=None,
-                 toolchain_name="t", toolchain_path="/t", bwrap_path="/usr/bin/bwrap",
-                 bwrap_version="0.12.0", bwrap_owner="root", bwrap_setuid=False,
-                 bwrap_sha256="a" * 64, bwrap_minimum_version="0.12.0")
-
-
-def make_verdict(sid: str, pid: str, outcome: str, execution: str, code: str,
-                 message: str) -> Verdict:
-    return Verdict.model_validate({
-        "submission": SubmissionRef(id=sid, digest="d" * 64, source="/in"),
-        "problem": ProblemRef(id=pid, statement_revision=1), "verdict": outcome,
-        "execution": execution, "reason": Reason(code=code, message=message),
-        "timings": Timings(wall_seconds=0.7), "identity": IDENT,
-        "log": LogRef(path=None, tail=("tail [red]line[/red]", "\x07bell"))})
-
-
-def build(out: Path, pairs: list[tuple[str, str, str, str, str, str]] = PAIRS,
-          rejected_whole: str | None = "gone") -> Path:
-    lines = []
-    for row in pairs:
-        write_model(out / row[0] / f"{row[1]}.json", make_verdict(*row))
-        lines.append(PairSummary(submission=row[0], problem=row[1], verdict=row[2],
-                                 execution=row[3], reason=row[4], path=f"{row[0]}/{row[1]}.json"))
-    ids = list(dict.fromkeys(r[0] for r in pairs))
-    subs = [SubmissionSummary(id=s, source="/in", digest="d" * 64,
-                              problems=tuple(r[1] for r in pairs if r[0] == s)) for s in ids]
-    if rejected_whole:
-        subs.append(SubmissionSummary(id=rejected_whole, source="/in", digest="d" * 64,
-                                      problems=(), rejection=REJECTION))
-    counts = dict.fromkeys(("accepted", "rejected", "invalid_submission", "unchanged", "error"),
-                           0)
-    for row in pairs:
-        counts[row[2]] += 1
-    write_model(out / "summary.json", Summary(
-        started_at="2026-01-01T00:00:00+00:00", finished_at="2026-01-01T00:00:09+00:00",
-        identity=IDENT, preflight=Preflight(skipped=True, toolchain_path="/t",
-                                            bwrap_path="/b", bwrap_version="0.12.0",
-                                            bwrap_sha256="a" * 64),
-        problems=("double_def", "multi_hole", "two_plus_two"), submissions=tuple(subs),
-        counts=counts, pairs=tuple(lines), exit_code=1))
-    return out
 
 
 def test_junit_parses_with_one_testcase_per_pair_and_one_failure_per_rejection(
         tmp_path: Path) -> None:
-    out = build(tmp_path / "out")
+    out = report_run(tmp_path / "out")
     result = CliRunner().invoke(main, ["report", str(out), "--format", "junit"])
     assert result.exit_code == 0, result.output
     root = ET.fromstring(result.output.encode())  # noqa: S314 - our own output
     cases = root.findall("./testsuite/testcase")
     pair_cases = [c for c in cases if c.get("name") != "(submission)"]
     assert sorted((c.get("classname"), c.get("name")) for c in pair_cases) == \
-        sorted((r[0], r[1]) for r in PAIRS)
-    rejections = [r for r in PAIRS if r[2] in ("rejected", "invalid_submission")]
+        sorted((r[0], r[1]) for r in REPORT_PAIRS)
+    rejections = [r for r in REPORT_PAIRS if r[2] in ("rejected", "invalid_submission")]
     assert len(root.findall("./testsuite/testcase/failure")) == len(rejections) + 1
     assert len(root.findall("./testsuite/testcase/error")) == 1
     assert len(root.findall("./testsuite/testcase/skipped")) == 1
-    assert root.get("tests") == str(len(PAIRS) + 1)
+    assert root.get("tests") == str(len(REPORT_PAIRS) + 1)
     assert root.get("failures") == str(len(rejections) + 1)
     suites = {s.get("name"): s for s in root.findall("testsuite")}
     assert set(suites) == {"good", "bad", "hostile", "dotted.name_1-x", "gone"}
@@ -116,7 +58,7 @@ def test_junit_parses_with_one_testcase_per_pair_and_one_failure_per_rejection(
 
 
 def test_markdown_has_a_matrix_and_pairs_and_escapes_names(tmp_path: Path) -> None:
-    out = build(tmp_path / "out")
+    out = report_run(tmp_path / "out")
     text = report_markdown.render_markdown(report.load_run(out))
     assert "| submission | double\\_def | multi\\_hole | two\\_plus\\_two | solved |" in text
     assert "| good | ❌ | · | ✅ | 1/2 |" in text
@@ -136,27 +78,27 @@ def test_markdown_has_a_matrix_and_pairs_and_escapes_names(tmp_path: Path) -> No
 def test_markdown_stays_within_the_step_summary_budget(tmp_path: Path) -> None:
     rows = [(f"s{i}", "two_plus_two", "rejected", "completed", "kernel_rejected", "m" * 200)
             for i in range(300)]
-    out = build(tmp_path / "out", rows, rejected_whole=None)
+    out = report_run(tmp_path / "out", rows, rejected_whole=None)
     text = report_markdown.render_markdown(report.load_run(out), budget=20_000)
     assert len(text.encode()) <= 20_000
     assert "more failing pair(s) not shown (size limit)" in text
 
 
 def test_json_document(tmp_path: Path) -> None:
-    out = build(tmp_path / "out")
+    out = report_run(tmp_path / "out")
     (out / "good" / "two_plus_two.log").write_text("log\n")
     result = CliRunner().invoke(main, ["report", str(out), "--format", "json"])
     assert result.exit_code == 0
     doc = report.RunReport.model_validate_json(result.output)
     assert doc.schema_version == 1
-    assert [(p.submission, p.problem) for p in doc.pairs] == [(r[0], r[1]) for r in PAIRS]
+    assert [(p.submission, p.problem) for p in doc.pairs] == [(r[0], r[1]) for r in REPORT_PAIRS]
     assert {s.id: s.solved for s in doc.submissions}["good"] == 1
     assert json.loads(result.output)["pairs"][0]["wall_seconds"] == 0.7
     assert [p.log_path for p in doc.pairs[:2]] == ["good/two_plus_two.log", None]
 
 
 def test_output_file_is_written_whole(tmp_path: Path) -> None:
-    out = build(tmp_path / "out")
+    out = report_run(tmp_path / "out")
     target = tmp_path / "reports" / "junit.xml"
     result = CliRunner().invoke(main, ["report", str(out), "--format", "junit", "--output",
                                        str(target)])
@@ -175,7 +117,7 @@ def test_report_on_a_directory_without_summary_exits_2(tmp_path: Path) -> None:
 
 
 def test_table_prints_hostile_names_literally(tmp_path: Path) -> None:
-    out = build(tmp_path / "out")
+    out = report_run(tmp_path / "out")
     result = CliRunner().invoke(main, ["report", str(out)], catch_exceptions=False)
     assert result.exit_code == 0
     flat = result.output.replace("\n", "").replace("│", "").replace(" ", "")
@@ -185,7 +127,7 @@ def test_table_prints_hostile_names_literally(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", HOSTILE)
 def test_console_never_reads_names_as_markup(name: str) -> None:
-    verdict = make_verdict(name, "two_plus_two", "rejected", "completed", "kernel_rejected",
+    verdict = report_verdict(name, "two_plus_two", "rejected", "completed", "kernel_rejected",
                            name)
     summary = Summary.model_validate_json(build_summary_json(name))
     console = Console(record=True, force_terminal=True, color_system="truecolor", width=200,
@@ -200,7 +142,7 @@ def test_console_never_reads_names_as_markup(name: str) -> None:
 
 def build_summary_json(name: str) -> str:
     return json.dumps({
-        "started_at": "t", "finished_at": "t", "identity": IDENT.model_dump(),
+        "started_at": "t", "finished_at": "t", "identity": REPORT_IDENTITY.model_dump(),
         "preflight": {"skipped": True, "toolchain_path": "/t", "bwrap_path": "/b",
                       "bwrap_version": "0", "bwrap_sha256": "a"},
         "problems": ["two_plus_two"],
@@ -213,14 +155,14 @@ def build_summary_json(name: str) -> str:
 
 
 def test_verdict_line_reads_like_a_sentence() -> None:
-    ok = make_verdict("good", "two_plus_two", "accepted", "completed", "accepted", "")
+    ok = report_verdict("good", "two_plus_two", "accepted", "completed", "accepted", "")
     assert report_console.verdict_line(ok) == "good/two_plus_two  accepted  0.7 s"
-    bad = make_verdict("good", "double_def", "rejected", "completed", "statement_mismatch", "")
+    bad = report_verdict("good", "double_def", "rejected", "completed", "statement_mismatch", "")
     assert report_console.verdict_line(bad) == \
         "good/double_def  rejected  statement_mismatch  0.7 s"
-    same = make_verdict("s", "p", "unchanged", "not_run", "unchanged", "")
+    same = report_verdict("s", "p", "unchanged", "not_run", "unchanged", "")
     assert report_console.verdict_line(same) == "s/p  unchanged"
-    slow = make_verdict("s", "p", "error", "timed_out", "timeout", "")
+    slow = report_verdict("s", "p", "error", "timed_out", "timeout", "")
     assert report_console.verdict_line(slow) == "s/p  error  timeout, timed_out  0.7 s"
 
 
@@ -315,7 +257,7 @@ def test_bidi_and_zero_width_controls_are_escaped_in_every_format(tmp_path: Path
     trick = "accepted " + "".join(INVISIBLE) + " rejected"
     rows = [("good", "two_plus_two", "rejected", "completed", "kernel_rejected", trick),
             ("bad", "two_plus_two", "error", "timed_out", "timeout", trick)]
-    out = build(tmp_path / "out", rows, rejected_whole="gone")
+    out = report_run(tmp_path / "out", rows, rejected_whole="gone")
     data = json.loads((out / "summary.json").read_text())
     data["submissions"][-1]["rejection"] = trick
     (out / "summary.json").write_text(json.dumps(data))

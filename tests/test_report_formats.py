@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_report import PAIRS, build
+from support import REPORT_PAIRS, report_run
 
 from lean_eval import report, report_markdown
 from lean_eval.cli import main
@@ -47,7 +47,7 @@ def test_markdown_leads_with_the_matrix_then_failures_then_accepted_in_details(
             for i in range(4) for p in ("two_plus_two", "double_def")]
     rows += [("s4", "two_plus_two", "rejected", "completed", "kernel_rejected", "late no"),
              ("s4", "double_def", "error", "timed_out", "timeout", "late timeout")]
-    text = report_markdown.render_markdown(report.load_run(build(tmp_path / "o", rows,
+    text = report_markdown.render_markdown(report.load_run(report_run(tmp_path / "o", rows,
                                                                   rejected_whole=None)))
     lines = text.splitlines()
     matrix = lines.index("| submission | double\\_def | two\\_plus\\_two | solved |")
@@ -73,7 +73,7 @@ def test_markdown_size_cut_keeps_every_failure_and_drops_accepted_rows_first(
             for i in range(1500)]
     rows += [(f"late{i}", "two_plus_two", "rejected", "completed", "kernel_rejected",
               f"failure number {i}") for i in range(30)]
-    run = report.load_run(build(tmp_path / "o", rows, rejected_whole=None))
+    run = report.load_run(report_run(tmp_path / "o", rows, rejected_whole=None))
     for budget in (60_000, 20_000):  # the matrix (about 37 kB) fits the first, not the second
         text = report_markdown.render_markdown(run, budget=budget)
         assert len(text.encode()) <= budget
@@ -92,7 +92,7 @@ def test_markdown_size_cut_keeps_every_failure_and_drops_accepted_rows_first(
 
 @pytest.mark.parametrize("fmt", report.FORMATS)
 def test_no_problem_directory_hint_appears_in_every_format(tmp_path: Path, fmt: str) -> None:
-    out = with_empty_submission(build(tmp_path / "o"))
+    out = with_empty_submission(report_run(tmp_path / "o"))
     code, text = invoke("report", str(out), "--format", fmt)
     assert code == 0, text
     expected = {"markdown": report_markdown.md(HINT), "html": html.escape(HINT),
@@ -113,9 +113,9 @@ def test_no_problem_directory_hint_appears_in_every_format(tmp_path: Path, fmt: 
 
 
 def test_csv_has_a_row_per_pair_and_never_a_formula(tmp_path: Path) -> None:
-    rows = [*PAIRS, ("formula", "two_plus_two", "rejected", "completed", "kernel_rejected",
+    rows = [*REPORT_PAIRS, ("formula", "two_plus_two", "rejected", "completed", "kernel_rejected",
                      '=HYPERLINK("http://x","y"), and\na second "line"')]
-    out = with_empty_submission(build(tmp_path / "o", rows))
+    out = with_empty_submission(report_run(tmp_path / "o", rows))
     code, text = invoke("report", str(out), "--format", "csv")
     assert code == 0
     table = list(csv.DictReader(io.StringIO(text)))
@@ -131,23 +131,23 @@ def test_csv_has_a_row_per_pair_and_never_a_formula(tmp_path: Path) -> None:
 
 
 def test_report_fail_on_exits_1_only_for_the_named_kinds(tmp_path: Path) -> None:
-    out = build(tmp_path / "o")
+    out = report_run(tmp_path / "o")
     assert invoke("report", str(out), "--format", "json")[0] == 0
     code, text = invoke("report", str(out), "--format", "markdown", "--fail-on", "rejected")
     assert code == 1 and "## lean-eval results" in text  # rendered, then failed the gate
     assert "--fail-on rejected: 2 pair(s) failed the gate: good/double_def" in text
     assert invoke("report", str(out), "--fail-on", "error")[0] == 1
     assert invoke("report", str(out), "--fail-on", "invalid_submission")[0] == 1
-    only_good = build(tmp_path / "g", [PAIRS[0], PAIRS[3]], rejected_whole=None)
+    only_good = report_run(tmp_path / "g", [REPORT_PAIRS[0], REPORT_PAIRS[3]], rejected_whole=None)
     assert invoke("report", str(only_good), "--fail-on", "rejected,invalid,error")[0] == 0
     assert invoke("report", str(only_good), "--fail-on", "unchanged")[0] == 1
-    whole = build(tmp_path / "w", [PAIRS[0]], rejected_whole="gone")
+    whole = report_run(tmp_path / "w", [REPORT_PAIRS[0]], rejected_whole="gone")
     assert invoke("report", str(whole), "--fail-on", "invalid")[0] == 1  # rejected as a whole
     assert invoke("report", str(whole), "--fail-on", "rejected")[0] == 0
 
 
 def test_fail_on_refuses_an_unknown_kind_naming_the_choices(tmp_path: Path) -> None:
-    code, text = invoke("report", str(build(tmp_path / "o")), "--fail-on", "rejected,oops")
+    code, text = invoke("report", str(report_run(tmp_path / "o")), "--fail-on", "rejected,oops")
     assert code == 2
     assert "'oops'" in text and "rejected, invalid, unchanged, error" in text
     # --help spells the kinds without importing the report module: the same list

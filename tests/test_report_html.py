@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_report import PAIRS, build
+from support import REPORT_PAIRS, report_run
 
 from lean_eval import process, report, report_html
 from lean_eval.cli import main
@@ -34,8 +34,9 @@ HOSTILE = " ".join(INJECTIONS)
 
 
 def hostile_run(out: Path) -> Path:
-    rows = [*PAIRS, ("evil", "double_def", "rejected", "completed", "kernel_rejected", HOSTILE)]
-    build(out, rows, rejected_whole="gone")
+    rows = [*REPORT_PAIRS,
+            ("evil", "double_def", "rejected", "completed", "kernel_rejected", HOSTILE)]
+    report_run(out, rows, rejected_whole="gone")
     data = json.loads((out / "summary.json").read_text())
     data["submissions"][-1]["rejection"] = HOSTILE
     data["submissions"].append({"id": "empty", "source": "/in", "digest": "d" * 64,

@@ -12,18 +12,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import (
+from hypothesis import given
+from hypothesis import strategies as st
+from support import (
     RunEval,
     correct,
     make_submission,
     no_survivor,
+    processes_with,
     sh_payload,
     standin_only,
+    unique_marker,
     with_lines,
 )
-from hypothesis import given
-from hypothesis import strategies as st
-from test_process import _marker, _processes_with
 
 from lean_eval import memory, process, resources
 from lean_eval.errors import ProcessStartError
@@ -181,27 +182,27 @@ def test_pair_group_limits_and_events(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_a_memory_hog_is_killed_as_over_its_memory_limit(mechanism: str) -> None:
-    marker = _marker()
+    marker = unique_marker()
     out = _run(hog(marker), PairLimits(256 << 20, 64, mechanism))
     assert out.limit_exceeded == "memory"
     assert out.limits_mechanism == mechanism
     assert not out.timed_out  # ended by the limit, not by the deadline or its own end
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_a_fork_storm_is_stopped_at_its_process_limit(mechanism: str) -> None:
-    marker = _marker()
+    marker = unique_marker()
     out = _run(storm(marker), PairLimits(1 << 30, 50, mechanism))
     assert out.limit_exceeded == "processes"
     assert out.limits_mechanism == mechanism
     assert not out.timed_out
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_a_tree_within_its_limits_is_left_alone(mechanism: str) -> None:
-    marker = _marker()
+    marker = unique_marker()
     out = _run(f"{hog(marker, 32 << 20, 0.5)} & {storm('0.3', 5)}",
                PairLimits(512 << 20, 64, mechanism))
     assert (out.returncode, out.limit_exceeded, out.limits_mechanism) == (0, None, mechanism)
@@ -209,7 +210,7 @@ def test_a_tree_within_its_limits_is_left_alone(mechanism: str) -> None:
 
 def test_limited_runs_from_several_threads_keep_to_their_own_trees() -> None:
     """A batch's pool: each run() judges only its own tree (the reapers never share one)."""
-    marker = _marker()
+    marker = unique_marker()
     scripts = {"hog": hog(marker), "storm": storm(marker), "calm": f"{storm('0.5', 5)}"}
     with ThreadPoolExecutor(max_workers=3) as pool:
         done = dict(zip(scripts, pool.map(
@@ -218,12 +219,12 @@ def test_limited_runs_from_several_threads_keep_to_their_own_trees() -> None:
     assert done["hog"].limit_exceeded == "memory"
     assert done["storm"].limit_exceeded == "processes"
     assert (done["calm"].returncode, done["calm"].limit_exceeded) == (0, None)
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 def test_without_limits_the_same_hog_and_storm_run_to_the_end() -> None:
     """Negative control: the tests above see a limit, not something else, end the tree."""
-    marker = _marker()
+    marker = unique_marker()
     start = time.monotonic()
     out = _run(f"{hog(marker, 1 << 30, 1)} & {storm(marker, 60).replace(marker, '1')}", None)
     assert (out.returncode, out.limit_exceeded, out.limits_mechanism) == (0, None, None)
@@ -253,7 +254,7 @@ def test_a_hog_and_a_storm_end_resource_exhausted_beside_an_accepted_pair(
     if mechanism == "watchdog":  # as on a machine without a usable cgroup v2 group
         monkeypatch.setattr(resources, "cgroup_parent", lambda: None)
     expected = "cgroup_v2" if mechanism == "auto" and CGROUP else "watchdog"
-    marker = _marker()
+    marker = unique_marker()
     subs = outside / "subs"
     make_submission(subs, "good", {P: {"Submission.lean": correct(P)}})
     make_submission(subs, "hog", {P: {"Submission.lean": with_lines(P, sh_payload(
@@ -277,9 +278,9 @@ def test_a_hog_and_a_storm_end_resource_exhausted_beside_an_accepted_pair(
         assert v["limits"]["exceeded"] == which and v["limits"]["mechanism"] == expected
     assert run.code == 1  # an infrastructure failure, never a rejection
     deadline = time.monotonic() + 30  # an event with a generous bound, not a fixed delay
-    while _processes_with(marker) and time.monotonic() < deadline:
+    while processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 def _writable_cgroup2() -> Path | None:
@@ -360,7 +361,7 @@ def test_a_build_touching_a_gib_of_shared_memory_ends_resource_exhausted(
     accepted."""
     standin_only(run_eval, "the payloads are -- standin-io: lines")
     monkeypatch.setattr(resources, "cgroup_parent", lambda: None)
-    marker = _marker()
+    marker = unique_marker()
     subs = outside / "subs"
     make_submission(subs, "good", {P: {"Submission.lean": correct(P)}})
     make_submission(subs, "shm", {P: {"Submission.lean": with_lines(P, sh_payload(

@@ -6,25 +6,25 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
-from conftest import (
-    BWRAP_FLOOR,
-    REPO,
-    STANDIN,
+from support import (
+    PROBLEM,
     RunEval,
     correct,
+    harness_pid,
+    in_background,
     make_submission,
     no_survivor,
+    run_eval_argv,
+    sleeper,
     survivors,
+    verdict_files,
+    wait_for_verdicts,
 )
-from test_parallel import PROBLEM, sleeper
 
-from lean_eval import batch, lock, process
+from lean_eval import batch, lock
 from lean_eval.resume import Planned
 
 PAIRS = 6
@@ -34,70 +34,13 @@ def _batch(outside: Path, seconds: float = 2) -> list[Path]:
     return [sleeper(outside / "subs", f"s{i}", seconds) for i in range(PAIRS)]
 
 
-def _argv(run_eval: RunEval, subs: list[Path], out: Path, work: Path,
-          *extra: str) -> tuple[str, ...]:
-    return (sys.executable, "-m", "lean_eval", "run-eval", *map(str, subs), "--out", str(out),
-            "--work-dir", str(work), "--benchmark", str(run_eval.benchmark),
-            "--toolchain", str(STANDIN), "--timeout", "60", "-q", "--skip-probes",
-            "--allow-bwrap-version", BWRAP_FLOOR, *extra)
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    env["PYTHONPATH"] = str(REPO)
-    return env
-
-
-def _verdicts(out: Path) -> dict[Path, tuple[bytes, int, int]]:
-    """Every verdict file with its bytes, inode and mtime (so "untouched" can be checked)."""
-    found = {}
-    for path in sorted(out.glob("*/*.json")):
-        st = path.stat()
-        found[path] = (path.read_bytes(), st.st_ino, st.st_mtime_ns)
-    return found
-
-
-def _harness_pid(marker: str) -> int | None:
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            argv = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"lean_eval" in argv and marker.encode() in argv and b"run-eval" in argv:
-            return int(name)
-    return None
-
-
-def _in_background(argv: tuple[str, ...], timeout: float,
-                   grace: float = 5.0) -> tuple[threading.Thread, list[process.Outcome]]:
-    outcomes: list[process.Outcome] = []
-
-    def target() -> None:
-        outcomes.append(process.run(argv, env=_env(), cwd=REPO, timeout=timeout, grace=grace))
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    return thread, outcomes
-
-
-def _wait_for_verdicts(out: Path, count: int, thread: threading.Thread,
-                       outcomes: list[process.Outcome], limit: float = 90) -> None:
-    deadline = time.monotonic() + limit
-    while len(list(out.glob("*/*.json"))) < count:
-        assert thread.is_alive(), f"the run ended early: {outcomes}"
-        assert time.monotonic() < deadline, "the run wrote too few verdicts"
-        time.sleep(0.05)
-
-
 def _check_resumed(run_eval: RunEval, subs: list[Path], out: Path, work: Path,
                    before: dict[Path, tuple[bytes, int, int]]) -> None:
     kept = {p: v for p, v in before.items() if json.loads(v[0])["verdict"] != "error"}
     rerun = run_eval(*subs, out=out, extra=("--work-dir", str(work), "--jobs", "2"))
     assert rerun.code == 0, rerun.result.output
     assert "Traceback" not in rerun.result.output
-    after = _verdicts(out)
+    after = verdict_files(out)
     for path, state in kept.items():
         assert after[path] == state, f"{path} was rewritten"
     summary = rerun.summary()
@@ -112,15 +55,15 @@ def _check_resumed(run_eval: RunEval, subs: list[Path], out: Path, work: Path,
 def test_sigkill_mid_run_then_rerun_reuses_verdicts_byte_for_byte(
         run_eval: RunEval, outside: Path) -> None:
     subs, out, work = _batch(outside), outside / "out", outside / "work"
-    thread, outcomes = _in_background(_argv(run_eval, subs, out, work, "--jobs", "1"), 120)
-    _wait_for_verdicts(out, 2, thread, outcomes)
-    pid = _harness_pid(str(out))
+    thread, outcomes = in_background(run_eval_argv(run_eval, subs, out, work, "--jobs", "1"), 120)
+    wait_for_verdicts(out, 2, thread, outcomes)
+    pid = harness_pid(str(out))
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
     thread.join(60)
     assert outcomes and outcomes[0].signal == signal.SIGKILL
     no_survivor(work)  # bwrap --die-with-parent and the reapers' PDEATHSIG act asynchronously
-    before = _verdicts(out)
+    before = verdict_files(out)
     assert 2 <= len(before) < PAIRS
     assert [p for p in work.iterdir() if p.name.startswith(lock.RUN_PREFIX)] != [], \
         "a killed run leaves its scoring directory (the re-run reclaims it)"
@@ -130,10 +73,10 @@ def test_sigkill_mid_run_then_rerun_reuses_verdicts_byte_for_byte(
 def test_sigterm_mid_run_exits_143_with_an_interrupted_summary_and_a_rerun_resumes(
         run_eval: RunEval, outside: Path) -> None:
     subs, out, work = _batch(outside), outside / "out", outside / "work"
-    thread, outcomes = _in_background(_argv(run_eval, subs, out, work, "--jobs", "1"),
+    thread, outcomes = in_background(run_eval_argv(run_eval, subs, out, work, "--jobs", "1"),
                                       timeout=120, grace=60)
-    _wait_for_verdicts(out, 2, thread, outcomes)
-    pid = _harness_pid(str(out))
+    wait_for_verdicts(out, 2, thread, outcomes)
+    pid = harness_pid(str(out))
     assert pid is not None
     os.kill(pid, signal.SIGTERM)
     thread.join(90)
@@ -144,7 +87,7 @@ def test_sigterm_mid_run_exits_143_with_an_interrupted_summary_and_a_rerun_resum
     assert summary["not_scored"] > 0
     assert len(summary["pairs"]) == len(list(out.glob("*/*.json")))
     assert survivors(str(work)) == []
-    _check_resumed(run_eval, subs, out, work, _verdicts(out))
+    _check_resumed(run_eval, subs, out, work, verdict_files(out))
 
 
 def test_a_second_run_on_a_locked_out_exits_2_naming_the_holder(

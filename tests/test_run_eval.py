@@ -6,7 +6,7 @@ import shutil
 import time
 from pathlib import Path
 
-from conftest import (
+from support import (
     CORRECT,
     PROBLEMS,
     REPO,

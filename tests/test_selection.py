@@ -10,13 +10,11 @@ import pytest
 from click.testing import CliRunner, Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import SOURCE, UPDATE_INDEX, RunEval, make_submission, solved
 
 from lean_eval.cli import main
 from lean_eval.errors import CatalogError
 from lean_eval.sets import Described, ProblemSet, Selection, SetMember, select
-from tests.conftest import RunEval, make_submission
-from tests.test_import_catalog import SOURCE, solved
-from tests.test_validate_catalog import UPDATE_INDEX
 
 ALL = ["counter_where", "scaled_norm", "widget_facts"]
 
@@ -182,8 +180,9 @@ def test_select_is_the_intersection_of_set_status_and_tag(
 
 
 def test_the_in_memory_index_is_the_committed_one() -> None:
+    from support import REPO
+
     from lean_eval import catalog, index
-    from tests.conftest import REPO
 
     assert index.render(index.index_of(catalog.tree_files(REPO))) == (
         REPO / "workspaces" / "index.json").read_bytes()

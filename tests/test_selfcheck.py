@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import BWRAP_FLOOR, STANDIN
+from support import BWRAP_FLOOR, STANDIN
 
 from lean_eval.cli import main
 

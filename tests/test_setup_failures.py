@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import shutil
 from pathlib import Path
 
 import pytest
-from conftest import CORRECT, RunEval
+from support import CORRECT, RunEval, rehash_trusted
 
 
 def _copy(source: Path, dest: Path) -> Path:
     shutil.copytree(source, dest)
     return dest
-
-
-def _rehash(bench: Path, problem: str, name: str) -> None:
-    index_path = bench / "workspaces" / "index.json"
-    index = json.loads(index_path.read_text())
-    data = (bench / "workspaces" / problem / name).read_bytes()
-    index["problems"][problem]["trusted"][name] = hashlib.sha256(data).hexdigest()
-    index_path.write_text(json.dumps(index, indent=2))
 
 
 def _assert_nothing_scored(run_out: Path) -> None:
@@ -61,7 +51,7 @@ def test_malformed_trusted_config_is_refused(outside: Path, bench_copy: Path, bw
     bench = _copy(bench_copy, outside / "bench")
     config = bench / "workspaces" / "two_plus_two" / "config.json"
     config.write_text(mutate(config.read_text()))  # type: ignore[operator]
-    _rehash(bench, "two_plus_two", "config.json")
+    rehash_trusted(bench, "two_plus_two", "config.json")
     run = RunEval(bench, outside)(CORRECT)
     assert run.code == 2, run.result.output
     assert fragment in run.result.output and "two_plus_two/config.json" in run.result.output
@@ -80,7 +70,7 @@ def test_missing_submission_path_is_refused(run_eval: RunEval, outside: Path) ->
 
 def test_committed_revision_is_what_scores(outside: Path, bwrap: str) -> None:
     """A dirty working tree in trusted paths is reported and not used (design §5.1)."""
-    from conftest import REPO
+    from support import REPO
 
     from lean_eval import catalog
 
@@ -92,7 +82,7 @@ def test_committed_revision_is_what_scores(outside: Path, bwrap: str) -> None:
 
 
 def test_toolchain_inside_the_work_dir_is_refused(run_eval: RunEval, outside: Path) -> None:
-    from conftest import STANDIN
+    from support import STANDIN
 
     work = outside / "work"
     shutil.copytree(STANDIN, work / "tc")
@@ -109,7 +99,7 @@ def test_a_pin_drift_in_a_workspace_not_selected_is_refused(outside: Path, bench
     bench = _copy(bench_copy, outside / "bench")
     pin = bench / "workspaces" / "double_def" / "lean-toolchain"
     pin.write_text("leanprover/lean4:v4.0.0\n")
-    _rehash(bench, "double_def", "lean-toolchain")
+    rehash_trusted(bench, "double_def", "lean-toolchain")
     run = RunEval(bench, outside)(CORRECT, extra=("--problem", "two_plus_two"))
     assert run.code == 2, run.result.output
     assert "workspaces/double_def/lean-toolchain differs from the root lean-toolchain" \

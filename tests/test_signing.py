@@ -14,28 +14,22 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import RunEval, correct, make_submission, no_survivor
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from securesystemslib.dsse import Envelope
+from support import (
+    RunEval,
+    correct,
+    keypair,
+    make_submission,
+    make_verdict,
+    no_survivor,
+    write_output,
+)
 
 from lean_eval import attest
 from lean_eval.cli import main
-
-
-def _keypair(base: Path, name: str = "key") -> tuple[Path, Path]:
-    """A PKCS#8 PEM Ed25519 private key (what `openssl genpkey -algorithm ed25519` writes)
-    and its SubjectPublicKeyInfo PEM (what `openssl pkey -pubout` writes)."""
-    key = Ed25519PrivateKey.generate()
-    private = base / f"{name}.pem"
-    private.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                          serialization.PrivateFormat.PKCS8,
-                                          serialization.NoEncryption()))
-    public = base / f"{name}.pub"
-    public.write_bytes(key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
-    return private, public
 
 
 def _verify(out: Path, pub: Path, *extra: str) -> Result:
@@ -71,7 +65,7 @@ def _signed_run(run_eval: RunEval, outside: Path, key: Path) -> tuple[list[Path]
 
 def test_signed_run_verifies_and_every_tampering_is_named(run_eval: RunEval,
                                                           outside: Path) -> None:
-    private, public = _keypair(outside)
+    private, public = keypair(outside)
     subs, out = _signed_run(run_eval, outside, private)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["signing_key"] == attest.load_public_key(public).fingerprint
@@ -102,7 +96,7 @@ def test_signed_run_verifies_and_every_tampering_is_named(run_eval: RunEval,
     assert "FAILED good/double_def.json: has no envelope" in result.output
 
     # another key
-    _, other = _keypair(outside, "other")
+    _, other = keypair(outside, "other")
     result = _verify(out, other)
     assert result.exit_code == 1
     for name in ("good/two_plus_two", "good/double_def", "bad/two_plus_two"):
@@ -121,9 +115,9 @@ def test_signed_run_verifies_and_every_tampering_is_named(run_eval: RunEval,
 def test_a_re_signed_forgery_fails_under_the_real_key(run_eval: RunEval, outside: Path) -> None:
     """Someone who edits a verdict and signs it again with their own key is caught (and a
     verifier that skipped the signature check would not catch it: the control below)."""
-    private, public = _keypair(outside)
+    private, public = keypair(outside)
     _, out = _signed_run(run_eval, outside, private)
-    forger_key, _ = _keypair(outside, "forger")
+    forger_key, _ = keypair(outside, "forger")
     forger = attest.load_signing_key(forger_key)
     path = out / "bad" / "two_plus_two.json"
     path.write_text(path.read_text().replace('"verdict": "rejected"', '"verdict": "accepted"'))
@@ -146,7 +140,7 @@ def test_a_re_signed_forgery_fails_under_the_real_key(run_eval: RunEval, outside
 
 def test_merge_of_signed_shards_keeps_envelopes_and_verifies(run_eval: RunEval,
                                                              outside: Path) -> None:
-    private, public = _keypair(outside)
+    private, public = keypair(outside)
     subs = _inputs(outside / "in")
     parts = [run_eval(*subs, out=outside / f"s{k}",
                       extra=("--shard", f"{k}/2", "--sign-key", str(private)))
@@ -162,7 +156,7 @@ def test_merge_of_signed_shards_keeps_envelopes_and_verifies(run_eval: RunEval,
     assert result.exit_code == 0, result.output
     assert "3 envelope(s)" in result.output
     # shards signed with different keys cannot be verified with one key: refused
-    other, _ = _keypair(outside, "other")
+    other, _ = keypair(outside, "other")
     again = run_eval(*subs, out=outside / "s2b",
                      extra=("--shard", "2/2", "--sign-key", str(other)))
     assert again.code == 0, again.result.output
@@ -173,7 +167,7 @@ def test_merge_of_signed_shards_keeps_envelopes_and_verifies(run_eval: RunEval,
 
 
 def test_a_resumed_run_signs_the_verdicts_it_reuses(run_eval: RunEval, outside: Path) -> None:
-    private, public = _keypair(outside)
+    private, public = keypair(outside)
     subs = _inputs(outside / "in")
     first = run_eval(*subs, out=outside / "out")
     assert first.code == 0, first.result.output
@@ -196,7 +190,7 @@ def _bad_keys(base: Path) -> dict[str, Path]:
     keys["encrypted"].write_bytes(Ed25519PrivateKey.generate().private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
         serialization.BestAvailableEncryption(b"secret")))
-    _, keys["public"] = _keypair(base, "only")
+    _, keys["public"] = keypair(base, "only")
     return keys
 
 
@@ -218,7 +212,7 @@ def test_a_bad_sign_key_is_exit_2_before_anything_is_scored(tmp_path: Path, kind
 def test_verify_refuses_a_key_that_is_not_an_ed25519_public_key(tmp_path: Path) -> None:
     keys = _bad_keys(tmp_path)
     (tmp_path / "out").mkdir()
-    private, _ = _keypair(tmp_path)
+    private, _ = keypair(tmp_path)
     for key in (keys["garbage"], private):
         result = _verify(tmp_path / "out", key)
         assert result.exit_code == 2 and f"--key {key}" in result.output, result.output
@@ -226,13 +220,11 @@ def test_verify_refuses_a_key_that_is_not_an_ed25519_public_key(tmp_path: Path) 
 
 
 def _verdict_bytes() -> bytes:
-    from test_merge import ident, verdict
-
-    return verdict("alice", "two_plus_two", ident()).model_dump_json(indent=2).encode()
+    return make_verdict("alice", "two_plus_two").model_dump_json(indent=2).encode()
 
 
 def test_envelope_is_dsse_over_an_in_toto_statement_and_deterministic(tmp_path: Path) -> None:
-    private, public = _keypair(tmp_path)
+    private, public = keypair(tmp_path)
     key = attest.load_signing_key(private)
     data = _verdict_bytes()
     options = {"timeout": 60.0, "skip_probes": False}
@@ -260,9 +252,7 @@ def test_envelope_is_dsse_over_an_in_toto_statement_and_deterministic(tmp_path: 
 
 def test_verify_names_an_orphan_envelope_and_a_verdict_missing_from_disk(
         tmp_path: Path) -> None:
-    from test_merge import write_output
-
-    private, public = _keypair(tmp_path)
+    private, public = keypair(tmp_path)
     key = attest.load_signing_key(private)
     out = write_output(tmp_path / "out", [("alice", "two_plus_two"), ("alice", "double_def")])
     for name in ("two_plus_two", "double_def"):
@@ -278,9 +268,7 @@ def test_verify_names_an_orphan_envelope_and_a_verdict_missing_from_disk(
 
 
 def test_verify_json_report_lists_every_failure(tmp_path: Path) -> None:
-    from test_merge import write_output
-
-    private, public = _keypair(tmp_path)
+    private, public = keypair(tmp_path)
     key = attest.load_signing_key(private)
     out = write_output(tmp_path / "out", [("alice", "two_plus_two"), ("bob", "two_plus_two")])
     assert key.sign(out / "alice" / "two_plus_two.json", out, {}) is None
@@ -295,9 +283,7 @@ def test_verify_json_report_lists_every_failure(tmp_path: Path) -> None:
 
 
 def test_a_garbled_envelope_is_named_and_the_others_still_checked(tmp_path: Path) -> None:
-    from test_merge import write_output
-
-    private, public = _keypair(tmp_path)
+    private, public = keypair(tmp_path)
     key = attest.load_signing_key(private)
     out = write_output(tmp_path / "out", [("alice", "two_plus_two"), ("bob", "two_plus_two"),
                                           ("carol", "two_plus_two")])

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support import CORRECT, PROBLEMS, REPO, RunEval
 
 from lean_eval import catalog, starter
 from lean_eval.cli import main
-from tests.conftest import CORRECT, PROBLEMS, REPO, RunEval
 
 WORKSPACES = REPO / "workspaces"
 

@@ -2,53 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import shutil
-from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 import pytest
-from click.testing import CliRunner, Result
-
-from lean_eval.cli import main
-from tests.conftest import BENCHMARK_FILES, REPO, RunEval, correct, make_submission
-
-
-def _update_index() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("update_index", REPO / "scripts" /
-                                                  "update_index.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-UPDATE_INDEX = _update_index()
-
-
-def validate(benchmark: Path, *extra: str) -> Result:
-    return CliRunner().invoke(main, ["validate-catalog", "--benchmark", str(benchmark), *extra],
-                              catch_exceptions=False)
-
-
-def bench(outside: Path, change: Callable[[Path], None], *, reindex: bool = True) -> Path:
-    """A copy of the benchmark with ``change`` applied and (by default) the index regenerated,
-    so that the fault under test is not hidden behind a digest mismatch."""
-    root = outside / "bench"
-    for name in BENCHMARK_FILES:
-        source = REPO / name
-        if source.is_dir():
-            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns(".lake"))
-        else:
-            root.mkdir(exist_ok=True)
-            shutil.copy2(source, root / name)
-    change(root)
-    if reindex:
-        assert UPDATE_INDEX.main(["--root", str(root)]) == 0
-    return root
+from support import (
+    REPO,
+    UPDATE_INDEX,
+    RunEval,
+    changed_benchmark,
+    correct,
+    make_submission,
+    validate_catalog,
+)
 
 
 def edit(path: Path, old: str, new: str) -> None:
@@ -66,17 +32,17 @@ def drift_pin(root: Path) -> None:
 
 
 def test_passes_on_the_repository() -> None:
-    result = validate(REPO)
+    result = validate_catalog(REPO)
     assert result.exit_code == 0, result.output
     assert "5 problem(s), catalog consistent" in result.output
-    data = json.loads(validate(REPO, "--json").stdout)
+    data = json.loads(validate_catalog(REPO, "--json").stdout)
     assert data["ok"] is True
     assert data["findings"] == []
     assert data["solution_only_modules"] == ["LeanPool"]
 
 
 def test_names_a_drifted_workspace_pin(outside: Path) -> None:
-    result = validate(bench(outside, drift_pin))
+    result = validate_catalog(changed_benchmark(outside, drift_pin))
     assert result.exit_code == 1
     assert "workspaces/two_plus_two/lake-manifest.json: package pins" in result.output
     assert "mathlib" in result.output
@@ -96,7 +62,7 @@ def test_names_a_package_pinned_at_another_rev(outside: Path) -> None:
             manifest["packages"] = [{**package, "rev": rev}]
             path.write_text(json.dumps(manifest))
 
-    result = validate(bench(outside, change))
+    result = validate_catalog(changed_benchmark(outside, change))
     assert result.exit_code == 1
     assert "workspaces/multi_hole/lake-manifest.json: package pins" in result.output
     assert "2222222222" in result.output
@@ -110,7 +76,7 @@ def test_names_a_drifted_require_and_toolchain(outside: Path) -> None:
         (root / "workspaces" / "multi_hole" / "lean-toolchain").write_text(
             "leanprover/lean4:v4.35.1\n")
 
-    result = validate(bench(outside, change))
+    result = validate_catalog(changed_benchmark(outside, change))
     assert result.exit_code == 1
     assert "workspaces/double_def/lakefile.toml: [[require]] entries differ" in result.output
     assert "workspaces/multi_hole/lean-toolchain: differs from the root" in result.output
@@ -122,7 +88,7 @@ def test_names_a_mismatched_hole_name(outside: Path) -> None:
         edit(root / "workspaces" / "add_comm_explicit" / "Challenge.lean",
              "theorem add_comm_explicit", "theorem add_comm_explicit'")
 
-    result = validate(bench(outside, change))
+    result = validate_catalog(changed_benchmark(outside, change))
     assert result.exit_code == 1
     assert "workspaces/double_def/config.json: theorem_names" in result.output
     assert ("workspaces/add_comm_explicit/Challenge.lean: declares no theorem hole "
@@ -130,7 +96,7 @@ def test_names_a_mismatched_hole_name(outside: Path) -> None:
 
 
 def test_names_a_config_naming_a_module_the_workspace_lacks(outside: Path) -> None:
-    result = validate(bench(outside, lambda root: edit(
+    result = validate_catalog(changed_benchmark(outside, lambda root: edit(
         root / "workspaces" / "widget_instance" / "config.json", '"Solution"', '"Bridge"')))
     assert result.exit_code == 1
     assert ("workspaces/widget_instance/config.json: solution_module 'Bridge' is not a module "
@@ -144,7 +110,7 @@ def test_names_a_bridge_and_starter_that_disagree(outside: Path) -> None:
         edit(root / "workspaces" / "multi_hole" / "Submission.lean",
              "theorem base_value", "theorem base_value'")
 
-    result = validate(bench(outside, change))
+    result = validate_catalog(changed_benchmark(outside, change))
     assert result.exit_code == 1
     assert ("workspaces/two_plus_two/Solution.lean: bridge 'two_plus_two' does not use "
             "Submission.two_plus_two") in result.output
@@ -157,7 +123,7 @@ def test_names_a_starter_or_bridge_stating_a_hole_differently(outside: Path) -> 
         edit(root / "workspaces" / "two_plus_two" / "Submission.lean", ": 2 + 2 = 4", ": 2 + 2 = 5")
         edit(root / "workspaces" / "double_def" / "Solution.lean", "(n : Nat)", "(m : Nat)")
 
-    result = validate(bench(outside, change))
+    result = validate_catalog(changed_benchmark(outside, change))
     assert result.exit_code == 1
     assert ("workspaces/two_plus_two/Submission.lean: starter states Submission.two_plus_two "
             "as ': 2 + 2 = 5', Challenge.lean as ': 2 + 2 = 4'") in result.output
@@ -171,7 +137,7 @@ def test_names_trusted_lean_importing_the_solution_only_package(outside: Path,
         path = root / "workspaces" / "widget_instance" / name
         path.write_text("/- a header comment -/\nimport LeanPool.Basic\n" + path.read_text())
 
-    result = validate(bench(outside, change))
+    result = validate_catalog(changed_benchmark(outside, change))
     assert result.exit_code == 1
     assert (f"workspaces/widget_instance/{name}: imports LeanPool.Basic, which benchmark.toml "
             "declares solution-only") in result.output
@@ -184,7 +150,7 @@ def test_a_trusted_header_the_checker_refuses_is_a_fault(outside: Path) -> None:
         path = root / "workspaces" / "widget_instance" / "Challenge.lean"
         path.write_text("import «LeanPool».Basic\n" + path.read_text())
 
-    result = validate(bench(outside, change))
+    result = validate_catalog(changed_benchmark(outside, change))
     assert result.exit_code == 1
     assert "workspaces/widget_instance/Challenge.lean: import header" in result.output
     assert "cannot tell what it imports" in result.output
@@ -195,7 +161,7 @@ def test_names_a_stale_digest_and_an_edited_benchmark_config(outside: Path) -> N
         edit(root / "workspaces" / "two_plus_two" / "README.md", "#", "##")
         edit(root / "benchmark.toml", '["LeanPool"]', "[]")
 
-    result = validate(bench(outside, change, reindex=False))
+    result = validate_catalog(changed_benchmark(outside, change, reindex=False))
     assert result.exit_code == 1
     assert ("workspaces/two_plus_two/README.md: differs from its digest in "
             "workspaces/index.json") in result.output
@@ -204,7 +170,7 @@ def test_names_a_stale_digest_and_an_edited_benchmark_config(outside: Path) -> N
 
 def test_run_eval_refuses_drifted_pins_before_reading_submissions(outside: Path,
                                                                   bwrap: str) -> None:
-    root = bench(outside, drift_pin)
+    root = changed_benchmark(outside, drift_pin)
     submission = make_submission(outside, "alice",
                                  {"two_plus_two": {"Submission.lean": correct("two_plus_two")}})
     run = RunEval(root, outside)(submission)
@@ -223,7 +189,7 @@ def test_run_eval_refuses_a_challenge_importing_the_solution_only_package(
 
     submission = make_submission(outside, "alice",
                                  {"two_plus_two": {"Submission.lean": correct("two_plus_two")}})
-    run = RunEval(bench(outside, change), outside)(submission)
+    run = RunEval(changed_benchmark(outside, change), outside)(submission)
     assert run.code == 2
     assert "workspaces/two_plus_two/Challenge.lean imports LeanPool" in run.result.stderr
     assert not (run.out / "summary.json").exists()
@@ -242,7 +208,8 @@ def _with_auxiliary(root: Path, bridge_repeat: str, starter_repeat: str) -> None
 
 def test_bridges_and_starters_may_repeat_challenge_declarations_verbatim(outside: Path) -> None:
     repeat = "def Scale (r : Nat) (f : Nat → Nat) : Nat := f (r + 0)"
-    result = validate(bench(outside, lambda root: _with_auxiliary(root, repeat, repeat)))
+    result = validate_catalog(changed_benchmark(
+        outside, lambda root: _with_auxiliary(root, repeat, repeat)))
     assert result.exit_code == 0, result.output
 
 
@@ -250,14 +217,16 @@ def test_a_repeat_stating_a_challenge_declaration_differently_names_both_files(
         outside: Path) -> None:
     good = "def Scale (r : Nat) (f : Nat → Nat) : Nat := f (r + 0)"
     bad = "def Scale (r : Nat) (f : Nat → Nat) : Int := f (r + 0)"
-    result = validate(bench(outside, lambda root: _with_auxiliary(root, bad, good)))
+    result = validate_catalog(changed_benchmark(
+        outside, lambda root: _with_auxiliary(root, bad, good)))
     assert result.exit_code == 1
     lines = [ln for ln in result.output.splitlines() if "Scale" in ln]
     assert len(lines) == 1, result.output
     assert lines[0].startswith("workspaces/two_plus_two/Solution.lean: repeats 'Scale' of "
                                "workspaces/two_plus_two/Challenge.lean")
     assert "': Int'" not in lines[0] and "Int" in lines[0]
-    result = validate(bench(outside / "s", lambda root: _with_auxiliary(root, good, bad)))
+    result = validate_catalog(changed_benchmark(
+        outside / "s", lambda root: _with_auxiliary(root, good, bad)))
     assert result.exit_code == 1
     assert ("workspaces/two_plus_two/Submission.lean: repeats 'Scale' of "
             "workspaces/two_plus_two/Challenge.lean") in result.output
@@ -268,12 +237,12 @@ def test_a_change_after_a_named_argument_in_a_bridge_is_a_fault(outside: Path) -
         ws = root / "workspaces" / "two_plus_two"
         for name in ("Challenge.lean", "Solution.lean", "Submission.lean"):
             edit(ws / name, "2 + 2 = 4", "Nat.add (n := 2) 2 = 4")
-    assert validate(bench(outside, change)).exit_code == 0
+    assert validate_catalog(changed_benchmark(outside, change)).exit_code == 0
 
     def mutate(root: Path) -> None:
         change(root)
         edit(root / "workspaces" / "two_plus_two" / "Solution.lean", "(n := 2) 2", "(n := 2) 3")
-    result = validate(bench(outside / "m", mutate))
+    result = validate_catalog(changed_benchmark(outside / "m", mutate))
     assert result.exit_code == 1
     assert ("workspaces/two_plus_two/Solution.lean: bridge states 'two_plus_two' as "
             "': Nat.add (n := 2) 3 = 4', Challenge.lean as ': Nat.add (n := 2) 2 = 4'"
@@ -286,7 +255,7 @@ def test_a_theorem_hole_may_be_a_prop_valued_instance(outside: Path) -> None:
         for name in ("Challenge.lean", "Solution.lean", "Submission.lean"):
             edit(ws / name, "theorem two_plus_two : 2 + 2 = 4",
                  "instance two_plus_two : Fact (2 + 2 = 4)")
-    result = validate(bench(outside, change))
+    result = validate_catalog(changed_benchmark(outside, change))
     assert result.exit_code == 0, result.output
 
 
@@ -301,13 +270,13 @@ def test_manifests_accept_the_descriptive_keys_and_report_every_unknown_key(
             'reason = "policy"\n\n[[revision_history]]\nrevision = 1\n'
             'effective_date = "2026-01-01"\nreason = "initial"\n'
             'statement_digest = "sha256:' + "0" * 64 + '"\n'))
-    assert validate(bench(outside, describe)).exit_code == 0
+    assert validate_catalog(changed_benchmark(outside, describe)).exit_code == 0
 
     def unknown(root: Path) -> None:
         path = root / "problems" / "two_plus_two.toml"
         path.write_text(path.read_text() + 'colour = "red"\nflavour = "sour"\ntest = "yes"\n')
-    root = bench(outside / "u", unknown)
-    result = validate(root)
+    root = changed_benchmark(outside / "u", unknown)
+    result = validate_catalog(root)
     assert result.exit_code == 1
     for key in ("colour", "flavour", "test"):
         assert f"problems/two_plus_two.toml: {key}: " in result.output, result.output
@@ -323,9 +292,9 @@ def test_extra_workspace_files_are_refused_alike_by_the_index_validate_catalog_a
         outside: Path, bwrap: str) -> None:
     def change(root: Path) -> None:
         (root / "workspaces" / "two_plus_two" / "holes.json").write_text("{}\n")
-    root = bench(outside, change, reindex=False)
+    root = changed_benchmark(outside, change, reindex=False)
     assert UPDATE_INDEX.main(["--root", str(root)]) == 2
-    result = validate(root)
+    result = validate_catalog(root)
     assert result.exit_code == 1
     assert ("workspaces/two_plus_two/holes.json: not a trusted or starter file"
             in result.output)
@@ -341,9 +310,9 @@ def test_extra_workspace_files_are_refused_alike_by_the_index_validate_catalog_a
 def test_a_workspace_without_a_lake_manifest_scores_with_the_one_derived_from_the_root(
         outside: Path, bwrap: str) -> None:
     from lean_eval import catalog
-    root = bench(outside, lambda r: (r / "workspaces" / "two_plus_two" /
+    root = changed_benchmark(outside, lambda r: (r / "workspaces" / "two_plus_two" /
                                      "lake-manifest.json").unlink())
-    assert validate(root).exit_code == 0
+    assert validate_catalog(root).exit_code == 0
     derived = catalog.load_catalog(root, revision=None).problems["two_plus_two"].trusted[
         "lake-manifest.json"]
     assert json.loads(derived)["name"] == "two_plus_two"
@@ -360,7 +329,7 @@ def test_a_workspace_without_a_lake_manifest_scores_with_the_one_derived_from_th
     # the derived bytes are covered: a root manifest edited afterwards is a digest fault
     (root / "lake-manifest.json").write_text((root / "lake-manifest.json").read_text()
                                              .replace('"lakeDir": ".lake"', '"lakeDir": ".lake2"'))
-    result = validate(root)
+    result = validate_catalog(root)
     assert ("workspaces/two_plus_two/lake-manifest.json: differs from its digest in "
             "workspaces/index.json (derived from the root's)") in result.output
 
@@ -387,6 +356,6 @@ def test_names_a_workspace_lakefile_the_harness_cannot_rely_on(outside: Path, ol
         else:
             text = text.replace(old, new)
         (root / "workspaces" / "multi_hole" / "lakefile.toml").write_text(text)
-    result = validate(bench(outside, change))
+    result = validate_catalog(changed_benchmark(outside, change))
     assert result.exit_code == 1
     assert f"workspaces/multi_hole/lakefile.toml: {fault}" in result.output, result.output

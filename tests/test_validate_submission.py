@@ -10,22 +10,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import REPO, correct, make_submission
+from support import correct, make_submission, starter, validate_submission
 
 from lean_eval.cli import main
 
 GOOD = "two_plus_two"
 OTHER = "double_def"
-
-
-def starter(problem: str, rel: str = "Submission.lean") -> str:
-    return (REPO / "workspaces" / problem / rel).read_text(encoding="utf-8")
-
-
-def validate(bench: Path, path: Path, *args: str) -> Result:
-    env = {"LEAN_EVAL_TOOLCHAIN": "/nonexistent", "PATH": "/usr/bin:/bin"}  # no Lean needed
-    return CliRunner().invoke(main, ["validate-submission", str(path), "--benchmark", str(bench),
-                                     *args], env=env, catch_exceptions=False)
 
 
 def document(result: Result) -> dict[str, Any]:
@@ -40,17 +30,17 @@ def test_clean_submission_says_what_would_be_scored(bench_copy: Path, outside: P
                "notes.md": "x"},
         OTHER: {"Submission.lean": starter(OTHER),
                 "Submission/Helpers.lean": starter(OTHER, "Submission/Helpers.lean")}})
-    result = validate(bench_copy, root)
+    result = validate_submission(bench_copy, root)
     assert result.exit_code == 0, result.output
     assert (f"{GOOD} ({GOOD}): would be scored: Submission.lean (changed), "
             "Submission/Helpers.lean") in result.stdout
     assert f"{OTHER} ({OTHER}): unchanged, every file is the starter" in result.stdout
     assert f"  ignored: {GOOD}/notes.md: not read" in result.stdout
     assert result.stderr == ""
-    quiet = validate(bench_copy, root, "-q")
+    quiet = validate_submission(bench_copy, root, "-q")
     assert (quiet.exit_code, quiet.output) == (0, "")
     assert "sha256" not in result.stdout
-    verbose = validate(bench_copy, root, "-v")
+    verbose = validate_submission(bench_copy, root, "-v")
     assert verbose.exit_code == 0, verbose.output
     assert f"alice: {root} (sha256 " in verbose.stdout
     assert "  Submission.lean: differs from the starter" in verbose.stdout
@@ -61,7 +51,7 @@ def test_json_document(bench_copy: Path, outside: Path) -> None:
     root = make_submission(outside, "bob", {
         GOOD: {"Submission.lean": correct(GOOD)},
         OTHER: {"Submission.lean": "import «Evil»\n" + correct(OTHER)}})
-    result = validate(bench_copy, root, "--json")
+    result = validate_submission(bench_copy, root, "--json")
     assert result.exit_code == 1
     doc = document(result)
     assert next(iter(doc)) == "schema_version" and doc["schema_version"] == 1
@@ -76,7 +66,7 @@ def test_every_rejection_names_its_entry(bench_copy: Path, outside: Path) -> Non
         OTHER: {"Submission.lean": correct(OTHER)}})
     (root / OTHER / "Submission").mkdir(exist_ok=True)
     os.symlink("/etc/passwd", root / OTHER / "Submission" / "Evil.lean")
-    result = validate(bench_copy, root)
+    result = validate_submission(bench_copy, root)
     assert result.exit_code == 1
     assert (f"{OTHER} ({OTHER}): invalid_submission (path_rejected): "
             f"{OTHER}/Submission/Evil.lean: symlink") in result.stderr
@@ -89,7 +79,7 @@ def test_whole_submission_rejection_lists_the_problems_named(bench_copy: Path,
         f"a/{GOOD}": {"Submission.lean": correct(GOOD)},
         f"b/{GOOD}": {"Submission.lean": correct(GOOD)},
         OTHER: {"Submission.lean": correct(OTHER)}})
-    result = validate(bench_copy, root)
+    result = validate_submission(bench_copy, root)
     assert result.exit_code == 1
     assert f"problem {GOOD} has more than one problem directory: a/{GOOD}, b/{GOOD}" in (
         result.stderr)
@@ -99,13 +89,13 @@ def test_whole_submission_rejection_lists_the_problems_named(bench_copy: Path,
 
 def test_no_problem_directory_gives_the_hint(bench_copy: Path, outside: Path) -> None:
     top = make_submission(outside, "top", {".": {"Submission.lean": correct(GOOD)}})
-    result = validate(bench_copy, top)
+    result = validate_submission(bench_copy, top)
     assert result.exit_code == 1
     assert "top: no problem directory found: Submission.lean is at the top level" in (
         result.stderr)
     dashed = make_submission(outside, "dashed", {"two-plus-two": {
         "Submission.lean": correct(GOOD)}})
-    result = validate(bench_copy, dashed)
+    result = validate_submission(bench_copy, dashed)
     assert result.exit_code == 1
     assert "two-plus-two/ is not a problem id; did you mean two_plus_two?" in result.stderr
 
@@ -114,20 +104,20 @@ def test_problem_option_limits_the_ids(bench_copy: Path, outside: Path) -> None:
     root = make_submission(outside, "dave", {
         GOOD: {"Submission.lean": correct(GOOD)},
         OTHER: {"Submission.lean": "import «Evil»\n"}})
-    result = validate(bench_copy, root, "--problem", GOOD, "--json")
+    result = validate_submission(bench_copy, root, "--problem", GOOD, "--json")
     assert result.exit_code == 0, result.output
     assert [p["problem_id"] for p in document(result)["problems"]] == [GOOD]
 
 
 def test_unusable_path_or_problem_is_a_usage_error(bench_copy: Path, outside: Path) -> None:
-    result = validate(bench_copy, outside / "missing")
+    result = validate_submission(bench_copy, outside / "missing")
     assert result.exit_code == 2
     assert "missing does not exist" in result.stderr
     (outside / "s.zip").write_bytes(b"PK")
-    result = validate(bench_copy, outside / "s.zip")
+    result = validate_submission(bench_copy, outside / "s.zip")
     assert result.exit_code == 2 and ".zip archives are not supported" in result.stderr
     root = make_submission(outside, "eve", {GOOD: {"Submission.lean": correct(GOOD)}})
-    result = validate(bench_copy, root, "--problem", "two_plus_tw")
+    result = validate_submission(bench_copy, root, "--problem", "two_plus_tw")
     assert result.exit_code == 2 and "did you mean two_plus_two?" in result.stderr
 
 
@@ -162,14 +152,14 @@ def test_a_limit_given_to_validate_submission_changes_its_answer(
         GOOD: {"Submission.lean": correct(GOOD),
                "Submission/Helpers.lean": starter(GOOD, "Submission/Helpers.lean")},
         OTHER: {"Submission.lean": starter(OTHER)}})
-    default = validate(bench_copy, root, "--json")
+    default = validate_submission(bench_copy, root, "--json")
     assert default.exit_code == 0, default.output
-    limited = validate(bench_copy, root, "--json", option, value)
+    limited = validate_submission(bench_copy, root, "--json", option, value)
     assert limited.exit_code == 1, limited.output
     outcomes = {p["problem_id"]: (p["outcome"], p["rejection_code"])
                 for p in document(limited)["problems"]}
     assert outcomes[GOOD] == ("invalid_submission", code)
-    total = validate(bench_copy, root, "--max-total-bytes", "64")
+    total = validate_submission(bench_copy, root, "--max-total-bytes", "64")
     assert total.exit_code == 1
     assert "dave: whole submission rejected (limit_exceeded)" in total.stderr
 
@@ -181,14 +171,15 @@ def test_a_problem_hidden_by_max_depth_is_named(bench_copy: Path, outside: Path)
     (deep / GOOD / "Submission.lean").write_text(correct(GOOD))
     (deep / "e" / GOOD).mkdir(parents=True)
     (deep / "e" / GOOD / "Submission.lean").write_text(correct(GOOD))
-    result = validate(bench_copy, root, "--max-depth", "4")
+    result = validate_submission(bench_copy, root, "--max-depth", "4")
     assert result.exit_code == 1
     assert (f"{GOOD} (a/b/c/d/{GOOD}): invalid_submission (limit_exceeded): a/b/c/d/{GOOD}: "
             "deeper than 4 path components") in result.stderr
     assert ("hidden by a limit: a/b/c/d/e: deeper than 4 path components, not read; a problem "
             "directory in it would not be found") in result.stderr
     assert f"{OTHER} ({OTHER}): would be scored" in result.stdout
-    assert document(validate(bench_copy, root, "--max-depth", "4", "--json"))["hidden"] == [
+    hidden = document(validate_submission(bench_copy, root, "--max-depth", "4", "--json"))
+    assert hidden["hidden"] == [
         "a/b/c/d/e: deeper than 4 path components, not read; a problem directory in it would "
         "not be found"]
 
@@ -206,11 +197,11 @@ def test_a_file_the_harness_cannot_read_is_error_not_invalid(
         return real(name, dfd, flags, st, shown)
 
     monkeypatch.setattr(intake, "_open_same", denied)
-    result = validate(bench_copy, root)
+    result = validate_submission(bench_copy, root)
     assert result.exit_code == 1
     assert (f"{GOOD} ({GOOD}): error (the harness, not the submission): {GOOD}/Submission.lean: "
             "cannot be read by the harness (Permission denied)") in result.stderr
-    (item,) = document(validate(bench_copy, root, "--json"))["problems"]
+    (item,) = document(validate_submission(bench_copy, root, "--json"))["problems"]
     assert (item["outcome"], item["rejection"]) == ("error", None)
 
 
@@ -223,13 +214,13 @@ def test_a_fresh_start_problem_directory_is_quiet_about_the_files_start_problem_
                                         str(bench_copy), "-q"], catch_exceptions=False)
     assert started.exit_code == 0, started.output
     (dest / GOOD / "notes.md").write_text("mine\n", encoding="utf-8")
-    result = validate(bench_copy, dest)
+    result = validate_submission(bench_copy, dest)
     assert result.exit_code == 0, result.output
     ignored = [line for line in result.output.splitlines() if "ignored:" in line]
     assert ignored == [f"  ignored: {GOOD}/notes.md: not read (only Submission.lean and "
                        "Submission/**/*.lean are)"], result.output
-    verbose = validate(bench_copy, dest, "-v")
+    verbose = validate_submission(bench_copy, dest, "-v")
     assert "Challenge.lean" in verbose.output and "config.json" in verbose.output
-    check = document(validate(bench_copy, dest, "--json"))["problems"][0]
+    check = document(validate_submission(bench_copy, dest, "--json"))["problems"][0]
     assert "Challenge.lean" in check["reference"] and "lean-toolchain" in check["reference"]
     assert not any("Challenge.lean" in line for line in check["ignored"])
