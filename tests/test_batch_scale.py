@@ -137,6 +137,6 @@ def test_a_whole_submission_rejection_gives_each_problem_found_its_verdict(
     loud = CliRunner().invoke(main, [
         "run-eval", str(empty), str(good), "--out", str(outside / "loud"), "--benchmark",
         str(bench_copy), "--toolchain", str(STANDIN), "--skip-probes",
-        "--allow-bwrap-version", BWRAP_FLOOR])
+        "--allow-bwrap-version", BWRAP_FLOOR], catch_exceptions=False)
     assert loud.exit_code == 0, loud.output
     assert "empty: no problem directory found" in loud.output and "Traceback" not in loud.output

@@ -22,7 +22,8 @@ def _workspace(bench_copy: Path, outside: Path, submission: str) -> Path:
 def test_accepts_a_correct_workspace(bench_copy: Path, outside: Path, bwrap: str) -> None:
     ws = _workspace(bench_copy, outside, correct("two_plus_two"))
     result = CliRunner().invoke(main, ["test", str(ws), "--toolchain", str(STANDIN), "--json",
-                                       "--allow-bwrap-version", BWRAP_FLOOR])
+                                       "--allow-bwrap-version", BWRAP_FLOOR],
+                                catch_exceptions=False)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert (data["verdict"], data["reason"]["code"]) == ("accepted", "accepted")
@@ -33,12 +34,14 @@ def test_rejects_sorry_and_exits_one(bench_copy: Path, outside: Path, bwrap: str
     ws = _workspace(bench_copy, outside, (bench_copy / "workspaces" / "two_plus_two" /
                                           "Submission.lean").read_text())
     result = CliRunner().invoke(main, ["test", str(ws), "--toolchain", str(STANDIN),
-                                       "--allow-bwrap-version", BWRAP_FLOOR])
+                                       "--allow-bwrap-version", BWRAP_FLOOR],
+                                catch_exceptions=False)
     assert result.exit_code == 1
     assert "rejected (illegal_axiom)" in result.output
 
 
 def test_not_a_workspace_is_a_setup_failure(outside: Path) -> None:
-    result = CliRunner().invoke(main, ["test", str(outside), "--toolchain", str(STANDIN)])
+    result = CliRunner().invoke(main, ["test", str(outside), "--toolchain", str(STANDIN)],
+                                catch_exceptions=False)
     assert result.exit_code == 2
     assert "has no config.json" in result.output

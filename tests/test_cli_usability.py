@@ -65,7 +65,7 @@ def test_every_byte_option_takes_suffixes(command: str) -> None:
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_dash_h_and_help_text_on_every_command(command: str) -> None:
-    result = CliRunner().invoke(main, [command, "-h"])
+    result = CliRunner().invoke(main, [command, "-h"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "Usage:" in result.output
     doc = (main.commands[command].help or "").strip()
@@ -74,7 +74,7 @@ def test_dash_h_and_help_text_on_every_command(command: str) -> None:
 
 
 def test_dash_h_on_the_group() -> None:
-    result = CliRunner().invoke(main, ["-h"])
+    result = CliRunner().invoke(main, ["-h"], catch_exceptions=False)
     assert result.exit_code == 0 and "run-eval" in result.output
 
 
@@ -101,7 +101,7 @@ def _no_probes(monkeypatch: pytest.MonkeyPatch) -> None:
 def _run_eval(bench: Path, *args: str) -> Result:
     return CliRunner().invoke(main, ["run-eval", *args, "--benchmark", str(bench),
                                      "--toolchain", str(STANDIN),
-                                     "--allow-bwrap-version", BWRAP_FLOOR])
+                                     "--allow-bwrap-version", BWRAP_FLOOR], catch_exceptions=False)
 
 
 def test_nonexistent_submission_fails_fast_without_skip_probes(
@@ -172,7 +172,7 @@ exec "$@"
 
 def _invoke(*args: str) -> Result:
     return CliRunner().invoke(main, [*args, "--toolchain", str(STANDIN),
-                                     "--allow-bwrap-version", BWRAP_FLOOR])
+                                     "--allow-bwrap-version", BWRAP_FLOOR], catch_exceptions=False)
 
 
 def _probe(bench: Path, outside: Path, *args: str) -> Result:
@@ -384,8 +384,9 @@ def test_quiet_silences_the_other_commands(bench_copy: Path, outside: Path) -> N
     for name, args in runs.items():
         loud = CliRunner().invoke(main, [a for a in args if a != "-q"]
                                   if name != "start-problem" else
-                                  [*args[:2], str(outside / "loud"), *args[3:-1]])
-        quiet = CliRunner().invoke(main, args)
+                                  [*args[:2], str(outside / "loud"), *args[3:-1]],
+                                  catch_exceptions=False)
+        quiet = CliRunner().invoke(main, args, catch_exceptions=False)
         assert loud.exit_code == 0 and loud.output, (name, loud.output)
         assert (quiet.exit_code, quiet.output) == (0, ""), (name, quiet.output)
 
@@ -393,13 +394,14 @@ def test_quiet_silences_the_other_commands(bench_copy: Path, outside: Path) -> N
 def test_environment_defaults_take_effect(bench_copy: Path, outside: Path, bwrap: str) -> None:
     ws = _workspace(bench_copy, outside, correct("two_plus_two"))
     env = {"LEAN_EVAL_TOOLCHAIN": str(STANDIN), "LEAN_EVAL_ALLOW_BWRAP_VERSION": BWRAP_FLOOR}
-    result = CliRunner().invoke(main, ["test", str(ws)], env=env)
+    result = CliRunner().invoke(main, ["test", str(ws)], env=env, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     missing = CliRunner().invoke(main, ["test", str(ws)],
-                                 env={**env, "LEAN_EVAL_BWRAP": str(outside / "no-bwrap")})
+                                 env={**env, "LEAN_EVAL_BWRAP": str(outside / "no-bwrap")},
+                                 catch_exceptions=False)
     assert missing.exit_code == 2 and "no-bwrap" in missing.output
     flag_wins = CliRunner().invoke(main, ["test", str(ws), "--toolchain", str(outside)],
-                                   env=env)
+                                   env=env, catch_exceptions=False)
     assert flag_wins.exit_code == 2 and "bin/lake" in flag_wins.output
 
 

@@ -96,7 +96,7 @@ def test_example_command_runs_as_written() -> None:
         sub_ctx = sub.make_context(args[0], args[1:], parent=ctx)
     for submission in sub_ctx.params["submissions"]:
         assert (REPO / submission).is_dir()
-    assert CliRunner().invoke(main, [args[0], "--help"]).exit_code == 0
+    assert CliRunner().invoke(main, [args[0], "--help"], catch_exceptions=False).exit_code == 0
 
 
 # --- SECURITY.md names its tests by node id, and each one runs in CI ---------------------------

@@ -435,6 +435,8 @@ def test_markup_in_names_is_printed_as_text(bench_copy: Path, outside: Path, bwr
     args = ["run-eval", str(hostile), str(subs / "good"), "--out", str(out), "--benchmark",
             str(bench_copy), "--toolchain", str(STANDIN), "--timeout", "60",
             "--allow-bwrap-version", BWRAP_FLOOR, "--skip-probes"]
+    # About an exception: one rich raised on markup in a name is caught here and named by the
+    # assertions below, as the CLI's users would see it.
     result = CliRunner().invoke(main, args, env={}, catch_exceptions=True)
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     assert "MarkupError" not in result.output and "Traceback" not in result.output

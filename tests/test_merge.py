@@ -52,7 +52,7 @@ def test_merge_of_shards_equals_a_single_run(tmp_path: Path) -> None:
 def test_cli_merge_then_report(tmp_path: Path) -> None:
     parts = shards_of(tmp_path)
     result = CliRunner().invoke(main, ["merge", *map(str, parts), "--out",
-                                       str(tmp_path / "m")])
+                                       str(tmp_path / "m")], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "merged 2 shard output(s)" in result.output
     assert json.loads((tmp_path / "m" / "summary.json").read_text())["counts"]["accepted"] == 6
@@ -61,17 +61,18 @@ def test_cli_merge_then_report(tmp_path: Path) -> None:
 def test_cli_merge_quiet_verbose_and_json(tmp_path: Path) -> None:
     parts = shards_of(tmp_path)
     quiet = CliRunner().invoke(main, ["merge", *map(str, parts), "--out", str(tmp_path / "q"),
-                                      "-q"])
+                                      "-q"], catch_exceptions=False)
     assert (quiet.exit_code, quiet.output) == (0, "")
     as_json = CliRunner().invoke(main, ["merge", *map(str, parts), "--out",
-                                        str(tmp_path / "j"), "--json"])
+                                        str(tmp_path / "j"), "--json"], catch_exceptions=False)
     assert as_json.exit_code == 0
     assert Summary.model_validate_json(as_json.output).pairs == \
         Summary.model_validate_json((tmp_path / "q" / "summary.json").read_bytes()).pairs
-    plain = CliRunner().invoke(main, ["merge", *map(str, parts), "--out", str(tmp_path / "p")])
+    plain = CliRunner().invoke(main, ["merge", *map(str, parts), "--out", str(tmp_path / "p")],
+                               catch_exceptions=False)
     assert plain.exit_code == 0 and "shard 1/" not in plain.output
     verbose = CliRunner().invoke(main, ["merge", *map(str, parts), "--out", str(tmp_path / "v"),
-                                        "-v"])
+                                        "-v"], catch_exceptions=False)
     assert verbose.exit_code == 0, verbose.output
     n = len(parts)
     for k, part in enumerate(parts, 1):
@@ -82,7 +83,8 @@ def test_another_harness_version_is_refused(tmp_path: Path) -> None:
     one = write_output(tmp_path / "a", shard.select(BATCH, 1, 2), k=1)
     two = write_output(tmp_path / "b", shard.select(BATCH, 2, 2), k=2,
                        identity=make_identity(harness_version="0.2.0"))
-    result = CliRunner().invoke(main, ["merge", str(one), str(two), "--out", str(tmp_path / "m")])
+    result = CliRunner().invoke(main, ["merge", str(one), str(two), "--out", str(tmp_path / "m")],
+                                catch_exceptions=False)
     assert result.exit_code == 2, result.output
     assert "harness_version" in result.output
     assert str(one) in result.output and str(two) in result.output
@@ -128,7 +130,7 @@ def test_a_pair_scored_twice_is_refused(tmp_path: Path) -> None:
     one = write_output(tmp_path / "a", shard.select(BATCH, 1, 2), k=1)
     again = write_output(tmp_path / "b", shard.select(BATCH, 1, 2), k=1)
     result = CliRunner().invoke(main, ["merge", str(one), str(again), "--out",
-                                       str(tmp_path / "m")])
+                                       str(tmp_path / "m")], catch_exceptions=False)
     assert result.exit_code == 2
     assert "scored by both" in result.output
     assert not (tmp_path / "m").exists()
@@ -144,7 +146,7 @@ def test_the_same_directory_twice_is_refused(tmp_path: Path) -> None:
 def test_missing_shard_exits_1_and_names_it(tmp_path: Path) -> None:
     parts = shards_of(tmp_path, 3)
     result = CliRunner().invoke(main, ["merge", str(parts[0]), str(parts[2]), "--out",
-                                       str(tmp_path / "m")])
+                                       str(tmp_path / "m")], catch_exceptions=False)
     assert result.exit_code == 1, result.output
     assert "shard 2/3 is missing" in result.output
     summary = json.loads((tmp_path / "m" / "summary.json").read_text())
@@ -160,7 +162,8 @@ def test_unscored_pairs_are_listed(tmp_path: Path) -> None:
     for sub in data["submissions"]:
         sub["problems"] = [p for s, p in pairs if s == sub["id"]]
     (two / "summary.json").write_text(json.dumps(data))
-    result = CliRunner().invoke(main, ["merge", str(one), str(two), "--out", str(tmp_path / "m")])
+    result = CliRunner().invoke(main, ["merge", str(one), str(two), "--out", str(tmp_path / "m")],
+                                catch_exceptions=False)
     assert result.exit_code == 1, result.output
     assert f"{len(pairs) - 1} pair(s) were scored by no shard" in result.output
     for sid, pid in pairs[1:]:
@@ -184,7 +187,7 @@ def test_existing_output_is_never_touched(tmp_path: Path) -> None:
 def test_a_shard_without_summary_is_refused(tmp_path: Path) -> None:
     (tmp_path / "nothing").mkdir()
     result = CliRunner().invoke(main, ["merge", str(tmp_path / "nothing"), "--out",
-                                       str(tmp_path / "m")])
+                                       str(tmp_path / "m")], catch_exceptions=False)
     assert result.exit_code == 2
     assert "no readable summary.json" in result.output
     assert str(tmp_path / "nothing") in result.output
@@ -220,7 +223,7 @@ def test_run_eval_shards_are_disjoint_cover_and_merge_to_the_single_run(
     assert all(part.summary()["shard"]["batch_digest"] == shard.batch_digest(
         (s, p) for s, p, _ in whole) for part in parts)
     result = CliRunner().invoke(main, ["merge", str(parts[0].out), str(parts[1].out), "--out",
-                                       str(outside / "merged")])
+                                       str(outside / "merged")], catch_exceptions=False)
     assert result.exit_code == single.code, result.output
     merged = json.loads((outside / "merged" / "summary.json").read_text())
     assert [(p["submission"], p["problem"], p["verdict"]) for p in merged["pairs"]] == whole
@@ -237,7 +240,7 @@ def test_run_eval_shards_are_disjoint_cover_and_merge_to_the_single_run(
     data["identity"]["harness_version"] = "9.9.9"
     (parts[1].out / "summary.json").write_text(json.dumps(data))
     refused = CliRunner().invoke(main, ["merge", str(parts[0].out), str(parts[1].out), "--out",
-                                        str(outside / "merged2")])
+                                        str(outside / "merged2")], catch_exceptions=False)
     assert refused.exit_code == 2 and "harness_version" in refused.output
     assert not (outside / "merged2").exists()
 
@@ -246,7 +249,7 @@ def test_an_unwritable_output_leaves_nothing_and_no_traceback(tmp_path: Path) ->
     parts = shards_of(tmp_path)
     (tmp_path / "file").write_text("x")
     result = CliRunner().invoke(main, ["merge", *map(str, parts), "--out",
-                                       str(tmp_path / "file" / "m")])
+                                       str(tmp_path / "file" / "m")], catch_exceptions=False)
     assert result.exit_code == 1, result.output
     assert "cannot create the merged output" in result.output
     assert "Traceback" not in result.output

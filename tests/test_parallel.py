@@ -176,11 +176,12 @@ def test_progress_is_one_line_per_pair_off_a_terminal_and_nothing_with_quiet(
             for i in range(2)]
     base = ["run-eval", *map(str, subs), "--benchmark", str(bench_copy), "--toolchain",
             str(STANDIN), "--skip-probes", "--allow-bwrap-version", BWRAP_FLOOR, "-j", "2"]
-    loud = CliRunner().invoke(main, [*base, "--out", str(outside / "loud")])
+    loud = CliRunner().invoke(main, [*base, "--out", str(outside / "loud")], catch_exceptions=False)
     assert loud.exit_code == 0, loud.output
     assert sum(f"q{i}/{PROBLEM}" in line for line in loud.output.splitlines()
                for i in range(2)) >= 2
-    quiet = CliRunner().invoke(main, [*base, "--out", str(outside / "quiet"), "-q"])
+    quiet = CliRunner().invoke(main, [*base, "--out", str(outside / "quiet"), "-q"],
+                               catch_exceptions=False)
     assert quiet.exit_code == 0 and quiet.output == ""
 
 

@@ -26,7 +26,7 @@ def _run(bench_copy: Path, outside: Path, *extra: str) -> tuple[int, str, Path]:
     result = CliRunner().invoke(main, [
         "run-eval", str(CORRECT), "--out", str(out), "--benchmark", str(bench_copy),
         "--toolchain", str(STANDIN), "--problem", "two_plus_two", "--work-dir",
-        str(outside / "work"), "--timeout", "60", *extra])
+        str(outside / "work"), "--timeout", "60", *extra], catch_exceptions=False)
     return result.exit_code, result.output, out
 
 

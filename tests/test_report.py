@@ -37,7 +37,8 @@ from lean_eval.verdict import (
 def test_junit_parses_with_one_testcase_per_pair_and_one_failure_per_rejection(
         tmp_path: Path) -> None:
     out = report_run(tmp_path / "out")
-    result = CliRunner().invoke(main, ["report", str(out), "--format", "junit"])
+    result = CliRunner().invoke(main, ["report", str(out), "--format", "junit"],
+                                catch_exceptions=False)
     assert result.exit_code == 0, result.output
     root = ET.fromstring(result.output.encode())  # noqa: S314 - our own output
     cases = root.findall("./testsuite/testcase")
@@ -87,7 +88,8 @@ def test_markdown_stays_within_the_step_summary_budget(tmp_path: Path) -> None:
 def test_json_document(tmp_path: Path) -> None:
     out = report_run(tmp_path / "out")
     (out / "good" / "two_plus_two.log").write_text("log\n")
-    result = CliRunner().invoke(main, ["report", str(out), "--format", "json"])
+    result = CliRunner().invoke(main, ["report", str(out), "--format", "json"],
+                                catch_exceptions=False)
     assert result.exit_code == 0
     doc = report.RunReport.model_validate_json(result.output)
     assert doc.schema_version == 1
@@ -101,17 +103,18 @@ def test_output_file_is_written_whole(tmp_path: Path) -> None:
     out = report_run(tmp_path / "out")
     target = tmp_path / "reports" / "junit.xml"
     result = CliRunner().invoke(main, ["report", str(out), "--format", "junit", "--output",
-                                       str(target)])
+                                       str(target)], catch_exceptions=False)
     assert result.exit_code == 0 and result.output == ""
     ET.parse(target)  # noqa: S314 - our own output
     assert [p.name for p in target.parent.iterdir()] == ["junit.xml"]
     table = tmp_path / "table.txt"
-    assert CliRunner().invoke(main, ["report", str(out), "--output", str(table)]).exit_code == 0
+    assert CliRunner().invoke(main, ["report", str(out), "--output", str(table)],
+                              catch_exceptions=False).exit_code == 0
     assert "[bold red]x" in table.read_text()
 
 
 def test_report_on_a_directory_without_summary_exits_2(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["report", str(tmp_path)])
+    result = CliRunner().invoke(main, ["report", str(tmp_path)], catch_exceptions=False)
     assert result.exit_code == 2
     assert "no readable summary.json" in result.output
 
@@ -233,7 +236,8 @@ def test_junit_of_a_real_run_has_a_testcase_per_pair(run_eval, outside: Path) ->
     run = run_eval(good, incorrect)
     assert (run.out / "summary.json").is_file(), run.result.output
     pairs = run.summary()["pairs"]
-    result = CliRunner().invoke(main, ["report", str(run.out), "--format", "junit"])
+    result = CliRunner().invoke(main, ["report", str(run.out), "--format", "junit"],
+                                catch_exceptions=False)
     assert result.exit_code == 0, result.output
     root = ET.fromstring(result.output.encode())  # noqa: S314 - our own output
     cases = root.findall("./testsuite/testcase")
@@ -242,7 +246,8 @@ def test_junit_of_a_real_run_has_a_testcase_per_pair(run_eval, outside: Path) ->
     failing = [p for p in pairs if p["verdict"] in ("rejected", "invalid_submission")]
     assert failing and len(root.findall("./testsuite/testcase/failure")) == len(failing)
     assert {p["verdict"] for p in pairs if p["submission"] == "good"} == {"accepted"}
-    markdown = CliRunner().invoke(main, ["report", str(run.out), "--format", "markdown"])
+    markdown = CliRunner().invoke(main, ["report", str(run.out), "--format", "markdown"],
+                                  catch_exceptions=False)
     assert "| good | · | ✅ | 1/1 |" in markdown.output
 
 

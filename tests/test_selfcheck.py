@@ -28,7 +28,8 @@ def _invoke(command: str, bench_copy: Path, outside: Path, toolchain: Path = STA
             *extra: str) -> tuple[int, str]:
     result = CliRunner().invoke(main, [
         command, "--benchmark", str(bench_copy), "--toolchain", str(toolchain),
-        "--allow-bwrap-version", BWRAP_FLOOR, "--work-dir", str(outside / "w"), *extra])
+        "--allow-bwrap-version", BWRAP_FLOOR, "--work-dir", str(outside / "w"), *extra],
+                                catch_exceptions=False)
     return result.exit_code, result.output
 
 

@@ -1,9 +1,11 @@
-"""The suite's own structure: test modules share helpers only through support.py.
+"""The suite's own structure: test modules share helpers only through support.py, and a CLI
+test lets an unexpected exception fail it.
 
 A test module that imports another one runs that module's import-time work (and, under another
 name, a second copy of its state) and ties the two together; conftest.py is pytest's, loaded by
 it. ``tests.x`` and ``x`` would be two copies of one module, so helpers are imported by their
-bare name.
+bare name. ``CliRunner.invoke`` swallows exceptions unless told not to: a traceback the CLI
+should never print would pass as an exit code of 1.
 """
 
 from __future__ import annotations
@@ -52,3 +54,38 @@ def test_the_check_sees_every_form_of_such_an_import() -> None:
         assert forbidden_imports(source), source
     assert forbidden_imports("from support import REPO\nimport lean_eval.cli\n"
                              "from testing import x\n") == []
+
+
+def swallowing_invokes(source: str) -> list[str]:
+    """Each ``.invoke(...)`` in ``source`` that does not pass ``catch_exceptions=False``, unless it
+    passes ``catch_exceptions=True`` under a comment saying why (a test about an exception)."""
+    lines = source.splitlines()
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "invoke"):
+            continue
+        given = {k.arg: k.value for k in node.keywords}
+        value = given.get("catch_exceptions")
+        if isinstance(value, ast.Constant) and value.value is False:
+            continue
+        above = lines[node.lineno - 2].strip() if node.lineno > 1 else ""
+        if isinstance(value, ast.Constant) and value.value is True and above.startswith("#"):
+            continue
+        found.append(f"line {node.lineno}")
+    return found
+
+
+def test_every_cli_invocation_lets_exceptions_through() -> None:
+    offenders = {path.name: bad for path in sorted(TESTS.glob("*.py"))
+                 if (bad := swallowing_invokes(path.read_text(encoding="utf-8")))}
+    assert offenders == {}, "pass catch_exceptions=False (or True under a comment saying why)"
+
+
+def test_the_invoke_check_sees_a_swallowing_call() -> None:
+    """Negative control."""
+    assert swallowing_invokes("CliRunner().invoke(main, [])") == ["line 1"]
+    assert swallowing_invokes("CliRunner().invoke(main, [], catch_exceptions=True)") == ["line 1"]
+    assert swallowing_invokes("r.invoke(main, ['x'],\n         catch_exceptions=False)") == []
+    assert swallowing_invokes("# about an exception: why\n"
+                              "r.invoke(main, [], catch_exceptions=True)") == []
