@@ -70,13 +70,17 @@ def test_summary_lists_pairs_in_input_order_whatever_finished_first(
 def _peekers(outside: Path) -> tuple[Path, Path]:
     """Two correct proofs, live at the same time, each trying to read the other's workspace:
     each waits (up to 10 s, an event rather than a fixed delay) for the other's file to be
-    visible, reads it, and reads again a second later while the other is still live."""
+    visible and reads it; one that read it stays live (up to 60 s, again an event) until the
+    other has read its own, so that neither depends on how fast the other starts."""
     work = outside / "work"
     subs = []
     for me, other in (("alpha", "beta"), ("beta", "alpha")):
-        target = f"{work}/lean-eval-run-*/{other}/{PROBLEM}/workspace/Submission.lean"
-        peek = (f"i=0; while [ $i -lt 100 ] && ! [ -e {target} ]; do sleep 0.1; i=$((i+1)); "
-                f"done; cat {target}; sleep 1; cat {target}; sleep 1")
+        there = f"{work}/lean-eval-run-*/{other}/{PROBLEM}/workspace"
+        peek = (f"i=0; while [ $i -lt 100 ] && ! [ -e {there}/Submission.lean ]; do sleep 0.1; "
+                f"i=$((i+1)); done; if [ -e {there}/Submission.lean ]; then "
+                f"cat {there}/Submission.lean; : > .lake/peeked; i=0; "
+                f"while [ $i -lt 600 ] && ! [ -e {there}/.lake/peeked ]; do sleep 0.1; "
+                "i=$((i+1)); done; fi")
         subs.append(make_submission(outside / "subs", me, {PROBLEM: {
             "Submission.lean": with_lines(PROBLEM, f"-- SECRET-{me.upper()}-MARK",
                                           sh_payload(peek))}}))
