@@ -138,7 +138,7 @@ def changed_benchmark(outside: Path, change: Callable[[Path], None], *,
     """A copy of the benchmark with ``change`` applied and (by default) the index regenerated,
     so that the fault under test is not hidden behind a digest mismatch."""
     root = outside / "bench"
-    root.mkdir()
+    root.mkdir(parents=True)
     copy_benchmark(root)
     change(root)
     if reindex:
@@ -572,9 +572,9 @@ def make_identity(**changes: Any) -> Identity:
 def make_verdict(sid: str, pid: str, outcome: str = "accepted", *, execution: str | None = None,
                  code: str | None = None, message: str = "x", identity: Identity | None = None,
                  source: str | None = None, wall_seconds: float = 0.5,
-                 log: LogRef | None = None) -> Verdict:
+                 log: LogRef | None = None, **fields: Any) -> Verdict:
     """The verdict of (``sid``, ``pid``); by default an unchanged pair was not run, any other
-    completed, and a rejection's reason is ``kernel_rejected``."""
+    completed, and a rejection's reason is ``kernel_rejected``. ``fields`` sets others."""
     if execution is None:
         execution = "not_run" if outcome == "unchanged" else "completed"
     if code is None:
@@ -584,7 +584,7 @@ def make_verdict(sid: str, pid: str, outcome: str = "accepted", *, execution: st
         "problem": ProblemRef(id=pid, statement_revision=1), "verdict": outcome,
         "execution": execution, "reason": Reason(code=code, message=message),
         "timings": Timings(wall_seconds=wall_seconds), "identity": identity or make_identity(),
-        "log": log or LogRef(path=f"{sid}/{pid}.log", tail=("last line",))})
+        "log": log or LogRef(path=f"{sid}/{pid}.log", tail=("last line",)), **fields})
 
 
 def pair_line(verdict: Verdict) -> PairSummary:

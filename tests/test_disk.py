@@ -12,11 +12,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import RunEval, correct, make_submission, no_survivor, sh_payload, with_lines
+from support import (
+    RunEval,
+    correct,
+    make_submission,
+    make_verdict,
+    no_survivor,
+    sh_payload,
+    with_lines,
+)
 
 from lean_eval import batch, disk, pair, process, resume, shard
 from lean_eval.resources import PairLimits
-from lean_eval.verdict import Reason, ResourceLimits, Verdict
+from lean_eval.verdict import ResourceLimits, Verdict
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 
@@ -94,16 +102,10 @@ def test_the_watchdog_ends_a_tree_that_writes_past_its_disk_budget(
 
 
 def _verdict(outcome: str, cleanup: tuple[str, ...] = ()) -> Verdict:
-    return Verdict.model_validate({
-        "submission": {"id": "s", "digest": "0" * 64, "source": "/s"},
-        "problem": {"id": P, "statement_revision": 1}, "verdict": outcome,
-        "execution": "completed", "reason": Reason(code="build_failed", message="ENOSPC"),
-        "identity": {"harness_version": "0", "benchmark_path": "/b", "benchmark_commit": "c",
-                     "toolchain_name": "t", "toolchain_path": "/t", "bwrap_path": "/b",
-                     "bwrap_version": "0.8.0", "bwrap_owner": "root", "bwrap_setuid": False,
-                     "bwrap_sha256": "0" * 64, "bwrap_minimum_version": "0.8.0"},
-        "timings": {"wall_seconds": 0.0}, "cleanup": cleanup,
-        "limits": ResourceLimits(memory_bytes=None, max_processes=None, mechanism="none")})
+    return make_verdict("s", P, outcome, execution="completed", code="build_failed",
+                        message="ENOSPC", cleanup=cleanup,
+                        limits=ResourceLimits(memory_bytes=None, max_processes=None,
+                                              mechanism="none"))
 
 
 def test_a_failure_while_short_of_space_is_error_and_an_acceptance_stays() -> None:

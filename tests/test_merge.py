@@ -17,10 +17,7 @@ from support import BATCH, BATCH_PROBLEMS, make_identity, shards_of, write_outpu
 from lean_eval import merge, shard
 from lean_eval.cli import main
 from lean_eval.errors import MergeRefusedError
-from lean_eval.verdict import (
-    Summary,
-    file_umask,
-)
+from lean_eval.verdict import Summary, file_umask
 
 
 def pair_files(out: Path) -> dict[str, bytes]:

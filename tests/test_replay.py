@@ -29,7 +29,7 @@ from lean_eval import driver, process, replay, replay_report
 from lean_eval.cli import main
 from lean_eval.errors import UsageError
 from lean_eval.toolchain import Toolchain
-from lean_eval.verdict import Checker, Reason, Verdict
+from lean_eval.verdict import Checker, Verdict
 
 PROBLEMS = "two_plus_two,double_def"
 SORRY = "namespace Submission\ntheorem two_plus_two : 2 + 2 = 4 := by sorry\nend Submission\n"
@@ -109,9 +109,8 @@ def driver_config() -> Any:
 
 
 def _verdict(outcome: str, code: str, checkers: tuple[Checker, ...] = ()) -> Verdict:
-    base = make_verdict("alice", "two_plus_two")
-    return base.model_copy(update={"verdict": outcome, "reason": Reason(code=code, message="m"),
-                                   "checkers": checkers})
+    return make_verdict("alice", "two_plus_two", outcome, code=code, message="m",
+                        checkers=checkers)
 
 
 def test_compare_statuses() -> None:

@@ -22,6 +22,8 @@ from support import (
     REPORT_PAIRS,
     correct,
     make_submission,
+    make_summary,
+    pair_line,
     report_run,
     report_verdict,
 )
@@ -29,9 +31,7 @@ from support import (
 from lean_eval import report, report_console, report_markdown
 from lean_eval.cli import main
 from lean_eval.selfcheck import Expectation, Finding, SelfCheck
-from lean_eval.verdict import (
-    Summary,
-)
+from lean_eval.verdict import SubmissionSummary, Summary
 
 
 def test_junit_parses_with_one_testcase_per_pair_and_one_failure_per_rejection(
@@ -132,7 +132,7 @@ def test_table_prints_hostile_names_literally(tmp_path: Path) -> None:
 def test_console_never_reads_names_as_markup(name: str) -> None:
     verdict = report_verdict(name, "two_plus_two", "rejected", "completed", "kernel_rejected",
                            name)
-    summary = Summary.model_validate_json(build_summary_json(name))
+    summary = console_summary(name)
     console = Console(record=True, force_terminal=True, color_system="truecolor", width=200,
                       file=io.StringIO())
     report_console.print_summary(summary, console)
@@ -143,18 +143,13 @@ def test_console_never_reads_names_as_markup(name: str) -> None:
     assert plain.count(name) >= 4, plain
 
 
-def build_summary_json(name: str) -> str:
-    return json.dumps({
-        "started_at": "t", "finished_at": "t", "identity": REPORT_IDENTITY.model_dump(),
-        "preflight": {"skipped": True, "toolchain_path": "/t", "bwrap_path": "/b",
-                      "bwrap_version": "0", "bwrap_sha256": "a"},
-        "problems": ["two_plus_two"],
-        "submissions": [{"id": name, "source": name, "digest": "d", "problems": [],
-                         "rejection": name}],
-        "counts": {"rejected": 1},
-        "pairs": [{"submission": name, "problem": "two_plus_two", "verdict": "rejected",
-                   "execution": "completed", "reason": "kernel_rejected", "path": "p"}],
-        "exit_code": 0})
+def console_summary(name: str) -> Summary:
+    """A run whose one submission is ``name`` (its id, source and rejection), with one pair."""
+    pair = pair_line(report_verdict(name, "two_plus_two", "rejected", "completed",
+                                    "kernel_rejected", name)).model_copy(update={"path": "p"})
+    return make_summary([pair], [SubmissionSummary(id=name, source=name, digest="d",
+                                                   problems=(), rejection=name)],
+                        problems=("two_plus_two",), identity=REPORT_IDENTITY, compact=False)
 
 
 def test_verdict_line_reads_like_a_sentence() -> None:
@@ -219,7 +214,7 @@ def test_run_eval_prints_hostile_names_without_markup_errors(run_eval, outside: 
 
 
 def test_console_shows_control_characters_escaped() -> None:
-    summary = Summary.model_validate_json(build_summary_json("s"))
+    summary = console_summary("s")
     summary = summary.model_copy(update={"submissions": (summary.submissions[0].model_copy(
         update={"rejection": "bad\x1b[2J\x1b]0;title\x07 name\nfake line"}),)})
     buffer = io.StringIO()
