@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 python3 -m ruff check .
 python3 -m mypy
 python3 -m lean_eval validate-catalog --benchmark .
-python3 -m pytest
+python3 -m pytest --durations=25

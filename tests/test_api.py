@@ -248,6 +248,7 @@ def test_every_exported_name_exists_and_the_readme_lists_it() -> None:
         assert (getattr(api, name).__doc__ or "").strip(), name
 
 
+@pytest.mark.slow
 def test_the_readme_example_runs_as_written(bench_copy: Path, bwrap: str, tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """The README's example, run from the repository with the stand-in toolchain and the

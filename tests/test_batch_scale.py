@@ -30,6 +30,7 @@ STARTER = (REPO / "workspaces" / PROBLEM / "Submission.lean").read_text(encoding
 MANY = 5000
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_five_thousand_submissions_in_one_run_computing_the_masks_once(
         run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:

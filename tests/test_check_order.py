@@ -52,6 +52,7 @@ def _tools(*extra: str) -> tuple[str, ...]:
     return ("--toolchain", str(STANDIN), "--allow-bwrap-version", BWRAP_FLOOR, *extra)
 
 
+@pytest.mark.slow
 def test_a_locked_out_is_refused_before_any_probe_runs(
         bench_copy: Path, outside: Path, bwrap: str, probes: list[tuple[str, ...]]) -> None:
     out = outside / "out"
@@ -108,6 +109,7 @@ def test_toolchain_bwrap_catalog_and_lock_errors_come_in_one_message(
     assert probes == []
 
 
+@pytest.mark.slow
 def test_a_rerun_whose_pairs_are_all_kept_runs_no_probe(
         bench_copy: Path, outside: Path, bwrap: str, probes: list[tuple[str, ...]]) -> None:
     out = outside / "out"
@@ -144,6 +146,7 @@ def test_a_rerun_whose_pairs_are_all_kept_runs_no_probe(
         "accepted"
 
 
+@pytest.mark.slow
 def test_pairs_decided_at_intake_need_no_probe(
         bench_copy: Path, outside: Path, bwrap: str, probes: list[tuple[str, ...]]) -> None:
     """Starters only (``unchanged``) and a rejected entry (``invalid_submission``) are decided

@@ -228,6 +228,7 @@ def _run_with_probes(bench: Path, outside: Path, *args: str) -> Result:
                    *args)
 
 
+@pytest.mark.slow
 def test_preflight_prints_one_line_per_probe_and_records_details(
         bench_copy: Path, outside: Path, bwrap: str) -> None:
     result = _run_with_probes(bench_copy, outside)
@@ -405,6 +406,7 @@ def test_environment_defaults_take_effect(bench_copy: Path, outside: Path, bwrap
     assert flag_wins.exit_code == 2 and "bin/lake" in flag_wins.output
 
 
+@pytest.mark.slow
 def test_run_eval_verbose_shows_every_probe_check(bench_copy: Path, outside: Path,
                                                   bwrap: str) -> None:
     result = _run_with_probes(bench_copy, outside, "-v")

@@ -57,6 +57,7 @@ def _summary(out: Path) -> Summary:
     return Summary.model_validate_json((out / "summary.json").read_bytes())
 
 
+@pytest.mark.slow
 def test_a_fork_batch_lists_unchanged_compactly_and_every_consumer_counts_them(
         run_eval: RunEval, outside: Path) -> None:
     subs = [fork(outside / "subs", "solver", {SOLVED: correct(SOLVED)}),
@@ -127,6 +128,7 @@ def test_an_unchanged_id_the_rules_forbid_is_refused(run_eval: RunEval, outside:
         outputs.check_summary(run.out, twice)
 
 
+@pytest.mark.slow
 def test_a_killed_fork_batch_resumes_keeping_its_unchanged_verdicts(
         run_eval: RunEval, outside: Path) -> None:
     slow = with_lines(SOLVED, sh_payload("sleep 3"))

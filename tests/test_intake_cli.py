@@ -123,6 +123,7 @@ def _check_pair_rejected(run: Run, sub: str, fragment: str,
     assert good["verdict"] == "accepted", (sub, good["reason"], run.log(sub, GOOD))
 
 
+@pytest.mark.slow
 def test_each_directory_rejection_names_the_entry_and_spares_other_pairs(
         run_eval: RunEval, outside: Path) -> None:
     if os.geteuid() != 0:

@@ -24,6 +24,7 @@ from lean_eval import batch, progress, sandbox, workspace
 from lean_eval.cli import main
 
 
+@pytest.mark.slow
 def test_three_jobs_keep_three_sleeping_pairs_live_at_once(
         run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Order and outcome, not wall-clock time (a loaded machine must pass): with --jobs 1 at
@@ -54,6 +55,7 @@ def test_three_jobs_keep_three_sleeping_pairs_live_at_once(
     assert survivors(str(outside)) == []
 
 
+@pytest.mark.slow
 def test_summary_lists_pairs_in_input_order_whatever_finished_first(
         run_eval: RunEval, outside: Path) -> None:
     slow = sleeper(outside / "subs", "slow", 4)
@@ -101,6 +103,7 @@ def _leaks(run_eval: RunEval, outside: Path) -> list[str]:
     return leaks
 
 
+@pytest.mark.slow
 def test_two_live_pairs_cannot_read_each_others_workspace(
         run_eval: RunEval, outside: Path) -> None:
     assert _leaks(run_eval, outside) == []
@@ -115,6 +118,7 @@ def test_negative_control_without_the_run_masks_a_live_pair_reads_the_other(
     assert _leaks(run_eval, outside) != []
 
 
+@pytest.mark.slow
 def test_admission_waits_while_memory_is_below_the_limit(
         run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[int] = []
@@ -148,6 +152,7 @@ def test_default_jobs_is_the_cpus_lowered_to_what_memory_allows(
     assert batch.default_jobs(8 << 30) == 1
 
 
+@pytest.mark.slow
 def test_limits_and_shards_reach_every_verdict_and_the_summary(
         run_eval: RunEval, outside: Path) -> None:
     subs = [make_submission(outside / "subs", f"p{i}",
@@ -172,6 +177,7 @@ def test_limits_and_shards_reach_every_verdict_and_the_summary(
     assert scored[0] | scored[1] == {(f"p{i}", PROBLEM) for i in range(4)}
 
 
+@pytest.mark.slow
 def test_progress_is_one_line_per_pair_off_a_terminal_and_nothing_with_quiet(
         bench_copy: Path, outside: Path, bwrap: str) -> None:
     del bwrap

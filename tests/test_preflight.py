@@ -30,6 +30,7 @@ def _run(bench_copy: Path, outside: Path, *extra: str) -> tuple[int, str, Path]:
     return result.exit_code, result.output, out
 
 
+@pytest.mark.slow
 def test_probes_pass_and_are_recorded(bench_copy: Path, outside: Path, bwrap: str) -> None:
     code, output, out = _run(bench_copy, outside, "--allow-bwrap-version", BWRAP_FLOOR)
     assert code == 0, output

@@ -197,6 +197,7 @@ def _replay_json(out: Path) -> dict[str, Any]:
     return data
 
 
+@pytest.mark.slow
 @pytest.mark.sandbox
 def test_an_unchanged_run_reproduces_every_pair(bench: Path, outside: Path, bwrap: str) -> None:
     del bwrap
@@ -224,6 +225,7 @@ def test_an_unchanged_run_reproduces_every_pair(bench: Path, outside: Path, bwra
     no_survivor(outside)
 
 
+@pytest.mark.slow
 @pytest.mark.sandbox
 def test_a_new_benchmark_commit_is_refused_then_named_with_allow_drift(
         bench: Path, outside: Path, bwrap: str) -> None:
@@ -257,6 +259,7 @@ def test_a_new_benchmark_commit_is_refused_then_named_with_allow_drift(
     assert f"drift benchmark_commit of run: recorded '{recorded}'" in shown.output
 
 
+@pytest.mark.slow
 @pytest.mark.sandbox
 def test_tampered_identity_and_changed_submission_are_refused_by_name(
         bench: Path, outside: Path, bwrap: str) -> None:
@@ -275,6 +278,7 @@ def test_tampered_identity_and_changed_submission_are_refused_by_name(
     assert "flagged" not in refused.output  # unchanged pins are not listed
 
 
+@pytest.mark.slow
 @pytest.mark.sandbox
 def test_paranoid_turns_a_checker_rejection_into_a_flagged_disagreement(
         bench: Path, outside: Path, bwrap: str) -> None:
@@ -315,6 +319,7 @@ def test_paranoid_turns_a_checker_rejection_into_a_flagged_disagreement(
     no_survivor(outside)
 
 
+@pytest.mark.slow
 @pytest.mark.sandbox
 def test_replay_usage_errors(bench: Path, outside: Path, bwrap: str) -> None:
     del bwrap

@@ -67,6 +67,7 @@ def test_markdown_leads_with_the_matrix_then_failures_then_accepted_in_details(
     assert lines.index("</details>") > max(accepted)
 
 
+@pytest.mark.slow
 def test_markdown_size_cut_keeps_every_failure_and_drops_accepted_rows_first(
         tmp_path: Path) -> None:
     rows = [(f"sub{i:04d}", "two_plus_two", "accepted", "completed", "accepted", "ok")
@@ -155,6 +156,7 @@ def test_fail_on_refuses_an_unknown_kind_naming_the_choices(tmp_path: Path) -> N
     assert set(report.FAIL_ON.values()) == set(report.TALLY.values()) - {"solved"}
 
 
+@pytest.mark.slow
 def test_run_eval_fail_on_rejected_on_the_example_batch(run_eval, outside: Path) -> None:
     batch = (EXAMPLES / "correct", EXAMPLES / "incorrect")
     plain = run_eval(*batch, out=outside / "plain")

@@ -52,6 +52,7 @@ def _check_resumed(run_eval: RunEval, subs: list[Path], out: Path, work: Path,
     assert survivors(str(work)) == [] and survivors(str(out)) == []
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_then_rerun_reuses_verdicts_byte_for_byte(
         run_eval: RunEval, outside: Path) -> None:
     subs, out, work = _batch(outside), outside / "out", outside / "work"
@@ -70,6 +71,7 @@ def test_sigkill_mid_run_then_rerun_reuses_verdicts_byte_for_byte(
     _check_resumed(run_eval, subs, out, work, before)
 
 
+@pytest.mark.slow
 def test_sigterm_mid_run_exits_143_with_an_interrupted_summary_and_a_rerun_resumes(
         run_eval: RunEval, outside: Path) -> None:
     subs, out, work = _batch(outside), outside / "out", outside / "work"
@@ -109,6 +111,7 @@ def test_a_second_run_on_a_locked_out_exits_2_naming_the_holder(
     assert run.verdict("good", PROBLEM)["verdict"] == "accepted"
 
 
+@pytest.mark.slow
 def test_a_verdict_is_reused_only_when_its_key_matches_and_error_is_rescored(
         run_eval: RunEval, outside: Path) -> None:
     sub = make_submission(outside / "subs", "good", {

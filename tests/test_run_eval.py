@@ -6,6 +6,7 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
 from support import (
     CORRECT,
     PROBLEMS,
@@ -84,6 +85,7 @@ CODES = {"sorry": "illegal_axiom", "native_decide": "illegal_axiom", "user_axiom
          "lean_default_rejects": "kernel_rejected"}
 
 
+@pytest.mark.slow
 def test_each_rejection_has_its_reason(run_eval: RunEval, outside: Path) -> None:
     subs = []
     for name, (problem, body, _) in REJECTIONS.items():
@@ -189,6 +191,7 @@ def _process_with(marker: str) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 def test_build_that_never_ends_times_out_and_leaves_nothing_running(
         run_eval: RunEval, outside: Path) -> None:
     marker = f"heartbeat-{outside.name}"

@@ -33,6 +33,7 @@ def _invoke(command: str, bench_copy: Path, outside: Path, toolchain: Path = STA
     return result.exit_code, result.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS)
 def test_passes_on_a_sound_installation(command: str, bench_copy: Path, outside: Path,
                                         bwrap: str, toolchain: Path) -> None:
@@ -96,6 +97,7 @@ def _hang_is_a_rejection_toolchain(outside: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_the_workflow_check_expects_an_infrastructure_failure(
         bench_copy: Path, outside: Path, bwrap: str) -> None:
     """A build that never ends must be `error`/`timeout` (under its own short deadline); a

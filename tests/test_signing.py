@@ -63,6 +63,7 @@ def _signed_run(run_eval: RunEval, outside: Path, key: Path) -> tuple[list[Path]
     return subs, run.out
 
 
+@pytest.mark.slow
 def test_signed_run_verifies_and_every_tampering_is_named(run_eval: RunEval,
                                                           outside: Path) -> None:
     private, public = keypair(outside)
@@ -138,6 +139,7 @@ def test_a_re_signed_forgery_fails_under_the_real_key(run_eval: RunEval, outside
         path.read_bytes()).hexdigest()
 
 
+@pytest.mark.slow
 def test_merge_of_signed_shards_keeps_envelopes_and_verifies(run_eval: RunEval,
                                                              outside: Path) -> None:
     private, public = keypair(outside)
