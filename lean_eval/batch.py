@@ -62,7 +62,6 @@ from lean_eval.shard import batch_digest, batch_map, in_shard, options_digest
 from lean_eval.verdict import (
     INFRASTRUCTURE_FAILURES,
     Identity,
-    Mounts,
     PairSummary,
     Preflight,
     ResourceLimits,
@@ -220,22 +219,18 @@ class _Run:
                    *(sandbox.default_private_roots(inputs, self.out_dir)
                      if options.private_defaults else ()))
         keep = [tools.toolchain.root, tools.bwrap.path, catalog.root, *([shared] if shared else [])]
-        masks = sandbox.run_masks(scoring_root=root, out_dir=self.out_dir, inputs=inputs,
-                                  private=private, keep=keep)
-        # Never filtered through outside_lake_masks: visible under /home, /tmp, ... too (§6.12).
-        ro_binds = (os.path.realpath(shared),) if shared else ()
+        mounts = sandbox.run_masks(scoring_root=root, out_dir=self.out_dir, inputs=inputs,
+                                   private=private, keep=keep,
+                                   packages=[shared] if shared else [])
         work = [options.work_dir] if options.work_dir else []
         settings = driver.DriverSettings(
             toolchain=tools.toolchain, bwrap=tools.bwrap.path, caller_env=caller_env,
             timeout=options.timeout, writable_roots=(root, self.out_dir, *work),
-            ro_binds=ro_binds, masks=masks.masks, file_masks=masks.file_masks,
-            reexposed=masks.reexposed, max_file_bytes=options.max_written_file_bytes,
+            mounts=mounts, max_file_bytes=options.max_written_file_bytes,
             memory_limit=options.memory_limit, max_processes=options.max_processes,
             paranoid=options.paranoid,
             disk_bytes=options.disk_limit, disk_files=options.disk_files,
-            disk_reserve=options.disk_reserve)
-        mounts = Mounts(masks=masks.masks, file_masks=masks.file_masks,
-                        reexposed=masks.reexposed, ro_binds=ro_binds, notes=masks.notes)
+            disk_reserve=options.disk_reserve, runner=tools.runner)
         limits = ResourceLimits(memory_bytes=options.memory_limit,
                                 max_processes=options.max_processes, mechanism="none",
                                 disk_bytes=options.disk_limit, disk_files=options.disk_files,
