@@ -147,6 +147,11 @@ def marked_case(launch: Launch) -> str | None:
     return None
 
 
+def by_pair(cases: Mapping[tuple[str, str], str]) -> Callable[[Launch], str | None]:
+    """A ``pick`` naming the case of each (submission id, problem id); others: the marker."""
+    return lambda launch: cases.get(pair_of(launch)) or marked_case(launch)
+
+
 class FakeRunner:
     """Replays a transcript for each launch and remembers the launches (thread-safe).
 
@@ -163,19 +168,27 @@ class FakeRunner:
         self.on_start, self.on_end = on_start, on_end
         self.launches: list[Launch] = []
         self.started: list[tuple[str, str]] = []  # pairs, in the order their replay began
+        self.ended: list[tuple[str, str]] = []  # pairs, in the order their replay returned
         self.running = 0
         self.most_running = 0
-        self._lock = threading.Lock()
+        self._changed = threading.Condition()
+
+    def wait_until(self, ready: Callable[[FakeRunner], bool], timeout: float = 30) -> bool:
+        """Block until ``ready(self)`` holds (re-checked as launches start and end), at most
+        ``timeout`` seconds; whether it held."""
+        with self._changed:
+            return self._changed.wait_for(lambda: ready(self), timeout)
 
     def run(self, launch: Launch) -> process.Outcome:
         case = self.pick(launch) or self.default
         if case is None or case not in self.transcripts:
             raise LookupError(f"no transcript {case!r} for {pair_of(launch)}")
-        with self._lock:
+        with self._changed:
             self.launches.append(launch)
             self.started.append(pair_of(launch))
             self.running += 1
             self.most_running = max(self.most_running, self.running)
+            self._changed.notify_all()
         try:
             if self.on_start is not None:
                 self.on_start(launch)
@@ -184,8 +197,10 @@ class FakeRunner:
                 self.on_end(launch)
             return outcome
         finally:
-            with self._lock:
+            with self._changed:
                 self.running -= 1
+                self.ended.append(pair_of(launch))
+                self._changed.notify_all()
 
 
 class Recorder:

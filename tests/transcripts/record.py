@@ -33,6 +33,7 @@ from fake_runner import (
     bench,
     load_transcripts,
     make_submission,
+    pair_of,
     recorded,
     tools,
 )
@@ -87,28 +88,56 @@ CASES = (
 )
 
 
-def record(case: Case, catalog: Catalog, bwrap: bubblewrap.BwrapInfo, base: Path) -> Transcript:
-    """Score ``case`` once under the real sandbox; its transcript."""
-    files = {rel: text + (f"\n-- transcript: {case.name}\n" if rel == "Submission.lean" else "")
-             for rel, text in case.files.items()}
-    sub = make_submission(base / "subs", case.name, {PROBLEM: files})
+def record(cases: Sequence[Case], catalog: Catalog, bwrap: bubblewrap.BwrapInfo,
+           base: Path) -> list[Transcript]:
+    """Score ``cases`` (of one set of options) in one batch under the real sandbox."""
+    subs = []
+    for case in cases:
+        files = {rel: text + (f"\n-- transcript: {case.name}\n"
+                              if rel == "Submission.lean" else "")
+                 for rel, text in case.files.items()}
+        subs.append(make_submission(base / "subs", case.name, {PROBLEM: files}))
     recorder = Recorder(runner.SANDBOXED)
-    run_tools = tools(recorder, bwrap)
-    out = base / "out" / case.name
-    options = batch.RunOptions(out_dir=out, **{"timeout": 60.0, **case.options})
-    batch.run_batch([sub], catalog, run_tools, options, {"PATH": os.environ.get("PATH", "")})
-    if len(recorder.runs) != 1:
-        raise SystemExit(f"{case.name}: {len(recorder.runs)} launches, expected one")
-    launch, outcome = recorder.runs[0]
-    verdict = json.loads((out / case.name / f"{PROBLEM}.json").read_text(encoding="utf-8"))
-    return Transcript(case=case.name, problem=PROBLEM, options=case.options,
-                      verdict=verdict["verdict"], execution=verdict["execution"],
-                      reason=verdict["reason"]["code"], outcome=recorded(launch, outcome))
+    out = base / "out" / cases[0].name
+    options = batch.RunOptions(out_dir=out, jobs=2, **{"timeout": 60.0, **cases[0].options})
+    batch.run_batch(subs, catalog, tools(recorder, bwrap), options,
+                    {"PATH": os.environ.get("PATH", "")})
+    launched = {pair_of(launch)[0]: (launch, outcome) for launch, outcome in recorder.runs}
+    if sorted(launched) != sorted(c.name for c in cases) or len(recorder.runs) != len(cases):
+        raise SystemExit(f"launches {sorted(launched)}, expected one per case of {cases}")
+    found = []
+    for case in cases:
+        verdict = json.loads((out / case.name / f"{PROBLEM}.json").read_text(encoding="utf-8"))
+        found.append(Transcript(case=case.name, problem=PROBLEM, options=case.options,
+                                verdict=verdict["verdict"], execution=verdict["execution"],
+                                reason=verdict["reason"]["code"],
+                                outcome=recorded(*launched[case.name])))
+    return found
 
 
 def _phases(t: Transcript, config: ComparatorConfig) -> list[str]:
     return [line for line in t.outcome.stdout.splitlines()
             if driver.phase_of(line.strip(), config) is not None]
+
+
+def record_all(catalog: Catalog, bwrap: bubblewrap.BwrapInfo, base: Path) -> dict[str, Transcript]:
+    """Every case recorded afresh under ``base``, by name."""
+    groups: dict[str, list[Case]] = {}
+    for case in CASES:  # the cases that share their options are scored in one batch
+        groups.setdefault(json.dumps(case.options, sort_keys=True), []).append(case)
+    return {t.case: t for group in groups.values() for t in record(group, catalog, bwrap, base)}
+
+
+def drift(fresh: dict[str, Transcript], stored: dict[str, Transcript],
+          config: ComparatorConfig) -> list[str]:
+    """How ``fresh`` recordings differ from the ``stored`` ones where it matters: the verdict,
+    execution, reason and phase lines of each case (outputs differ run to run: times, names)."""
+    def gist(t: Transcript) -> tuple[str, str, str, list[str]]:
+        return t.verdict, t.execution, t.reason, _phases(t, config)
+
+    return [f"{name}: stored {gist(s) if s else None}, now {gist(t)}"
+            for name, t in fresh.items() if (s := stored.get(name)) is None or gist(s) != gist(t)
+            ] + [f"{name}: stored, no longer a case" for name in sorted(set(stored) - set(fresh))]
 
 
 def main(argv: Sequence[str]) -> int:
@@ -118,24 +147,18 @@ def main(argv: Sequence[str]) -> int:
         # Everything the runs put in the temp dir (scoring roots, Lake's files) goes under base.
         tempfile.tempdir = os.environ["TMPDIR"] = tmp
         catalog = bench(base / "bench")
-        config = catalog.problems[PROBLEM].config
         bwrap = bubblewrap.resolve_bwrap(None, os.environ, (), BWRAP_FLOOR)
-        fresh = {c.name: record(c, catalog, bwrap, base) for c in CASES}
-        if not check:
-            TRANSCRIPTS.mkdir(exist_ok=True)
-            for name, t in fresh.items():
-                (TRANSCRIPTS / f"{name}.json").write_text(t.model_dump_json(indent=1) + "\n",
-                                                          encoding="utf-8")
-            return 0
-        stored = load_transcripts()
-        drift = [f"{name}: stored {s.verdict}/{s.execution}/{s.reason}, now "
-                 f"{t.verdict}/{t.execution}/{t.reason}"
-                 for name, t in fresh.items() if (s := stored.get(name)) is None
-                 or (s.verdict, s.execution, s.reason, _phases(s, config))
-                 != (t.verdict, t.execution, t.reason, _phases(t, config))]
-        for line in drift:
-            print(line, file=sys.stderr)
-        return 1 if drift else 0
+        fresh = record_all(catalog, bwrap, base)
+        if check:
+            found = drift(fresh, load_transcripts(), catalog.problems[PROBLEM].config)
+            for line in found:
+                print(line, file=sys.stderr)
+            return 1 if found else 0
+        TRANSCRIPTS.mkdir(exist_ok=True)
+        for name, t in fresh.items():
+            (TRANSCRIPTS / f"{name}.json").write_text(t.model_dump_json(indent=1) + "\n",
+                                                      encoding="utf-8")
+        return 0
 
 
 if __name__ == "__main__":
