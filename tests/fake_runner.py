@@ -9,7 +9,10 @@ whole batch runs through ``batch.run_batch`` (planning, admission, resume, the d
 classification, the log, the limits record, verdicts and the summary) in milliseconds.
 
 Which transcript a launch replays: ``pick`` (default: the ``-- transcript: <case>`` line of a
-submitted ``.lean`` file in the pair's workspace, see :func:`submission`; else ``default``).
+submitted ``.lean`` file in the pair's workspace, see :func:`submission`; :func:`by_pair` names
+cases by pair; else ``default``). The runner reaches the driver the way every run's does, in
+``Tools.runner``: :func:`score` calls ``batch.run_batch`` with it; :class:`FakeRunEval` runs the
+``run-eval`` command itself, its tool resolution patched to hand over the runner.
 
 Re-record every transcript after a change of the stand-in or of what the driver passes Lake:
 
@@ -296,9 +299,9 @@ class FakeRunEval:
         monkeypatch.setattr(session, "resolve_tools", resolve)
 
     def __call__(self, *submissions: Path, extra: tuple[str, ...] = (),
-                 out: Path | None = None, timeout: float = 60) -> Run:
+                 out: Path | None = None, timeout: float = 60, quiet: bool = True) -> Run:
         out = out or self.base / "out"
         args = ["run-eval", *map(str, submissions), "--out", str(out), "--benchmark",
-                str(self.benchmark), "--timeout", str(timeout), "-q", "--skip-probes",
-                "--toolchain", str(STANDIN), *extra]
+                str(self.benchmark), "--timeout", str(timeout), *(["-q"] if quiet else []),
+                "--skip-probes", "--toolchain", str(STANDIN), *extra]
         return Run(CliRunner().invoke(main, args, catch_exceptions=False), out)

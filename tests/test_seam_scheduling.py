@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from fake_runner import (
     PROBLEM,
+    FakeRunEval,
     FakeRunner,
     catalog,
     options,
@@ -146,13 +147,25 @@ def test_short_of_the_reserve_pairs_run_alone_and_a_failure_is_scored_again_at_t
     records it); a wrong proof that failed meanwhile is error after one more try alone at the
     end of the run; the correct ones accepted."""
     monkeypatch.setattr(disk, "room", lambda path: disk.Room(5 * MIB, 10_000))
+    removing = [0]
+    in_flight: list[int] = []  # at each start: pairs running or being removed
+    remove = workspace.remove
+
+    def counted_remove(dirs: workspace.PairDirs) -> tuple[str, ...]:
+        removing[0] += 1
+        try:
+            return remove(dirs)
+        finally:
+            removing[0] -= 1
+
+    monkeypatch.setattr(workspace, "remove", counted_remove)
     subs = [submission(tmp_path / "subs", "good", "accepted"),
             submission(tmp_path / "subs", "also", "accepted"),
             submission(tmp_path / "subs", "wrong", "build_error")]
-    fake = FakeRunner()
+    fake = FakeRunner(on_start=lambda launch: in_flight.append(fake.running + removing[0]))
     out = tmp_path / "out"
     summary = score(subs, catalog(), fake, options(out, jobs=3, disk_reserve=64 * MIB))
-    assert fake.most_running == 1  # never two pairs in flight while short of the reserve
+    assert in_flight == [1, 1, 1, 1]  # never two pairs in flight while short of the reserve
     assert [sid for sid, _ in fake.started] == ["good", "also", "wrong", "wrong"]
     for name in ("good", "also"):
         v = Verdict.model_validate_json((out / name / f"{PROBLEM}.json").read_bytes())
@@ -173,9 +186,25 @@ def test_with_room_a_wrong_proof_stays_rejected_and_pairs_overlap(
             submission(tmp_path / "subs", "also", "accepted"),
             submission(tmp_path / "subs", "wrong", "build_error")]
     fake = _held_until_running(3)
-    summary = score(subs, catalog(), fake, options(tmp_path / "out", jobs=3,
-                                                   disk_reserve=64 * MIB))
+    out = tmp_path / "out"
+    summary = score(subs, catalog(), fake, options(out, jobs=3, disk_reserve=64 * MIB))
     assert fake.most_running == 3 and len(fake.started) == 3
     assert [(p.submission, p.verdict) for p in summary.pairs] == [
         ("good", "accepted"), ("also", "accepted"), ("wrong", "rejected")]
+    good = Verdict.model_validate_json((out / "good" / f"{PROBLEM}.json").read_bytes())
+    assert good.limits is not None
+    assert not good.limits.short_of_space and not good.limits.started_below_reserve
+    assert good.limits.disk_mechanism == "watchdog"
     assert summary.exit_code == 0
+
+
+def test_progress_is_one_line_per_pair_off_a_terminal_and_nothing_with_quiet(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_eval = FakeRunEval(FakeRunner(), tmp_path, monkeypatch)
+    subs = _subs(tmp_path, 2, prefix="q")
+    loud = run_eval(*subs, out=tmp_path / "loud", extra=("-j", "2"), quiet=False)
+    assert loud.code == 0, loud.result.output
+    assert sum(f"q{i}/{PROBLEM}" in line for line in loud.result.output.splitlines()
+               for i in range(2)) >= 2
+    quiet = run_eval(*subs, out=tmp_path / "quiet", extra=("-j", "2"))
+    assert quiet.code == 0 and quiet.result.output == ""
