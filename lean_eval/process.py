@@ -5,11 +5,12 @@ Invariants (the rest of lean-eval relies on them):
 - argv is a tuple of str, never a shell string. env and cwd are always explicit: the child sees
   exactly the env it is given and nothing of os.environ. Its stdin is /dev/null and no file
   descriptor other than 0, 1 and 2 reaches it.
-- Every run() has its own reaper: a Python process running `_reaper_main` of this module, made a
-  child subreaper (prctl PR_SET_CHILD_SUBREAPER). It starts argv in a new process group with the
-  requested rlimits and, once that child has ended, SIGKILLs and reaps everything reparented to
-  it until waitpid reports ECHILD, so descendants that left the group or the session (setsid,
-  double fork, bwrap --new-session) die too. Parallel callers never share a reaper, so none can
+- Every run() has its own reaper: a Python process running `lean_eval.reaper.main`, made a
+  child subreaper (prctl PR_SET_CHILD_SUBREAPER). It starts argv (through `start_child`, so this
+  module stays the one that starts processes) in a new process group with the requested rlimits
+  and, once that child has ended, SIGKILLs and reaps everything reparented to it until waitpid
+  reports ECHILD, so descendants that left the group or the session (setsid, double fork, bwrap
+  --new-session) die too. Parallel callers never share a reaper, so none can
   steal or miss another's orphans. If the caller's thread dies, PR_SET_PDEATHSIG tells the reaper.
 - Threads: run() may be called from several threads at once (a batch's worker pool); each call
   owns its reaper, pipes and capture. PR_SET_PDEATHSIG fires when the *thread* that started the
@@ -41,10 +42,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import json
 import os
-import resource
 import selectors
 import signal
 import subprocess  # noqa: TID251 - the one module allowed to start processes
@@ -58,25 +57,21 @@ from lean_eval import resources
 from lean_eval.capture import Capture
 from lean_eval.errors import LeanEvalError, ProcessStartError
 
-__all__ = ["Outcome", "run", "run_capture"]
+__all__ = ["Outcome", "run", "run_capture", "start_child"]
 
 _READ_CHUNK = 1024 * 1024
 _PIPE_SIZE = 1024 * 1024
 _SPEC_CHUNK = 64 * 1024
 _REAPER_MARGIN = 5.0  # after deadline + grace, before run() gives up on the reaper
 _DRAIN_AFTER_EXIT = 2.0  # how long run() drains output still held open once the reaper is gone
-_SWEEP_POLL = 0.05
 _CAPTURE_CAP = 8 * 1024 * 1024
 _CAPTURE_GRACE = 1.0
-_PR_SET_PDEATHSIG = 1
-_PR_SET_CHILD_SUBREAPER = 36
-_TERM_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
-_WAITED = _TERM_SIGNALS | {signal.SIGCHLD}
 # `-I` ignores PYTHON* variables, the user site and the current directory; the reaper imports
-# this very package from the directory the harness loaded it from.
+# this very package from the directory the harness loaded it from. Named, not imported: the
+# reaper imports this module for start_child.
 _REAPER_BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from lean_eval.process import _reaper_main; sys.exit(_reaper_main())"
+    "from lean_eval.reaper import main; sys.exit(main())"
 )
 
 
@@ -171,6 +166,23 @@ def run_capture(
     """Run a short trusted helper (git, bwrap --version) with run()'s guarantees."""
     return run(argv, env=env, cwd=cwd, timeout=timeout, output_cap=_CAPTURE_CAP,
                grace=_CAPTURE_GRACE)
+
+
+def start_child(argv: tuple[str, ...], *, env: Mapping[str, str], cwd: str,
+                setup: Callable[[], None]) -> subprocess.Popen[bytes]:
+    """The reaper's one start of run()'s argv: stdin /dev/null, no other descriptor, default
+    signal dispositions, ``setup`` between fork and exec; ProcessStartError says why not."""
+    try:
+        return subprocess.Popen(
+            argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, close_fds=True,
+            restore_signals=True,
+            preexec_fn=setup,  # noqa: PLW1509 - the reaper is single-threaded
+        )
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        message = str(exc)
+        if isinstance(exc, subprocess.SubprocessError):
+            message += " (setting its process group, cgroup, signal mask or rlimits failed)"
+        raise ProcessStartError(message) from exc
 
 
 class _Supervisor:
@@ -318,155 +330,3 @@ class _Supervisor:
         if "started" not in events:
             raise ProcessStartError(f"cannot start {name!r}: the reaper exited ({code}): {detail}")
         raise LeanEvalError(f"the reaper of {name!r} died ({code}) before its child: {detail}")
-
-
-# --- the reaper (runs in its own process, started by run()) ------------------------------------
-
-
-def _reaper_main() -> int:
-    """Start the child, wait for it (or terminate it on request), then kill every descendant."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)  # taken synchronously, never by handlers
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    spec = json.loads(sys.stdin.buffer.read())
-    status_fd = int(spec["status_fd"])
-
-    def emit(**event: Any) -> None:
-        with contextlib.suppress(OSError):  # run() may have stopped listening; cleanup goes on
-            os.write(status_fd, json.dumps(event).encode("ascii") + b"\n")
-
-    orphaned = os.getppid() != spec["parent_pid"]  # the caller died before PDEATHSIG was armed
-    try:
-        _prctl(_PR_SET_CHILD_SUBREAPER, 1)
-    except OSError as exc:
-        emit(event="error", message=f"the reaper cannot become a subreaper: {exc}")
-        return 1
-    rlimits = tuple((int(r), int(s), int(h)) for r, s, h in spec["rlimits"])
-    group = None if spec["cgroup"] is None else resources.PairGroup(Path(spec["cgroup"]))
-    try:
-        child = subprocess.Popen(
-            tuple(spec["argv"]),
-            env=dict(spec["env"]),
-            cwd=spec["cwd"], stdin=subprocess.DEVNULL, close_fds=True, restore_signals=True,
-            preexec_fn=functools.partial(  # noqa: PLW1509 - the reaper is single-threaded
-                _child_setup, rlimits, None if group is None else os.fspath(group.procs),
-                status_fd),
-        )
-    except (OSError, ValueError, subprocess.SubprocessError) as exc:
-        message = str(exc)
-        if isinstance(exc, subprocess.SubprocessError):
-            message += " (setting its process group, cgroup, signal mask or rlimits failed)"
-        emit(event="error", message=message)
-        return 0
-    try:
-        emit(event="started", pid=child.pid)  # the child reported it already (_child_setup)
-        watch = None
-        if spec["limits"] is not None:
-            limits = resources.PairLimits.from_spec(spec["limits"])
-            watch = functools.partial(resources.watch, limits, group, emit)
-        status, terminated = _wait_for_child(child.pid, float(spec["grace"]), orphaned, watch)
-        child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-        emit(event="exited", terminated=terminated,
-             returncode=os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-             signal=os.WTERMSIG(status) if os.WIFSIGNALED(status) else None)
-    finally:  # whatever went wrong above, nothing outlives the reaper
-        if child.returncode is None:
-            _signal_group(child.pid, signal.SIGKILL)
-        orphans = _sweep()
-    emit(event="done", orphans=orphans)
-    return 0
-
-
-def _child_setup(rlimits: tuple[tuple[int, int, int], ...], cgroup_procs: str | None,
-                 status_fd: int) -> None:
-    """Between fork and exec: own process group, the pair's cgroup, rlimits, no signal blocked;
-    then the child reports its own pid, before exec: once it runs, it may stop its reaper
-    (SIGSTOP) before the reaper could say "started", and run()'s last resort needs the pid to
-    kill the child's group."""
-    os.setpgid(0, 0)
-    if cgroup_procs is not None:  # before exec: everything the child starts is born inside
-        with open(cgroup_procs, "w", encoding="ascii") as f:
-            f.write("0")
-    for res, soft, hard in rlimits:
-        resource.setrlimit(res, (soft, hard))
-    signal.pthread_sigmask(signal.SIG_SETMASK, ())
-    os.write(status_fd, json.dumps({"event": "started", "pid": os.getpid()}).encode() + b"\n")
-
-
-def _wait_for_child(pid: int, grace: float, terminate: bool,
-                    watch: Callable[[], bool] | None = None) -> tuple[int, bool]:
-    """The child's wait status, and whether it was terminated on request (TERM, then KILL).
-    ``watch`` (the limits) is looked at every WATCHDOG_INTERVAL until it reports a kill."""
-    terminated = False
-    kill_at: float | None = None
-    watch_at = time.monotonic() if watch is not None else None
-    while True:
-        if terminate and not terminated:
-            terminated = True
-            _signal_group(pid, signal.SIGTERM)
-            kill_at = time.monotonic() + grace
-        status = _reap(pid)
-        if status is not None:
-            return status, terminated
-        if kill_at is not None and time.monotonic() >= kill_at:
-            _signal_group(pid, signal.SIGKILL)
-            kill_at = None
-            continue
-        if watch is not None and watch_at is not None and time.monotonic() >= watch_at:
-            watch_at = None if watch() else time.monotonic() + resources.WATCHDOG_INTERVAL
-            continue
-        info: signal.struct_siginfo | None
-        wake = min((t for t in (kill_at, watch_at) if t is not None), default=None)
-        if wake is None:
-            info = signal.sigwaitinfo(_WAITED)
-        else:
-            info = signal.sigtimedwait(_WAITED, max(0.0, wake - time.monotonic()))
-        terminate = terminate or (info is not None and info.si_signo != signal.SIGCHLD)
-
-
-def _signal_group(pid: int, sig: int) -> None:
-    """The child's group, and the child itself should it have left that group."""
-    for send in (os.killpg, os.kill):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            send(pid, sig)
-
-
-def _reap(pid: int) -> int | None:
-    """Reap every exited child without blocking; the wait status of `pid` if it was among them."""
-    found = None
-    while True:
-        try:
-            reaped, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return found
-        if reaped == 0:
-            return found
-        if reaped == pid:
-            found = status
-
-
-def _sweep() -> int:
-    """SIGKILL and reap every remaining descendant; how many were still alive."""
-    killed: set[int] = set()
-    me = os.getpid()
-    while True:
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0] != 0:
-                pass
-        except ChildProcessError:
-            return len(killed)
-        for pid, (parent, _) in resources.process_table().items():  # zombies are not listed
-            if parent == me:
-                killed.add(pid)
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-        signal.sigtimedwait((signal.SIGCHLD,), _SWEEP_POLL)
-
-
-def _prctl(option: int, value: int) -> None:
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    zero = ctypes.c_ulong(0)
-    if int(libc.prctl(option, ctypes.c_ulong(value), zero, zero, zero)) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
