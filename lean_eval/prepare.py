@@ -154,7 +154,7 @@ def _command_env(settings: Settings, *bins: Path) -> dict[str, str]:
 
 
 def _run(settings: Settings, argv: tuple[str, ...], cwd: Path, env: dict[str, str],
-         what: str) -> process.Outcome:
+         what: str) -> process.ProcessResult:
     outcome = process.run(argv, env=env, cwd=cwd, timeout=settings.timeout,
                           output_cap=64 * 1024)
     if outcome.returncode != 0:

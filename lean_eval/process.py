@@ -21,21 +21,22 @@ Invariants (the rest of lean-eval relies on them):
   sandbox's PID namespace down with it (tests/test_process.py, the SIGKILLed-harness test).
 - Limits (`limits=`, lean_eval.resources): the child joins the pair's cgroup v2 group before
   exec, or the reaper samples its tree as a watchdog; past a limit the reaper kills the whole
-  tree and Outcome.limit_exceeded says which ("memory" or "processes"). The group is removed
-  when run() returns.
+  tree and ProcessResult.limit_exceeded says which ("memory" or "processes"). The group is
+  removed when run() returns.
 - When run() returns or raises, the reaper has exited and been reaped; unless run() had to
   SIGKILL a wedged reaper (last resort), the reaper reaped every descendant first.
-- Deadlines come from time.monotonic(); a timeout is Outcome.timed_out, never an exception. At
-  the deadline run() SIGTERMs the reaper, which TERMs the child's group, KILLs it `grace` seconds
-  later, then sweeps. A reaper still alive `grace + _REAPER_MARGIN` after that is SIGKILLed with
-  the child's group.
+- Deadlines come from time.monotonic(); a timeout is ProcessResult.timed_out, never an
+  exception. At the deadline run() SIGTERMs the reaper, which TERMs the child's group, KILLs it
+  `grace` seconds later, then sweeps. A reaper still alive `grace + _REAPER_MARGIN` after
+  that is SIGKILLed with the child's group.
 - stdout and stderr are drained by one poll loop in the calling thread into bounded buffers
   (head + rolling tail, at most `output_cap` bytes kept per stream): floods cannot deadlock it
   and memory stays bounded.
 - A child that cannot be started raises ProcessStartError naming argv[0] and the OS error (the
   reaper reports exec failures on its status pipe); a reaper that dies without reporting raises
   LeanEvalError. Nothing the child does raises. Exit codes above 128 are plain returncodes;
-  only a real signal sets Outcome.signal. timed_out means the deadline, not the child, ended it.
+  only a real signal sets ProcessResult.signal. timed_out means the deadline, not the child,
+  ended it.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ from lean_eval import resources
 from lean_eval.capture import Capture
 from lean_eval.errors import LeanEvalError, ProcessStartError
 
-__all__ = ["Outcome", "run", "run_capture", "start_child"]
+__all__ = ["ProcessResult", "run", "run_capture", "start_child"]
 
 _READ_CHUNK = 1024 * 1024
 _PIPE_SIZE = 1024 * 1024
@@ -75,7 +76,7 @@ _REAPER_BOOT = (
 )
 
 
-class Outcome(NamedTuple):
+class ProcessResult(NamedTuple):
     """How a child ended, with its capped output."""
 
     returncode: int | None  # exit status if it exited normally
@@ -105,7 +106,7 @@ def run(
     grace: float = 5.0,
     rlimits: Mapping[int, tuple[int, int]] | None = None,
     limits: resources.PairLimits | None = None,
-) -> Outcome:
+) -> ProcessResult:
     """Run argv to completion or to its deadline; its whole process tree is gone on return."""
     if not argv:
         raise ValueError("argv must not be empty")
@@ -125,7 +126,7 @@ def run(
 def _run(argv: tuple[str, ...], *, env: Mapping[str, str], cwd: Path, timeout: float | None,
          output_cap: int, grace: float, rlimits: Mapping[int, tuple[int, int]] | None,
          limits: resources.PairLimits | None, group: resources.PairGroup | None,
-         mechanism: str | None) -> Outcome:
+         mechanism: str | None) -> ProcessResult:
     status_r, status_w = os.pipe()
     spec = {
         "argv": list(argv),
@@ -155,14 +156,14 @@ def _run(argv: tuple[str, ...], *, env: Mapping[str, str], cwd: Path, timeout: f
         supervisor.pump()
     finally:
         supervisor.finish()
-    done = supervisor.outcome(argv[0])
+    done = supervisor.result(argv[0])
     exceeded = done.limit_exceeded or (None if group is None else group.exceeded())
     return done._replace(limit_exceeded=exceeded, limits_mechanism=mechanism)
 
 
 def run_capture(
     argv: tuple[str, ...], *, env: Mapping[str, str], cwd: Path, timeout: float = 60.0
-) -> Outcome:
+) -> ProcessResult:
     """Run a short trusted helper (git, bwrap --version) with run()'s guarantees."""
     return run(argv, env=env, cwd=cwd, timeout=timeout, output_cap=_CAPTURE_CAP,
                grace=_CAPTURE_GRACE)
@@ -305,17 +306,18 @@ class _Supervisor:
                 events[str(event["event"])] = event
         return events
 
-    def outcome(self, name: str) -> Outcome:
+    def result(self, name: str) -> ProcessResult:
         events = self._events()
         if "error" in events:
             raise ProcessStartError(f"cannot start {name!r}: {events['error']['message']}")
         out, out_cut = self.out.result()
         err, err_cut = self.err.result()
 
-        def ended(code: int | None, sig: int | None, timed_out: bool, orphans: int) -> Outcome:
+        def ended(code: int | None, sig: int | None, timed_out: bool,
+                  orphans: int) -> ProcessResult:
             marks = (*self.out.first_marks, *self.out.last_marks)
-            return Outcome(code, sig, timed_out, self.end - self.start, out, err, out_cut,
-                           err_cut, orphans, marks, events.get("limit", {}).get("which"))
+            return ProcessResult(code, sig, timed_out, self.end - self.start, out, err, out_cut,
+                                 err_cut, orphans, marks, events.get("limit", {}).get("which"))
 
         if "exited" in events:
             exited = events["exited"]

@@ -25,8 +25,8 @@ ACCEPT_OUT = "\n".join([
 
 
 def outcome(stdout: str = "", stderr: str = "", returncode: int | None = 0,
-            signal: int | None = None, timed_out: bool = False) -> process.Outcome:
-    return process.Outcome(returncode=returncode, signal=signal, timed_out=timed_out,
+            signal: int | None = None, timed_out: bool = False) -> process.ProcessResult:
+    return process.ProcessResult(returncode=returncode, signal=signal, timed_out=timed_out,
                            duration=1.0, stdout=stdout.encode(), stderr=stderr.encode(),
                            stdout_truncated=False, stderr_truncated=False, orphans_killed=0)
 

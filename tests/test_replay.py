@@ -55,8 +55,8 @@ def test_comparator_argv_adds_paranoid_only_when_asked() -> None:
                                  timeout=1.0, writable_roots=()).paranoid is False
 
 
-def _outcome(stdout: str, returncode: int = 0, stderr: str = "") -> process.Outcome:
-    return process.Outcome(returncode=returncode, signal=None, timed_out=False, duration=1.0,
+def _outcome(stdout: str, returncode: int = 0, stderr: str = "") -> process.ProcessResult:
+    return process.ProcessResult(returncode=returncode, signal=None, timed_out=False, duration=1.0,
                            stdout=stdout.encode(), stderr=stderr.encode(),
                            stdout_truncated=False, stderr_truncated=False, orphans_killed=0)
 

@@ -50,7 +50,7 @@ def storm(marker: str, count: int = 400) -> str:
     return (f"i=0; while [ $i -lt {count} ]; do sleep {marker} & i=$((i+1)); done; wait")
 
 
-def _run(script: str, limits: PairLimits | None, timeout: float = 60) -> process.Outcome:
+def _run(script: str, limits: PairLimits | None, timeout: float = 60) -> process.ProcessResult:
     return process.run(("/bin/sh", "-c", script), env=ENV, cwd=Path("/"), timeout=timeout,
                        limits=limits)
 
