@@ -54,7 +54,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from lean_eval import resources
+from lean_eval import cgroup, resources
 from lean_eval.capture import Capture
 from lean_eval.errors import LeanEvalError, ProcessStartError
 
@@ -125,7 +125,7 @@ def run(
 
 def _run(argv: tuple[str, ...], *, env: Mapping[str, str], cwd: Path, timeout: float | None,
          output_cap: int, grace: float, rlimits: Mapping[int, tuple[int, int]] | None,
-         limits: resources.PairLimits | None, group: resources.PairGroup | None,
+         limits: resources.PairLimits | None, group: cgroup.PairGroup | None,
          mechanism: str | None) -> ProcessResult:
     status_r, status_w = os.pipe()
     spec = {

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lean_eval import process, resources
+from lean_eval import cgroup, process, procfs, resources
 from lean_eval.errors import ProcessStartError
 
 __all__ = ["main"]
@@ -65,7 +65,7 @@ def main() -> int:
         emit(event="error", message=f"the reaper cannot become a subreaper: {exc}")
         return 1
     rlimits = tuple((int(r), int(s), int(h)) for r, s, h in spec["rlimits"])
-    group = None if spec["cgroup"] is None else resources.PairGroup(Path(spec["cgroup"]))
+    group = None if spec["cgroup"] is None else cgroup.PairGroup(Path(spec["cgroup"]))
     try:
         child = process.start_child(
             tuple(spec["argv"]), env=dict(spec["env"]), cwd=spec["cwd"],
@@ -172,7 +172,7 @@ def _sweep() -> int:
                 pass
         except ChildProcessError:
             return len(killed)
-        for pid, (parent, _) in resources.process_table().items():  # zombies are not listed
+        for pid, (parent, _) in procfs.process_table().items():  # zombies are not listed
             if parent == me:
                 killed.add(pid)
                 with contextlib.suppress(ProcessLookupError):
