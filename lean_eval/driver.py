@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from lean_eval import process, resources, sandbox
-from lean_eval.catalog import ComparatorConfig
 from lean_eval.errors import ToolchainError
+from lean_eval.problem import ComparatorConfig
 from lean_eval.toolchain import Toolchain
 from lean_eval.verdict import (
     Checker,

@@ -31,6 +31,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal, NamedTuple
 
 from lean_eval import bubblewrap, catalog, process
+from lean_eval.decoding import toml_table
 from lean_eval.errors import PrepareError, SetupError
 from lean_eval.toolchain import elan_dir_name
 
@@ -329,8 +330,8 @@ def _set_writable(root: Path, writable: bool) -> None:
 
 def _step_dependencies(settings: Settings, name: str) -> Step:
     root = settings.benchmark
-    requires = catalog.toml_table((root / "lakefile.toml").read_bytes(),
-                                  "lakefile.toml").get("require", [])
+    requires = toml_table((root / "lakefile.toml").read_bytes(),
+                          "lakefile.toml").get("require", [])
     if not requires:
         return Step("dependencies", "present", "the benchmark has no shared dependencies "
                                                "(no [[require]] in lakefile.toml)")

@@ -28,7 +28,6 @@ from lean_eval.cli import (
     _show_probes,
     _warn,
     api,
-    catalog,
     common_options,
     documents,
     driver,
@@ -42,6 +41,7 @@ from lean_eval.cli import (
 )
 from lean_eval.cli.results import fail_on_option, failing_exit
 from lean_eval.errors import LeanEvalError, SetupError, UsageError
+from lean_eval.problem import parse_config
 
 if TYPE_CHECKING:
     pass
@@ -265,7 +265,7 @@ def test(workspace: Path | None, timeout: float, keep_work: bool, toolchain: Pat
     try:
         if not (ws / "config.json").is_file():
             raise UsageError(f"{ws} has no config.json; is it a lean-eval workspace?")
-        config = catalog.parse_config((ws / "config.json").read_bytes(), f"{ws}/config.json")
+        config = parse_config((ws / "config.json").read_bytes(), f"{ws}/config.json")
         name = (ws / "lean-toolchain").read_text(encoding="utf-8").strip() \
             if (ws / "lean-toolchain").is_file() else ""
         tools = _resolve_tools(name, toolchain, bwrap_path, allow_bwrap, env,
