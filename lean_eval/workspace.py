@@ -19,7 +19,6 @@ from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from lean_eval import tree_removal
-from lean_eval.errors import UsageError
 from lean_eval.intake import SubmissionFile
 
 _OVERLAY_ROOTS = ("Submission.lean", "Submission")
@@ -37,24 +36,6 @@ def pair_dirs(scoring_root: Path, submission_id: str, problem_id: str) -> PairDi
     """Where a pair lives; submission and problem ids are validated names, never paths."""
     root = scoring_root / submission_id / problem_id
     return PairDirs(root=root, workspace=root / "workspace", state=root / "state")
-
-
-def plan_scoring_root(scoring_root: Path, pairs: Iterable[tuple[str, str]]) -> None:
-    """Create every pair's directory up front so that the wrapper can mask siblings statically.
-
-    A pair directory that already exists belongs to someone else: refuse rather than reuse it.
-    """
-    pairs = list(pairs)
-    for submission_id, problem_id in pairs:
-        existing = pair_dirs(scoring_root, submission_id, problem_id).root
-        if existing.exists() or existing.is_symlink():
-            raise UsageError(f"scoring directory {existing} already exists; "
-                             "use an empty --work-dir")
-    scoring_root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    for submission_id, problem_id in pairs:
-        dirs = pair_dirs(scoring_root, submission_id, problem_id)
-        dirs.root.parent.mkdir(mode=0o700, exist_ok=True)
-        dirs.root.mkdir(mode=0o700)
 
 
 def _write_new(path: Path, data: bytes, mode: int) -> None:
