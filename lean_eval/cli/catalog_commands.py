@@ -9,13 +9,14 @@ from pathlib import Path
 
 import click
 
-from lean_eval.cli import EXIT_FAULT, _fail, _load_selected, main, selection_options
-from lean_eval.errors import SetupError
+from lean_eval.cli.exits import EXIT_FAULT
+from lean_eval.cli.options import selection_options
+from lean_eval.cli.steps import load_selected
 
 # --- import-catalog ---------------------------------------------------------------------------
 
 
-@main.command("import-catalog")
+@click.command("import-catalog")
 @click.argument("src", type=click.Path(path_type=Path, file_okay=False))
 @click.argument("dest", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--check", is_flag=True,
@@ -32,14 +33,10 @@ def import_catalog_command(src: Path, dest: Path, check: bool, as_json: bool, ve
     cannot be imported faithfully. Importing twice gives the same bytes."""
     from lean_eval import importer, toolchain
 
-    try:
-        plan = importer.plan_import(src)
-        stale = importer.check_import(plan, dest) if check else []
-        if not check:
-            importer.write_import(plan, dest)
-    except SetupError as exc:
-        _fail(str(exc))
-        return
+    plan = importer.plan_import(src)
+    stale = importer.check_import(plan, dest) if check else []
+    if not check:
+        importer.write_import(plan, dest)
     notes = list(plan.notes)
     release = plan.files["lean-toolchain"].decode("utf-8", errors="replace").strip()
     problem = toolchain.release_incompatibility(release)
@@ -77,7 +74,7 @@ def import_catalog_command(src: Path, dest: Path, check: bool, as_json: bool, ve
 # --- list-problems ----------------------------------------------------------------------------
 
 
-@main.command("list-problems")
+@click.command("list-problems")
 @click.option("--benchmark", type=click.Path(path_type=Path, file_okay=False),
               help="Benchmark checkout (default: the current git checkout).")
 @click.option("--benchmark-rev", default="HEAD", show_default=True,
@@ -97,12 +94,8 @@ def list_problems_command(benchmark: Path | None, benchmark_rev: str, problems: 
     from lean_eval import selection
 
     selected = frozenset(p for item in problems for p in item.split(",") if p) or None
-    try:
-        listing = selection.problem_list(_load_selected(benchmark, benchmark_rev, selected,
-                                                        set_name, statuses, tags, quiet=True))
-    except SetupError as exc:
-        _fail(str(exc))
-        return
+    listing = selection.problem_list(load_selected(benchmark, benchmark_rev, selected,
+                                                         set_name, statuses, tags, quiet=True))
     if as_json:
         click.echo(listing.model_dump_json(indent=2))
         return
@@ -118,3 +111,6 @@ def list_problems_command(benchmark: Path | None, benchmark_rev: str, problems: 
         if verbose:
             click.echo(f"    group: {item.group or '-'}    module: {item.module or '-'}")
     click.echo(f"{len(listing.problems)} problem(s)")
+
+
+COMMANDS = (import_catalog_command, list_problems_command)
