@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -40,7 +41,7 @@ from lean_eval.cli.steps import benchmark_root, default_benchmark, load
 @common_options
 def start_problem_command(problem_id: str, dest: Path, benchmark_rev: str,
                           benchmark: Path | None, as_json: bool, verbose: int,
-                          quiet: bool) -> None:
+                          quiet: bool) -> NoReturn:
     """Write DEST/PROBLEM_ID (default DEST: submission/): the starters to edit and read-only
     copies of the trusted files; refuses to overwrite anything. -v lists every file written."""
     cat = load(benchmark, benchmark_rev)
@@ -86,7 +87,7 @@ def start_problem_command(problem_id: str, dest: Path, benchmark_rev: str,
 @click.command("validate-catalog")
 @common_options
 def validate_catalog_command(benchmark: Path | None, as_json: bool, verbose: int,
-                             quiet: bool) -> None:
+                             quiet: bool) -> NoReturn:
     """Check the benchmark as it stands: manifests, configs, holes, starters and bridges agree;
     workspaces/index.json digests; every workspace's toolchain and dependency pins equal the
     root's; trusted Lean imports no solution-only module. Exit 0 clean, 1 with faults.
@@ -135,7 +136,7 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
                                 quiet: bool, set_name: str | None, statuses: tuple[str, ...],
                                 tags: tuple[str, ...], max_file_bytes: int,
                                 max_total_bytes: int, max_files: int, max_depth: int,
-                                max_archive_bytes: int, intake_timeout: float) -> None:
+                                max_archive_bytes: int, intake_timeout: float) -> NoReturn:
     """Check PATH (a directory or .tar/.tar.gz/.tgz) as run-eval would read it, without Lean:
     per problem what would be scored, what is unchanged, what is ignored, and every rejection
     with the entry it names, under the same intake limits as run-eval (pass the ones the
@@ -205,7 +206,7 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
 @common_options
 def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
                     toolchain: Path | None, bwrap_path: str | None, allow_bwrap: str | None,
-                    as_json: bool, verbose: int, quiet: bool) -> None:
+                    as_json: bool, verbose: int, quiet: bool) -> NoReturn:
     """Make this machine ready to score: elan (pinned, checksum-verified), the Lean release of
     lean-toolchain, bubblewrap >= 0.12.0 when the system one is older, and the benchmark's
     shared dependencies (built once, then read-only). Steps already done are reported

@@ -6,6 +6,7 @@ import json
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -26,7 +27,7 @@ from lean_eval.cli.steps import load_selected
 @click.option("-v", "--verbose", count=True, help="List every file a note concerns.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors and warnings.")
 def import_catalog_command(src: Path, dest: Path, check: bool, as_json: bool, verbose: int,
-                           quiet: bool) -> None:
+                           quiet: bool) -> NoReturn:
     """Turn SRC, a checkout in the lean-eval source layout (manifests/problems/,
     manifests/sets/, generated/<id>/), into the benchmark layout in DEST, a fresh directory.
     Prints what was changed, dropped or could not be mapped; exit 2 naming the file when SRC
@@ -88,19 +89,19 @@ def import_catalog_command(src: Path, dest: Path, check: bool, as_json: bool, ve
 def list_problems_command(benchmark: Path | None, benchmark_rev: str, problems: tuple[str, ...],
                           set_name: str | None, statuses: tuple[str, ...],
                           tags: tuple[str, ...], as_json: bool, verbose: int,
-                          quiet: bool) -> None:
+                          quiet: bool) -> NoReturn:
     """List the benchmark's problems (those --problem/--set/--status/--tag select): id, title,
     status, holes with their kinds, sets and tags."""
     from lean_eval import selection
 
     selected = frozenset(p for item in problems for p in item.split(",") if p) or None
     listing = selection.problem_list(load_selected(benchmark, benchmark_rev, selected,
-                                                         set_name, statuses, tags, quiet=True))
+                                                   set_name, statuses, tags, quiet=True))
     if as_json:
         click.echo(listing.model_dump_json(indent=2))
-        return
+        sys.exit(0)
     if quiet:
-        return
+        sys.exit(0)
     for item in listing.problems:
         holes = ", ".join(f"{h.name} ({h.kind})" for h in item.holes)
         click.echo(f"{item.id}  [{item.status}{'' if item.visible else ', hidden'}]  "
@@ -111,6 +112,7 @@ def list_problems_command(benchmark: Path | None, benchmark_rev: str, problems: 
         if verbose:
             click.echo(f"    group: {item.group or '-'}    module: {item.module or '-'}")
     click.echo(f"{len(listing.problems)} problem(s)")
+    sys.exit(0)
 
 
 COMMANDS = (import_catalog_command, list_problems_command)

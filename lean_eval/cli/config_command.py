@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 from click.core import ParameterSource
@@ -80,7 +80,7 @@ def describe(command: click.Command, name: str, parent: click.Context, args: Seq
               help="Print only the settings that are not built-in defaults.")
 @click.pass_context
 def config_command(ctx: click.Context, command_name: str | None, args: tuple[str, ...],
-                   benchmark: Path | None, as_json: bool, verbose: int, quiet: bool) -> None:
+                   benchmark: Path | None, as_json: bool, verbose: int, quiet: bool) -> NoReturn:
     """Print the effective value of every setting of every command and where it comes from:
     flag, env (LEAN_EVAL_<OPTION>), the config file, or the built-in default.
 

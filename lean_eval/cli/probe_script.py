@@ -35,15 +35,15 @@ from lean_eval.errors import LeanEvalError
 def probe_script_command(name: str, scratch: Path | None, timeout: float,
                          toolchain: Path | None, bwrap_path: str | None,
                          allow_bwrap: str | None, as_json: bool, verbose: int,
-                         quiet: bool) -> None:
+                         quiet: bool) -> NoReturn:
     """Run probe NAME as its script (scripts/NAME_probe.py) does: PASS/FAIL per check, then the
     probe's status; exits 0 pass, 1 fail, 2 could not run."""
     del verbose, quiet  # every check is printed: the script's output is its evidence
     env = dict(os.environ)
     try:
         writable = [Path(tempfile.gettempdir()), *([scratch] if scratch else [])]
-        tools = resolve_tools(probe.pinned_toolchain_name(), toolchain, bwrap_path,
-                                    allow_bwrap, env, writable)
+        tools = resolve_tools(probe.pinned_toolchain_name(), toolchain, bwrap_path, allow_bwrap,
+                              env, writable)
     except (LeanEvalError, OSError) as exc:
         _could_not_run(name, f"could not resolve the tools: {exc}")
     try:

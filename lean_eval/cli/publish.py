@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -25,7 +26,7 @@ from lean_eval.cli.group import Console
 @click.option("-v", "--verbose", count=True, help="Also each result already in the store.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def export_results(out_dir: Path, metadata: Path, results_dir: Path, as_json: bool,
-                   verbose: int, quiet: bool) -> None:
+                   verbose: int, quiet: bool) -> NoReturn:
     """Append the accepted pairs of OUT to the leaderboard results store (schema version 2).
 
     A result already in the store is left exactly as it is. Refuses (exit 2, writing nothing)
@@ -62,7 +63,7 @@ def export_results(out_dir: Path, metadata: Path, results_dir: Path, as_json: bo
 @click.option("-v", "--verbose", count=True, help="Also name every verdict file checked.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the failures.")
 def verify_command(out_dir: Path, key_file: Path, submissions: tuple[Path, ...],
-                   as_json: bool, verbose: int, quiet: bool) -> None:
+                   as_json: bool, verbose: int, quiet: bool) -> NoReturn:
     """Check offline that every verdict in OUT is signed by PUB and says what was signed.
 
     Names every failure (a verdict without envelope, a signature that does not verify, a

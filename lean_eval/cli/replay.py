@@ -6,6 +6,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -49,7 +50,7 @@ def replay_command(record_dir: Path, submissions: tuple[Path, ...], out_dir: Pat
                    work_dir: Path | None, keep_work: bool, jobs: int | None,
                    timeout: float | None, memory_limit: int | None, max_processes: int | None,
                    benchmark: Path | None, toolchain: Path | None, bwrap_path: str | None,
-                   allow_bwrap: str | None, as_json: bool, verbose: int, quiet: bool) -> None:
+                   allow_bwrap: str | None, as_json: bool, verbose: int, quiet: bool) -> NoReturn:
     """Score the pairs recorded in OUT (a run-eval or merge output) again from SUBMISSION...
     and compare each new verdict and reason with the record.
 

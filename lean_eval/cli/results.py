@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -27,7 +28,7 @@ __all__ = ["COMMANDS", "FAIL_ON_KINDS"]
 @click.option("-v", "--verbose", count=True, help="Also each shard output and its pairs.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors and missing pairs.")
 def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool, verbose: int,
-                  quiet: bool) -> None:
+                  quiet: bool) -> NoReturn:
     """Combine the --out directories of `run-eval --shard K/N` runs into one output directory.
 
     Refuses (exit 2, writing nothing) shards of different batches, identities or options, a
@@ -76,7 +77,7 @@ def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool, ve
               help="Write to FILE (atomically) instead of stdout.")
 @fail_on_option
 def report_command(out_dir: Path, fmt: str, output: Path | None,
-                   fail_on: frozenset[str]) -> None:
+                   fail_on: frozenset[str]) -> NoReturn:
     """Render the output directory OUT of `run-eval`, `merge` or `replay` for people and CI
     systems (a replay's: recorded and new verdict per pair, kernel disagreements, drift).
 

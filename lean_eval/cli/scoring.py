@@ -8,6 +8,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -102,7 +103,7 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
              statuses: tuple[str, ...], tags: tuple[str, ...], fail_on: frozenset[str],
              benchmark: Path | None, toolchain: Path | None,
              bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
-             quiet: bool) -> None:
+             quiet: bool) -> NoReturn:
     """Score SUBMISSION... (directories or .tar/.tar.gz/.tgz archives) against the benchmark.
 
     Re-running on the same --out resumes: verdicts whose inputs, identity and options are
@@ -155,7 +156,7 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
 @common_options
 def probe_command(work_dir: Path | None, names: tuple[str, ...], benchmark: Path | None,
                   toolchain: Path | None, bwrap_path: str | None, allow_bwrap: str | None,
-                  as_json: bool, verbose: int, quiet: bool) -> None:
+                  as_json: bool, verbose: int, quiet: bool) -> NoReturn:
     """Run every sandbox and environment probe through the driver used for scoring.
 
     One line per probe (every check with -v; a failing probe's failing checks always).
@@ -185,10 +186,9 @@ def _selfcheck_command(name: str, check_name: str, summary: str) -> click.Comman
     @common_options
     def command(work_dir: Path | None, timeout: float, benchmark: Path | None,
                 toolchain: Path | None, bwrap_path: str | None, allow_bwrap: str | None,
-                as_json: bool, verbose: int, quiet: bool) -> None:
+                as_json: bool, verbose: int, quiet: bool) -> NoReturn:
         env = dict(os.environ)
-        cat, tools = setup(benchmark, toolchain, bwrap_path, allow_bwrap, env, work_dir,
-                                 quiet)
+        cat, tools = setup(benchmark, toolchain, bwrap_path, allow_bwrap, env, work_dir, quiet)
         result = getattr(selfcheck, check_name)(cat, tools, env, work_dir, timeout)
         if as_json:
             click.echo(documents.selfcheck_report(name, result).model_dump_json(indent=2))
@@ -227,7 +227,7 @@ CHECK_WORKFLOW = _selfcheck_command(
 @tool_options
 def test(workspace: Path | None, timeout: float, keep_work: bool, toolchain: Path | None,
          bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
-         quiet: bool) -> None:
+         quiet: bool) -> NoReturn:
     """Run the WorkspaceTest driver on WORKSPACE (default: the current directory) as it stands.
 
     The workspace's own config.json is used, so a pass here proves nothing about the trusted
@@ -243,7 +243,7 @@ def test(workspace: Path | None, timeout: float, keep_work: bool, toolchain: Pat
         name = (ws / "lean-toolchain").read_text(encoding="utf-8").strip() \
             if (ws / "lean-toolchain").is_file() else ""
         tools = resolve_tools(name, toolchain, bwrap_path, allow_bwrap, env,
-                                    [Path(tempfile.gettempdir())])
+                              [Path(tempfile.gettempdir())])
         state = Path(tempfile.mkdtemp(prefix="lean-eval-test-"))
         settings = driver.DriverSettings(toolchain=tools.toolchain, bwrap=tools.bwrap.path,
                                          caller_env=env, timeout=timeout,
