@@ -52,7 +52,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import NamedTuple
 
-from lean_eval import disk, driver, intake, lock, pair, resume, sandbox, workspace
+from lean_eval import disk, driver, intake, lock, pair, resume, sandbox, tree_removal
 from lean_eval.catalog import Catalog
 from lean_eval.errors import OutputError, UsageError
 from lean_eval.interrupt import Stop, signals, terminate_children
@@ -334,7 +334,9 @@ def run_batch(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options: R
         # (KeyboardInterrupt) rather than letting every remaining probe run first.
         if probe is not None and stop.signum is None:
             planned = planned._replace(preflight=probe(any(
-                i.order not in planned.kept and _needs_sandbox(i, catalog)
+                i.order not in planned.kept
+                and i.pid not in planned.unchanged.get(i.sid, frozenset())
+                and _needs_sandbox(i, catalog)
                 for i in planned.items)))
         elif probe is not None:  # interrupted while planning: nothing will be scored
             planned = planned._replace(preflight=planned.preflight.model_copy(
@@ -413,7 +415,7 @@ def _run(inputs: Sequence[Path], catalog: Catalog, tools: Tools,
     finally:
         run_dir.release(keep=options.keep_work or options.scoring_root is not None)
         if not options.keep_work:
-            workspace.remove_tree(run_dir.path)
+            tree_removal.remove_tree(run_dir.path)
     shard = None if options.shard is None else ShardInfo(
         k=options.shard.k, n=options.shard.n, batch_digest=digest, batch=batch,
         options_digest=options_digest(resume.verdict_options(options, preflight)))
@@ -440,7 +442,7 @@ def _run_dir(options: RunOptions) -> lock.RunDir:
         return lock.RunDir(options.scoring_root, exact=True)
     parent = options.work_dir or Path(tempfile.gettempdir())
     parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    lock.reclaim(parent, workspace.remove_tree)
+    lock.reclaim(parent, tree_removal.remove_tree)
     return lock.RunDir(parent)
 
 

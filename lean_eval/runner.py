@@ -4,8 +4,8 @@ Invariants (design §5.4 step 5):
 - The driver decides everything about a launch (:class:`Launch`: argv, the whole environment,
   cwd, deadline, output cap, rlimits, the pair's limits, the ``COMPARATOR_BWRAP`` wrapper's
   path and spec); a runner only carries it out and returns the child's
-  :class:`lean_eval.process.Outcome`. Classification, the raw log and the limits record are
-  the driver's, whichever runner ran.
+  :class:`lean_eval.process.ProcessResult`. Classification, the raw log and the limits record
+  are the driver's, whichever runner ran.
 - :data:`SANDBOXED` is the package's only runner: it writes the wrapper where the environment
   names it, then starts Lake through :func:`lean_eval.process.run`, whose whole process tree
   is gone on return. Every run uses it unless a caller passes another in ``Tools.runner``;
@@ -39,7 +39,7 @@ class Launch(NamedTuple):
 class ComparatorRunner(Protocol):
     """Runs one launch to its end and reports how it ended."""
 
-    def run(self, launch: Launch) -> process.Outcome:
+    def run(self, launch: Launch) -> process.ProcessResult:
         """Run ``launch``; its processes are all gone on return."""
         ...
 
@@ -47,7 +47,7 @@ class ComparatorRunner(Protocol):
 class SandboxedRunner:
     """The real runner: the wrapper written, Lake started under the supervisor."""
 
-    def run(self, launch: Launch) -> process.Outcome:
+    def run(self, launch: Launch) -> process.ProcessResult:
         sandbox.write_wrapper(launch.wrapper, launch.spec)
         return process.run(launch.argv, env=launch.env, cwd=launch.cwd, timeout=launch.timeout,
                            output_cap=launch.output_cap, rlimits=launch.rlimits,

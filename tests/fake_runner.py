@@ -1,12 +1,13 @@
 """A comparator runner for tests that replays recorded transcripts: no bubblewrap, no process.
 
 A transcript (``tests/transcripts/<case>.json``) is one real ``lake comparator`` run of the
-stand-in toolchain under real bubblewrap, as the driver received it (:class:`process.Outcome`:
-exit status, signal, deadline, captured output, line times, the limit that ended it and the
-limits mechanism), with the paths of that run replaced by placeholders, and the verdict the
-real run gave it. :class:`FakeRunner` hands the driver such an outcome for every launch, so a
-whole batch runs through ``batch.run_batch`` (planning, admission, resume, the driver's
-classification, the log, the limits record, verdicts and the summary) in milliseconds.
+stand-in toolchain under real bubblewrap, as the driver received it
+(:class:`process.ProcessResult`: exit status, signal, deadline, captured output, line times, the
+limit that ended it and the limits mechanism), with the paths of that run replaced by
+placeholders, and the verdict the real run gave it. :class:`FakeRunner` hands the driver such a
+result for every launch, so a whole batch runs through ``batch.run_batch`` (planning,
+admission, resume, the driver's classification, the log, the limits record, verdicts and the
+summary) in milliseconds.
 
 Which transcript a launch replays: ``pick`` (default: the ``-- transcript: <case>`` line of a
 submitted ``.lean`` file in the pair's workspace, see :func:`submission`; :func:`by_pair` names
@@ -55,7 +56,7 @@ PAIR, TOOLCHAIN = "{pair}", "{toolchain}"
 
 
 class Recorded(BaseModel):
-    """How one comparator run ended (the fields of :class:`process.Outcome`), as text."""
+    """How one comparator run ended (the fields of :class:`process.ProcessResult`), as text."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -105,10 +106,10 @@ def pair_of(launch: Launch) -> tuple[str, str]:
     return launch.cwd.parent.parent.name, launch.cwd.parent.name
 
 
-def outcome_of(transcript: Transcript, launch: Launch) -> process.Outcome:
+def outcome_of(transcript: Transcript, launch: Launch) -> process.ProcessResult:
     """The transcript's outcome with its placeholders made this launch's paths."""
     rec, pair, tc = transcript.outcome, launch.cwd.parent, toolchain_of(launch)
-    return process.Outcome(
+    return process.ProcessResult(
         returncode=rec.returncode, signal=rec.signal, timed_out=rec.timed_out,
         duration=rec.duration, stdout=_put(rec.stdout, pair, tc).encode(),
         stderr=_put(rec.stderr, pair, tc).encode(), stdout_truncated=rec.stdout_truncated,
@@ -117,7 +118,7 @@ def outcome_of(transcript: Transcript, launch: Launch) -> process.Outcome:
         limit_exceeded=rec.limit_exceeded, limits_mechanism=rec.limits_mechanism)
 
 
-def recorded(launch: Launch, outcome: process.Outcome) -> Recorded:
+def recorded(launch: Launch, outcome: process.ProcessResult) -> Recorded:
     """``outcome`` of ``launch`` as a transcript stores it (this run's paths as placeholders)."""
     pair, tc = launch.cwd.parent, toolchain_of(launch)
 
@@ -182,7 +183,7 @@ class FakeRunner:
         with self._changed:
             return self._changed.wait_for(lambda: ready(self), timeout)
 
-    def run(self, launch: Launch) -> process.Outcome:
+    def run(self, launch: Launch) -> process.ProcessResult:
         case = self.pick(launch) or self.default
         if case is None or case not in self.transcripts:
             raise LookupError(f"no transcript {case!r} for {pair_of(launch)}")
@@ -211,9 +212,9 @@ class Recorder:
 
     def __init__(self, inner: ComparatorRunner) -> None:
         self.inner = inner
-        self.runs: list[tuple[Launch, process.Outcome]] = []
+        self.runs: list[tuple[Launch, process.ProcessResult]] = []
 
-    def run(self, launch: Launch) -> process.Outcome:
+    def run(self, launch: Launch) -> process.ProcessResult:
         outcome = self.inner.run(launch)
         self.runs.append((launch, outcome))
         return outcome

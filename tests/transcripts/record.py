@@ -39,7 +39,8 @@ from fake_runner import (
 )
 
 from lean_eval import batch, bubblewrap, driver, runner
-from lean_eval.catalog import Catalog, ComparatorConfig
+from lean_eval.catalog import Catalog
+from lean_eval.problem import ComparatorConfig
 
 HEADER = correct(PROBLEM).split("theorem")[0]
 THEOREM = "theorem two_plus_two : 2 + 2 = 4 := by"
