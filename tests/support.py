@@ -399,10 +399,10 @@ def harness_env() -> dict[str, str]:
 
 
 def in_background(argv: tuple[str, ...], timeout: float,
-                  grace: float = 5.0) -> tuple[threading.Thread, list[process.Outcome]]:
+                  grace: float = 5.0) -> tuple[threading.Thread, list[process.ProcessResult]]:
     """Run ``argv`` under :func:`lean_eval.process.run` in a thread; its outcome is appended
     to the returned list when it ends."""
-    outcomes: list[process.Outcome] = []
+    outcomes: list[process.ProcessResult] = []
 
     def target() -> None:
         outcomes.append(process.run(argv, env=harness_env(), cwd=REPO, timeout=timeout,
@@ -437,7 +437,7 @@ def verdict_files(out: Path) -> dict[Path, tuple[bytes, int, int]]:
 
 
 def wait_for_verdicts(out: Path, count: int, thread: threading.Thread,
-                      outcomes: list[process.Outcome], limit: float = 90) -> None:
+                      outcomes: list[process.ProcessResult], limit: float = 90) -> None:
     """Wait until the run in ``thread`` has written ``count`` verdicts (failing if it ends
     first or takes longer than a generous ``limit``)."""
     deadline = time.monotonic() + limit

@@ -16,7 +16,7 @@ from support import processes_with, unique_marker
 
 from lean_eval import process
 from lean_eval.errors import ProcessStartError
-from lean_eval.process import Outcome, run, run_capture
+from lean_eval.process import ProcessResult, run, run_capture
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 
@@ -46,7 +46,7 @@ def _sh(
     timeout: float | None = 60.0,
     grace: float = 5.0,
     rlimits: Limits = None,
-) -> Outcome:
+) -> ProcessResult:
     return run(
         ("/bin/sh", "-c", script),
         env=PATH_ENV,
@@ -64,7 +64,7 @@ def _py(
     grace: float = 5.0,
     output_cap: int = 256 * 1024,
     rlimits: Limits = None,
-) -> Outcome:
+) -> ProcessResult:
     return run(
         (PY, "-I", "-c", code, *args),
         env={},
@@ -381,7 +381,7 @@ def test_parallel_callers_each_reap_their_own_orphans(tmp_path: Path) -> None:
     markers = [unique_marker() for _ in range(4)]
     sleep = _tool("sleep")
 
-    def one(marker: str) -> Outcome:
+    def one(marker: str) -> ProcessResult:
         # each caller's child leaves its orphan and ends once all four orphans exist (an event,
         # not a delay): the four reapers are live at once whatever the machine's speed
         return _sh(f"setsid {sleep} {marker} & : > {tmp_path}/{marker}; i=0; "
