@@ -261,7 +261,7 @@ def test_other_read_errors_still_reject(tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_an_unreadable_archive_is_a_usage_error_not_a_rejection(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lean_eval import archive
+    from lean_eval import archive_stream
     from lean_eval.errors import UsageError
 
     path = tgz(tmp_path / "s.tgz", [("P1/Submission.lean", PROOF)])
@@ -269,7 +269,7 @@ def test_an_unreadable_archive_is_a_usage_error_not_a_rejection(
     def fail(fd: int, size: int) -> bytes:
         raise OSError(errno.EIO, os.strerror(errno.EIO))
 
-    monkeypatch.setattr(archive.os, "read", fail)
+    monkeypatch.setattr(archive_stream.os, "read", fail)
     with pytest.raises(UsageError, match="cannot be read: Input/output error"):
         read_submission(path, IDS)
 
