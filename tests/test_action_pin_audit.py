@@ -141,7 +141,6 @@ def test_bad_fixture_reports_each_selector_at_its_line(name: str) -> None:
     assert "mutable selector(s)" in result.stderr
 
 
-@pytest.mark.slow
 def test_all_fixtures_at_once_report_every_finding() -> None:
     result = audit(FIXTURES)
     assert result.returncode == 1

@@ -179,6 +179,7 @@ def _probe(bench: Path, outside: Path, *args: str) -> Result:
     return _invoke("probe", "--benchmark", str(bench), "--work-dir", str(outside / "w"), *args)
 
 
+@pytest.mark.slow
 def test_probe_prints_one_line_per_probe_and_details_under_verbose(
         bench_copy: Path, outside: Path, bwrap: str) -> None:
     plain = _probe(bench_copy, outside, "--only", "env_dump", "--only", "tool_path")
@@ -287,6 +288,7 @@ def test_test_command_verbose_quiet_and_json(bench_copy: Path, outside: Path,
     assert "--benchmark" not in _invoke("test", "-h").output
 
 
+@pytest.mark.slow
 def test_selfcheck_verbose_quiet_and_json(bench_copy: Path, outside: Path, bwrap: str) -> None:
     args = ("check-comparator-installation", "--benchmark", str(bench_copy), "--work-dir",
             str(outside / "w"))

@@ -287,7 +287,6 @@ def test_keys_take_dashes_or_underscores_alike(long: str, data: st.DataObject) -
 # --- a setting from the config file reaches the verdicts ----------------------------------------
 
 
-@pytest.mark.slow
 def test_a_config_file_setting_is_recorded_in_the_verdicts(
         bench_copy: Path, outside: Path, bwrap: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(outside)

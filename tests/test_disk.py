@@ -122,7 +122,6 @@ def test_a_failure_while_short_of_space_is_error_and_an_acceptance_stays() -> No
 # --- the batch: reserve at admission, short-of-space classification -------------------------
 
 
-@pytest.mark.slow
 def test_admission_waits_for_the_reserve_and_the_verdict_says_what_a_pair_started_with(
         run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Free space below --disk-reserve: pairs run one at a time (the one alone starts anyway
@@ -263,7 +262,6 @@ def _batch(subs: Path) -> list[Path]:
     return [hostile, *good]
 
 
-@pytest.mark.slow
 def test_a_build_filling_a_small_work_dir_costs_no_correct_pair_its_score(
         run_eval: RunEval, outside: Path, small_fs: Path) -> None:
     subs = _batch(outside / "subs")

@@ -57,7 +57,6 @@ def _summary(out: Path) -> Summary:
     return Summary.model_validate_json((out / "summary.json").read_bytes())
 
 
-@pytest.mark.slow
 def test_a_fork_batch_lists_unchanged_compactly_and_every_consumer_counts_them(
         run_eval: RunEval, outside: Path) -> None:
     subs = [fork(outside / "subs", "solver", {SOLVED: correct(SOLVED)}),

@@ -63,7 +63,6 @@ def headers(draw: st.DrawFn, odd_name: str | None = None) -> tuple[str, list[Imp
     return "".join(parts) + body, imports, odd_at
 
 
-@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(headers())
 def test_generated_headers_are_read_exactly(case: tuple[str, list[Import], int]) -> None:

@@ -88,7 +88,6 @@ def test_an_unexpected_fault_in_one_pair_is_that_pairs_harness_error(
     assert run.code == 1
 
 
-@pytest.mark.slow
 def test_a_full_output_directory_stops_admission_writes_the_summary_and_exits_1(
         run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     subs = outside / "subs"
@@ -131,7 +130,6 @@ def tiny_disk(outside: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
-@pytest.mark.slow
 def test_a_build_that_fills_the_disk_costs_only_its_own_pair(
         run_eval: RunEval, outside: Path, tiny_disk: Path) -> None:
     standin_only(run_eval, "fills a 6 MiB tmpfs; a real build needs more room")
@@ -196,7 +194,6 @@ def _deep_tree(root: Path, depth: int, name: str = "d" * 40) -> None:
         os.close(fd)
 
 
-@pytest.mark.slow
 def test_remove_tree_copes_with_depth_permissions_links_and_vanishing(outside: Path) -> None:
     root = outside / "pair"
     _deep_tree(root / "workspace" / ".lake" / "deep", 1500)  # 1500 x 41 bytes > PATH_MAX
@@ -236,7 +233,6 @@ def test_remove_tree_reports_what_it_cannot_remove_and_never_raises(outside: Pat
     assert left and str(root) in left[0]
 
 
-@pytest.mark.slow
 def test_a_deep_tree_left_in_lake_costs_no_other_pair(run_eval: RunEval, outside: Path) -> None:
     subs = outside / "subs"
     good(subs)
@@ -257,7 +253,6 @@ def test_a_deep_tree_left_in_lake_costs_no_other_pair(run_eval: RunEval, outside
     assert list(work.rglob("dddddddddd"))[:1] == []
 
 
-@pytest.mark.slow
 def test_a_chmod_500_tree_left_by_a_build_is_removed_as_an_unprivileged_user(
         bench_copy: Path, outside: Path, bwrap: str) -> None:
     """Run as uid 65534, where permissions bind the harness: a build leaves a read-only
@@ -481,7 +476,6 @@ def test_earlier_runs_and_sibling_inputs_are_private(run_eval: RunEval, outside:
     assert str(outside / "runs") in log and str(outside / "subs") in log  # recorded masks
 
 
-@pytest.mark.slow
 def test_negative_control_without_private_roots_run_1_is_readable(
         run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sandbox, "default_private_roots", lambda inputs, out: ())
@@ -627,7 +621,6 @@ def starter_with_proof(problem: str) -> str:
     return "\n".join(out)
 
 
-@pytest.mark.slow
 def test_starter_with_the_proof_filled_in_is_accepted_for_every_problem(
         run_eval: RunEval, outside: Path) -> None:
     subs = outside / "subs"

@@ -506,7 +506,6 @@ def _key(name: str) -> str:
     return _show("/".join(p for p in name.split("/") if p not in ("", ".")))
 
 
-@pytest.mark.slow
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(NAMES, KINDS, DATA, TARGETS), max_size=10), st.booleans(),
        st.booleans())

@@ -92,7 +92,6 @@ def _intake_in_child(path: Path, limits: IntakeLimits) -> dict[str, object]:
     return result
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("bomb", ["pax_number", "global_keys"])
 def test_header_bombs_are_rejected_quickly_in_bounded_memory(tmp_path: Path, bomb: str) -> None:
     data = pax_number_bomb() if bomb == "pax_number" else global_key_bomb()

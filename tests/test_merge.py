@@ -196,7 +196,6 @@ def test_output_inside_a_shard_is_refused(tmp_path: Path) -> None:
         merge.merge(parts, parts[0] / "merged")
 
 
-@pytest.mark.slow
 def test_run_eval_shards_are_disjoint_cover_and_merge_to_the_single_run(
         run_eval: Any, outside: Path) -> None:
     from support import correct, make_submission
@@ -321,7 +320,6 @@ def test_a_complete_merge_reports_nothing_unscored(tmp_path: Path) -> None:
     assert "not scored" not in report.render(run, "table")
 
 
-@pytest.mark.slow
 def test_run_eval_shards_merged_partially_then_whole(run_eval: Any, outside: Path) -> None:
     import xml.etree.ElementTree as ET
 

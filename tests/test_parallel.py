@@ -153,7 +153,6 @@ def test_default_jobs_is_the_cpus_lowered_to_what_memory_allows(
     assert batch.default_jobs(8 << 30) == 1
 
 
-@pytest.mark.slow
 def test_limits_and_shards_reach_every_verdict_and_the_summary(
         run_eval: RunEval, outside: Path) -> None:
     subs = [make_submission(outside / "subs", f"p{i}",
@@ -178,7 +177,6 @@ def test_limits_and_shards_reach_every_verdict_and_the_summary(
     assert scored[0] | scored[1] == {(f"p{i}", PROBLEM) for i in range(4)}
 
 
-@pytest.mark.slow
 def test_progress_is_one_line_per_pair_off_a_terminal_and_nothing_with_quiet(
         bench_copy: Path, outside: Path, bwrap: str) -> None:
     del bwrap

@@ -57,6 +57,7 @@ def test_skip_probes_is_recorded_in_every_verdict(bench_copy: Path, outside: Pat
     assert verdict["probes_skipped"] is True
 
 
+@pytest.mark.slow
 def test_a_broken_sandbox_stops_the_run_before_any_pair_is_scored(
         bench_copy: Path, outside: Path, bwrap: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The batch is planned first (intake in memory, no sandbox: it decides whether any pair

@@ -250,7 +250,6 @@ def _script(name: str, *args: str, env: dict[str, str] | None = None,
                           env=env or dict(os.environ), cwd="/", timeout=120, check=False)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SCRIPTS))
 def test_each_script_runs_on_its_own(name: str, outside: Path, bwrap: str) -> None:
     del bwrap
@@ -371,7 +370,6 @@ def test_sandbox_probe_passes_as_an_unprivileged_user(outside: Path, bwrap: str)
     assert kept and all(p.stat().st_uid == (NOBODY if prefix else os.geteuid()) for p in kept)
 
 
-@pytest.mark.slow
 def test_script_imports_the_checkout_when_lean_eval_is_not_installed(outside: Path,
                                                                      bwrap: str) -> None:
     """Run by an interpreter that has lean_eval's dependencies but not lean_eval itself."""

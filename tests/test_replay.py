@@ -197,7 +197,6 @@ def _replay_json(out: Path) -> dict[str, Any]:
     return data
 
 
-@pytest.mark.slow
 @pytest.mark.sandbox
 def test_an_unchanged_run_reproduces_every_pair(bench: Path, outside: Path, bwrap: str) -> None:
     del bwrap
@@ -225,7 +224,6 @@ def test_an_unchanged_run_reproduces_every_pair(bench: Path, outside: Path, bwra
     no_survivor(outside)
 
 
-@pytest.mark.slow
 @pytest.mark.sandbox
 def test_a_new_benchmark_commit_is_refused_then_named_with_allow_drift(
         bench: Path, outside: Path, bwrap: str) -> None:
@@ -259,7 +257,6 @@ def test_a_new_benchmark_commit_is_refused_then_named_with_allow_drift(
     assert f"drift benchmark_commit of run: recorded '{recorded}'" in shown.output
 
 
-@pytest.mark.slow
 @pytest.mark.sandbox
 def test_tampered_identity_and_changed_submission_are_refused_by_name(
         bench: Path, outside: Path, bwrap: str) -> None:

@@ -67,7 +67,6 @@ def test_markdown_leads_with_the_matrix_then_failures_then_accepted_in_details(
     assert lines.index("</details>") > max(accepted)
 
 
-@pytest.mark.slow
 def test_markdown_size_cut_keeps_every_failure_and_drops_accepted_rows_first(
         tmp_path: Path) -> None:
     rows = [(f"sub{i:04d}", "two_plus_two", "accepted", "completed", "accepted", "ok")

@@ -245,7 +245,6 @@ def test_an_unknown_mechanism_is_a_programming_error() -> None:
 # --- end to end: real bubblewrap, the stand-in, one batch -------------------------------------
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("mechanism", ["auto", "watchdog"])
 def test_a_hog_and_a_storm_end_resource_exhausted_beside_an_accepted_pair(
         run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch, mechanism: str) -> None:

@@ -111,7 +111,6 @@ def test_a_second_run_on_a_locked_out_exits_2_naming_the_holder(
     assert run.verdict("good", PROBLEM)["verdict"] == "accepted"
 
 
-@pytest.mark.slow
 def test_a_verdict_is_reused_only_when_its_key_matches_and_error_is_rescored(
         run_eval: RunEval, outside: Path) -> None:
     sub = make_submission(outside / "subs", "good", {

@@ -85,7 +85,6 @@ CODES = {"sorry": "illegal_axiom", "native_decide": "illegal_axiom", "user_axiom
          "lean_default_rejects": "kernel_rejected"}
 
 
-@pytest.mark.slow
 def test_each_rejection_has_its_reason(run_eval: RunEval, outside: Path) -> None:
     subs = []
     for name, (problem, body, _) in REJECTIONS.items():

@@ -13,6 +13,7 @@ from transcripts import record
 from lean_eval import bubblewrap
 
 
+@pytest.mark.slow
 @pytest.mark.sandbox
 def test_the_stored_transcripts_match_a_fresh_recording(bwrap: str, tmp_path: Path) -> None:
     catalog = record.bench(tmp_path / "bench")

@@ -63,7 +63,6 @@ def _signed_run(run_eval: RunEval, outside: Path, key: Path) -> tuple[list[Path]
     return subs, run.out
 
 
-@pytest.mark.slow
 def test_signed_run_verifies_and_every_tampering_is_named(run_eval: RunEval,
                                                           outside: Path) -> None:
     private, public = keypair(outside)

@@ -792,7 +792,6 @@ def test_paranoid_external_kernels_follow_the_bundled_ones(project: Project) -> 
     assert running == [*PARANOID[:5], "alpha", "Lean default"]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("checker", PARANOID)
 def test_each_paranoid_checker_rejects_on_its_directive(project: Project, checker: str) -> None:
     project.write("Submission.lean", SUBMISSION + f"-- standin: kernel-reject {checker}\n")
