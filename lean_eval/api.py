@@ -54,6 +54,7 @@ from lean_eval.limits import DEFAULT_LIMITS, IntakeLimits
 from lean_eval.precheck import ProblemCheck, SubmissionCheck
 from lean_eval.report import Run
 from lean_eval.resources import DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_LIMIT
+from lean_eval.run import RunOptions, not_probed
 from lean_eval.session import ProbesFailedError
 from lean_eval.sets import Selection
 from lean_eval.verdict import PairSummary, Preflight, Summary, Verdict
@@ -156,24 +157,24 @@ def score(submissions: Sequence[StrPath], out: StrPath, *,
         _warn(on_warning, cat.warnings)
         # The resume keys use the probe policy asked for; the probes themselves run once the
         # batch is planned, and only when a pair needs a sandbox (batch.run_batch's ``probe``).
-        intended = batch.not_probed(tools)
+        intended = not_probed(tools)
         if not skip_probes:
             intended = intended.model_copy(update={"skipped": False})
-        options = batch.RunOptions(out_dir=out_dir, timeout=timeout, work_dir=work,
-                                   limits=limits, keep_work=keep_work, preflight=intended,
-                                   max_written_file_bytes=max_written_file_bytes, jobs=jobs,
-                                   rescore=rescore, shard=setup.shard,
-                                   memory_limit=memory_limit, max_processes=max_processes,
-                                   disk_limit=disk_limit or None,
-                                   disk_files=disk_files or None,
-                                   disk_reserve=disk_reserve or None,
-                                   private=tuple(Path(p).absolute() for p in private),
-                                   sign_key=setup.signer)
+        options = RunOptions(out_dir=out_dir, timeout=timeout, work_dir=work,
+                             limits=limits, keep_work=keep_work, preflight=intended,
+                             max_written_file_bytes=max_written_file_bytes, jobs=jobs,
+                             rescore=rescore, shard=setup.shard,
+                             memory_limit=memory_limit, max_processes=max_processes,
+                             disk_limit=disk_limit or None,
+                             disk_files=disk_files or None,
+                             disk_reserve=disk_reserve or None,
+                             private=tuple(Path(p).absolute() for p in private),
+                             sign_key=setup.signer)
 
         def probe(needed: bool) -> Preflight:
             if skip_probes:
                 _warn(on_warning, [session.SKIPPED_PROBES])
-                return batch.not_probed(tools)
+                return not_probed(tools)
             if not needed:
                 _warn(on_warning, [f"probes not run: {session.NOTHING_TO_SCORE}"])
             return session.preflight(tools, caller_env, work, on_probes, needed)

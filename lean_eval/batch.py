@@ -57,7 +57,7 @@ from lean_eval.catalog import Catalog
 from lean_eval.errors import OutputError, UsageError
 from lean_eval.interrupt import Stop, signals, terminate_children
 from lean_eval.limits import max_path_bytes_under
-from lean_eval.resume import Planned, RunOptions, Tools, identity, not_probed
+from lean_eval.run import Planned, RunOptions, Tools, identity, not_probed
 from lean_eval.shard import batch_digest, batch_map, in_shard, options_digest
 from lean_eval.verdict import (
     INFRASTRUCTURE_FAILURES,
@@ -76,8 +76,7 @@ from lean_eval.verdict import (
     write_model,
 )
 
-__all__ = ["Progress", "RunOptions", "Tools", "check_inputs", "identity", "not_probed",
-           "run_batch", "write_refusal"]
+__all__ = ["Progress", "check_inputs", "run_batch", "write_refusal"]
 
 REFUSED_SUMMARY = "summary.refused.json"  # a refusal beside an earlier run's summary.json
 RESERVED_IDS = frozenset({"summary.json", REFUSED_SUMMARY})  # names a run writes atop --out

@@ -32,6 +32,7 @@ from pydantic import BaseModel
 from lean_eval import batch
 from lean_eval.catalog import Catalog, ProblemWorkspace, parse_config, sha256
 from lean_eval.errors import LeanEvalError
+from lean_eval.run import RunOptions, Tools
 from lean_eval.verdict import Verdict
 
 PY = "/usr/bin/python3"  # payload interpreter; visible in Lake's sandbox through --ro-bind / /
@@ -60,7 +61,7 @@ class ProbeResult(BaseModel, frozen=True, extra="forbid"):
 class ProbeContext(NamedTuple):
     """What a probe runs with."""
 
-    tools: batch.Tools  # resolved before any probe runs; probes never resolve their own
+    tools: Tools  # resolved before any probe runs; probes never resolve their own
     caller_env: Mapping[str, str]  # the caller's environment as run-eval would pass it on
     scratch: Path  # a fresh directory the probe owns
     timeout: float = 300.0
@@ -280,7 +281,7 @@ class Scored(NamedTuple):
 
 def score(ctx: ProbeContext, lay: Layout, catalog: Catalog,
           submissions: Mapping[str, Mapping[str, Mapping[str, str]]], *,
-          tools: batch.Tools | None = None,
+          tools: Tools | None = None,
           caller_env: Mapping[str, str] | None = None) -> dict[str, Scored]:
     """Score ``{sid: {pid: {relpath: text}}}`` exactly as run-eval would; keyed ``sid/pid``."""
     inputs = []
@@ -296,8 +297,8 @@ def score(ctx: ProbeContext, lay: Layout, catalog: Catalog,
     def handed(verdict: Verdict) -> None:
         finished[f"{verdict.submission.id}/{verdict.problem.id}"] = time.time()
 
-    options = batch.RunOptions(out_dir=lay.out, timeout=ctx.timeout, work_dir=lay.work,
-                               keep_work=True, scoring_root=lay.work)
+    options = RunOptions(out_dir=lay.out, timeout=ctx.timeout, work_dir=lay.work,
+                         keep_work=True, scoring_root=lay.work)
     batch.run_batch(inputs, catalog, tools or ctx.tools, options,
                     ctx.caller_env if caller_env is None else caller_env, handed)
     scored = {}

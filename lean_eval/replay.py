@@ -39,6 +39,7 @@ from lean_eval.replay_report import (
     ReplayReport,
     Status,
 )
+from lean_eval.run import RunOptions, Tools, identity
 from lean_eval.shard import Shard
 from lean_eval.verdict import Identity, Preflight, Summary, Verdict, write_model
 
@@ -77,7 +78,7 @@ class Plan(NamedTuple):
     record: Record
     submissions: tuple[Path, ...]
     catalog: Catalog  # restricted to the record's problems
-    options: batch.RunOptions  # the record's, out_dir still to be set
+    options: RunOptions  # the record's, out_dir still to be set
     drift: tuple[Drift, ...]
     skip_probes: bool  # what the record's run did: the replay's preflight must do the same
 
@@ -100,12 +101,12 @@ def load_record(path: Path) -> Record:
 
 
 def _options(recorded: Mapping[str, Any] | None, settings: Settings,
-             shard: Shard | None) -> batch.RunOptions:
+             shard: Shard | None) -> RunOptions:
     """The record's verdict-changing options as run options (run-eval's defaults when absent
     or unreadable: the comparison with the record then names the difference)."""
-    base = batch.RunOptions(out_dir=Path(), timeout=FALLBACK_TIMEOUT, work_dir=settings.work_dir,
-                            keep_work=settings.keep_work, jobs=settings.jobs, rescore=True,
-                            shard=shard, paranoid=settings.paranoid)
+    base = RunOptions(out_dir=Path(), timeout=FALLBACK_TIMEOUT, work_dir=settings.work_dir,
+                      keep_work=settings.keep_work, jobs=settings.jobs, rescore=True,
+                      shard=shard, paranoid=settings.paranoid)
     if recorded is not None:
         with contextlib.suppress(KeyError, TypeError, ValueError, ValidationError):
             base = base._replace(timeout=float(recorded["timeout"]),
@@ -147,7 +148,7 @@ def _files_drift(recorded: Mapping[str, str], current: Mapping[str, str]) -> tup
     return show(recorded), show(current)
 
 
-def plan(record: Record, submissions: Sequence[Path], catalog: Catalog, tools: batch.Tools,
+def plan(record: Record, submissions: Sequence[Path], catalog: Catalog, tools: Tools,
          settings: Settings) -> Plan:
     """Check every pin of the record against this replay and list each difference."""
     summary = record.summary
@@ -168,7 +169,7 @@ def plan(record: Record, submissions: Sequence[Path], catalog: Catalog, tools: b
     options = _options(summary.options, settings, shard)
     skip = bool((summary.options or {}).get("skip_probes", summary.preflight.skipped))
     drift: list[Drift] = []
-    current = batch.identity(catalog, tools)
+    current = identity(catalog, tools)
     drift += _identity_drift(summary.identity, current, "run")
     stub = Preflight(skipped=skip, toolchain_path="", bwrap_path="", bwrap_version="",
                      bwrap_sha256="")
@@ -248,7 +249,7 @@ def _new_verdicts(out_dir: Path, summary: Summary) -> dict[Pair, tuple[Verdict |
     return found
 
 
-def replay(plan_: Plan, tools: batch.Tools, preflight: Preflight, caller_env: Mapping[str, str],
+def replay(plan_: Plan, tools: Tools, preflight: Preflight, caller_env: Mapping[str, str],
            settings: Settings, allow_drift: bool,
            on_progress: Callable[[batch.Progress], None] | None = None) -> ReplayReport:
     """Score the plan's pairs with run-eval's machinery, compare, write ``replay.json``."""

@@ -17,6 +17,7 @@ from typing import NamedTuple
 from lean_eval import batch
 from lean_eval.catalog import Catalog
 from lean_eval.errors import CatalogError
+from lean_eval.run import RunOptions, Tools
 from lean_eval.verdict import Verdict
 
 PROBLEM = "two_plus_two"
@@ -128,7 +129,7 @@ def _starter(catalog: Catalog) -> bytes:
     return catalog.problems[PROBLEM].starter["Submission.lean"]
 
 
-def _score(catalog: Catalog, tools: batch.Tools, caller_env: Mapping[str, str],
+def _score(catalog: Catalog, tools: Tools, caller_env: Mapping[str, str],
            cases: Mapping[str, tuple[str | None, Expectation]], work: Path | None,
            timeout: float) -> SelfCheck:
     starter = _starter(catalog)
@@ -141,8 +142,8 @@ def _score(catalog: Catalog, tools: batch.Tools, caller_env: Mapping[str, str],
     for number, seconds in enumerate(deadlines):
         names = [name for name, (_, e) in cases.items() if e.seconds == seconds]
         inputs = [_write(base / "subs", name, cases[name][0], starter) for name in names]
-        options = batch.RunOptions(out_dir=base / f"out{number or ''}", work_dir=base / "work",
-                                   timeout=timeout if seconds is None else min(timeout, seconds))
+        options = RunOptions(out_dir=base / f"out{number or ''}", work_dir=base / "work",
+                             timeout=timeout if seconds is None else min(timeout, seconds))
         summary = batch.run_batch(inputs, only, tools, options, caller_env)
         for pair in summary.every_pair():
             # summary paths are relative to --out (absolute ones are kept as they are)
@@ -168,7 +169,7 @@ def _score(catalog: Catalog, tools: batch.Tools, caller_env: Mapping[str, str],
     return result
 
 
-def check_comparator_installation(catalog: Catalog, tools: batch.Tools,
+def check_comparator_installation(catalog: Catalog, tools: Tools,
                                   caller_env: Mapping[str, str], work: Path | None = None,
                                   timeout: float = 600) -> SelfCheck:
     """The starter problem accepted with a known-good proof and rejected with a wrong one."""
@@ -177,7 +178,7 @@ def check_comparator_installation(catalog: Catalog, tools: batch.Tools,
     return _score(catalog, tools, caller_env, cases, work, timeout)
 
 
-def check_eval_workflow(catalog: Catalog, tools: batch.Tools, caller_env: Mapping[str, str],
+def check_eval_workflow(catalog: Catalog, tools: Tools, caller_env: Mapping[str, str],
                         work: Path | None = None, timeout: float = 600) -> SelfCheck:
     """A generated batch covering every verdict kind (``error`` included: a build that never
     ends, under its own short deadline), checked against expected verdicts."""

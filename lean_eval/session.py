@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from lean_eval import batch, bubblewrap, catalog, documents, inputs, lock, probe, process, verdict
 from lean_eval.errors import CatalogError, LeanEvalError, SetupError, UsageError
+from lean_eval.run import Tools, not_probed
 from lean_eval.sets import Selection
 from lean_eval.shard import Shard, parse_shard
 from lean_eval.toolchain import check_release, resolve_toolchain
@@ -79,7 +80,7 @@ def load_selected(benchmark: Path | None, revision: str | None, only: frozenset[
 
 def tools(cat: catalog.Catalog, toolchain: Path | None, bwrap_path: str | None,
           allow_bwrap: str | None, env: Mapping[str, str],
-          writable: Sequence[Path]) -> batch.Tools:
+          writable: Sequence[Path]) -> Tools:
     """The tools that score ``cat``: its pinned release must be one the driver runs on."""
     check_release(toolchain, cat.toolchain_name)
     return resolve_tools(cat.toolchain_name, toolchain, bwrap_path, allow_bwrap, env, writable)
@@ -87,7 +88,7 @@ def tools(cat: catalog.Catalog, toolchain: Path | None, bwrap_path: str | None,
 
 def resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
                   allow_bwrap: str | None, env: Mapping[str, str],
-                  writable: Sequence[Path], release: bool = False) -> batch.Tools:
+                  writable: Sequence[Path], release: bool = False) -> Tools:
     """The toolchain and bwrap; every problem with either is named in one error.
 
     ``release``: also refuse a pinned release that cannot run the driver.
@@ -106,7 +107,7 @@ def resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
         errors.append(exc)
     if lean is None or bwrap is None:
         raise one_error(errors)
-    return batch.Tools(toolchain=lean, bwrap=bwrap)
+    return Tools(toolchain=lean, bwrap=bwrap)
 
 
 def one_error(errors: Sequence[SetupError]) -> SetupError:
@@ -124,7 +125,7 @@ class Setup(NamedTuple):
     shard: Shard | None
     signer: attest.SigningKey | None
     cat: catalog.Catalog
-    tools: batch.Tools
+    tools: Tools
     held: lock.OutLock  # --out's lock, held: the caller closes it
 
 
@@ -193,7 +194,7 @@ def _pinned_name(benchmark: Path) -> str | None:
         return None
 
 
-def run_probes(tools: batch.Tools, env: Mapping[str, str], work_dir: Path | None,
+def run_probes(tools: Tools, env: Mapping[str, str], work_dir: Path | None,
                names: Sequence[str] = ()) -> tuple[documents.ProbeEntry, ...]:
     """Each probe (``names``, default all) in turn, timed, in a scratch directory removed
     afterwards."""
@@ -221,7 +222,7 @@ class ProbesFailedError(SetupError):
         self.preflight = preflight
 
 
-def preflight(tools: batch.Tools, env: Mapping[str, str], work_dir: Path | None,
+def preflight(tools: Tools, env: Mapping[str, str], work_dir: Path | None,
               on_probes: Callable[[tuple[documents.ProbeEntry, ...]], None] | None = None,
               needed: bool = True) -> verdict.Preflight:
     """Run every probe before any pair is scored; the record every verdict carries.
@@ -231,10 +232,10 @@ def preflight(tools: batch.Tools, env: Mapping[str, str], work_dir: Path | None,
     False (no pair needs a sandbox): no probe runs, and the record says why.
     """
     if not needed:
-        return batch.not_probed(tools).model_copy(update={"skipped": False,
-                                                          "reason": NOTHING_TO_SCORE})
+        return not_probed(tools).model_copy(update={"skipped": False,
+                                                    "reason": NOTHING_TO_SCORE})
     entries = run_probes(tools, env, work_dir)
-    record = batch.not_probed(tools).model_copy(update={
+    record = not_probed(tools).model_copy(update={
         "skipped": False,
         "probes": tuple(verdict.ProbeOutcome(
             name=e.name, status=e.status, message=e.message, seconds=e.seconds,
@@ -251,7 +252,7 @@ def preflight(tools: batch.Tools, env: Mapping[str, str], work_dir: Path | None,
     return record
 
 
-def record_refusal(out_dir: Path, cat: catalog.Catalog, tools: batch.Tools,
+def record_refusal(out_dir: Path, cat: catalog.Catalog, tools: Tools,
                    exc: ProbesFailedError, started_at: str,
                    held: lock.OutLock | None = None) -> str:
     """The refused run's summary in ``out_dir`` (design §5.5), and the message that says

@@ -16,7 +16,8 @@ from conftest import RunEval, correct, make_submission, no_survivor, sh_payload,
 
 from lean_eval import batch, disk, pair, process, resume, shard
 from lean_eval.resources import PairLimits
-from lean_eval.verdict import Reason, ResourceLimits, Verdict
+from lean_eval.run import RunOptions
+from lean_eval.verdict import Preflight, Reason, ResourceLimits, Verdict
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 
@@ -62,9 +63,9 @@ def test_the_limits_spec_round_trips_to_the_reaper() -> None:
 
 
 def test_the_disk_limits_are_in_the_resume_key_and_the_options_digest(tmp_path: Path) -> None:
-    base = resume.RunOptions(out_dir=tmp_path, timeout=60)
-    preflight = resume.Preflight(skipped=True, toolchain_path="/t", bwrap_path="/b",
-                                 bwrap_version="0.8.0", bwrap_sha256="0" * 64)
+    base = RunOptions(out_dir=tmp_path, timeout=60)
+    preflight = Preflight(skipped=True, toolchain_path="/t", bwrap_path="/b",
+                          bwrap_version="0.8.0", bwrap_sha256="0" * 64)
     digests = {shard.options_digest(resume.verdict_options(o, preflight)) for o in (
         base, base._replace(disk_limit=MIB), base._replace(disk_files=10),
         base._replace(disk_limit=None))}

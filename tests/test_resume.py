@@ -25,7 +25,7 @@ from conftest import (
 from test_parallel import PROBLEM, sleeper
 
 from lean_eval import batch, lock, process
-from lean_eval.resume import Planned
+from lean_eval.run import Planned
 
 PAIRS = 6
 

@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # "x as x": re-exported to the command modules of this packag
     from lean_eval import process as process
     from lean_eval import progress as progress
     from lean_eval import report as report
+    from lean_eval import run as run
     from lean_eval import selfcheck as selfcheck
     from lean_eval import session as session
     from lean_eval import starter as starter
@@ -86,6 +87,7 @@ else:
     process = _Deferred("lean_eval.process")
     progress = _Deferred("lean_eval.progress")
     report = _Deferred("lean_eval.report")
+    run = _Deferred("lean_eval.run")
     selfcheck = _Deferred("lean_eval.selfcheck")
     session = _Deferred("lean_eval.session")
     starter = _Deferred("lean_eval.starter")
@@ -293,13 +295,13 @@ def _load_selected(benchmark: Path | None, revision: str, only: frozenset[str] |
 
 
 def _tools(cat: catalog.Catalog, toolchain: Path | None, bwrap_path: str | None,
-           allow_bwrap: str | None, env: dict[str, str], writable: list[Path]) -> batch.Tools:
+           allow_bwrap: str | None, env: dict[str, str], writable: list[Path]) -> run.Tools:
     return session.tools(cat, toolchain, bwrap_path, allow_bwrap, env, writable)
 
 
 def _resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
                    allow_bwrap: str | None, env: dict[str, str],
-                   writable: list[Path]) -> batch.Tools:
+                   writable: list[Path]) -> run.Tools:
     """The toolchain and bwrap; when neither can be used, one error names both."""
     return session.resolve_tools(name, toolchain, bwrap_path, allow_bwrap, env, writable)
 
@@ -323,7 +325,7 @@ def _warned(cat: catalog.Catalog, quiet: bool) -> catalog.Catalog:
 
 def _setup(benchmark: Path | None, toolchain: Path | None, bwrap_path: str | None,
            allow_bwrap: str | None, env: dict[str, str], work_dir: Path | None,
-           quiet: bool = False) -> tuple[catalog.Catalog, batch.Tools]:
+           quiet: bool = False) -> tuple[catalog.Catalog, run.Tools]:
     """Catalog and tools for the commands that score generated submissions under work_dir."""
     cat = _load(benchmark, quiet=quiet)
     tools = _tools(cat, toolchain, bwrap_path, allow_bwrap, env,
@@ -333,7 +335,7 @@ def _setup(benchmark: Path | None, toolchain: Path | None, bwrap_path: str | Non
     return cat, tools
 
 
-def _run_probes(tools: batch.Tools, env: dict[str, str], work_dir: Path | None,
+def _run_probes(tools: run.Tools, env: dict[str, str], work_dir: Path | None,
                 names: tuple[str, ...] = ()) -> tuple[documents.ProbeEntry, ...]:
     """Each probe in turn, timed, in a scratch directory removed afterwards."""
     return session.run_probes(tools, env, work_dir, names)
@@ -362,13 +364,13 @@ def _show_probes(entries: Sequence[documents.ProbeEntry], quiet: bool, verbose: 
                   Console(stderr=True), verbose)
 
 
-def _preflight(tools: batch.Tools, env: dict[str, str], work_dir: Path | None,
+def _preflight(tools: run.Tools, env: dict[str, str], work_dir: Path | None,
                skip: bool, quiet: bool, verbose: int = 0) -> Preflight:
     """``session.preflight`` with its probe lines printed (``skip``: the warning instead); a
     failed probe raises ``session.ProbesFailedError``, a setup failure."""
     if skip:
         _warn(session.SKIPPED_PROBES, quiet)
-        return batch.not_probed(tools)
+        return run.not_probed(tools)
     return session.preflight(tools, env, work_dir,
                              lambda entries: _show_probes(entries, quiet, verbose))
 

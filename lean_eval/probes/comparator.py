@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from lean_eval import batch, probe
+from lean_eval import probe
 from lean_eval.bubblewrap import BwrapInfo
 from lean_eval.catalog import Catalog
 from lean_eval.errors import SetupError, ToolchainError
+from lean_eval.run import Tools
 from lean_eval.toolchain import Toolchain, resolve_toolchain
 
 NAME = "comparator"
@@ -103,7 +104,7 @@ def run(ctx: probe.ProbeContext) -> probe.ProbeResult:
 
 
 def _never_accepted(ctx: probe.ProbeContext, catalog: Catalog, label: str,
-                    tools: batch.Tools) -> probe.ProbeCheck:
+                    tools: Tools) -> probe.ProbeCheck:
     """Score the valid proof with a broken installation: anything but ``accepted`` is right."""
     broken = (f"nanoda {tools.toolchain.nanoda} (exists: {tools.toolchain.nanoda.exists()})"
               if label.startswith("missing") else f"bwrap {tools.bwrap.path} (exits 1)")
