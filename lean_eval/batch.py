@@ -255,8 +255,8 @@ class _Run:
         fault: str | None = None
         try:
             if note is not None:
-                verdict = resume.error_verdict(item.plan, self.ctx.problems[item.pid],
-                                               self.ctx.ident, note, item.key, self.ctx.limits)
+                verdict = pair.error_verdict(pair.PairJob(item.plan, item.pid, None, item.key),
+                                             self.ctx, note)
                 write_model(self.verdict_path(item), verdict)
             else:
                 base = sub or item.plan

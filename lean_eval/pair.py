@@ -45,6 +45,7 @@ from lean_eval import disk, driver, intake, workspace
 from lean_eval.catalog import ProblemWorkspace
 from lean_eval.errors import OutputError
 from lean_eval.verdict import (
+    Checker,
     Execution,
     Identity,
     LogRef,
@@ -114,30 +115,42 @@ def jobs_for(sub: intake.Intake, problems: Mapping[str, ProblemWorkspace]) -> li
 
 
 def _verdict(job: PairJob, ctx: RunContext, outcome: Outcome, execution: Execution,
-             reason: Reason, **extra: object) -> Verdict:
+             reason: Reason, *, last_phase: str | None = None,
+             checkers: tuple[Checker, ...] = (), exit_code: int | None = None,
+             signal: int | None = None, timings: Timings | None = None,
+             log: LogRef | None = None, limits: ResourceLimits | None = None) -> Verdict:
+    """The one place a pair's verdict is built: ``limits`` default to the run's."""
     problem = ctx.problems.get(job.problem_id)  # None only for a job the catalog lacks
-    sub = job.sub
-    files = {f.relpath: f.sha256 for f in job.entry.files} if job.entry else {}
-    ignored = job.entry.ignored if job.entry else ()
-    return Verdict.model_validate({
-        "submission": SubmissionRef(id=sub.submission_id, digest=sub.digest, source=sub.source),
-        "problem": ProblemRef(id=job.problem_id, statement_revision=(
+    sub, entry = job.sub, job.entry
+    return Verdict(
+        submission=SubmissionRef(id=sub.submission_id, digest=sub.digest, source=sub.source),
+        problem=ProblemRef(id=job.problem_id, statement_revision=(
             problem.problem.statement_revision if problem else 0)),
-        "verdict": outcome, "execution": execution, "reason": reason,
-        "identity": ctx.ident, "trusted_files": problem.digests if problem else {},
-        "submission_files": files, "ignored": ignored,
-        "timings": extra.pop("timings", Timings(wall_seconds=0.0)),
-        "probes_skipped": ctx.probes_skipped, "mounts": ctx.mounts,
-        "limits": _limits(job, extra.pop("limits", None) or ctx.limits),
-        **({"resume_key": job.resume_key} if job.resume_key is not None else {}), **extra,
-    })
+        verdict=outcome, execution=execution, reason=reason, last_phase=last_phase,
+        checkers=checkers, exit_code=exit_code, signal=signal,
+        timings=timings if timings is not None else Timings(wall_seconds=0.0),
+        identity=ctx.ident, trusted_files=problem.digests if problem else {},
+        submission_files={f.relpath: f.sha256 for f in entry.files} if entry else {},
+        ignored=entry.ignored if entry else (), log=log if log is not None else LogRef(path=None),
+        probes_skipped=ctx.probes_skipped, mounts=ctx.mounts, resume_key=job.resume_key,
+        limits=_limits(job, limits or ctx.limits))
 
 
-def _limits(job: PairJob, record: object) -> object:
+def _limits(job: PairJob, record: ResourceLimits | None) -> ResourceLimits | None:
     """The limits record with what the batch measured when it admitted the pair."""
-    if isinstance(record, ResourceLimits) and job.admitted:
+    if record is not None and job.admitted:
         return record.model_copy(update=dict(job.admitted))
     return record
+
+
+def error_verdict(job: PairJob, ctx: RunContext, message: str) -> Verdict:
+    """A pair the harness could not score: ``error`` (re-run by the next run on this --out).
+
+    The pair never reached a sandbox, so it records neither the run's mask set nor its probe
+    policy.
+    """
+    return _verdict(job, ctx._replace(mounts=None, probes_skipped=False), "error", "not_run",
+                    Reason(code="harness_error", message=message))
 
 
 def _short_of_space(verdict: Verdict) -> Verdict:

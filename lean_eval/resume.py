@@ -17,16 +17,7 @@ import json
 from lean_eval import intake, pair
 from lean_eval.catalog import ProblemWorkspace
 from lean_eval.run import RunOptions
-from lean_eval.verdict import (
-    Identity,
-    Preflight,
-    ProblemRef,
-    Reason,
-    ResourceLimits,
-    SubmissionRef,
-    Timings,
-    Verdict,
-)
+from lean_eval.verdict import Identity, Preflight
 
 
 def verdict_options(options: RunOptions, preflight: Preflight) -> dict[str, object]:
@@ -83,15 +74,3 @@ def hint_of(plan: intake.Intake) -> str | None:
         return None
     hint = getattr(plan, "hint", None)
     return str(hint) if hint else None
-
-
-def error_verdict(sub: intake.Intake, problem: ProblemWorkspace, ident: Identity,
-                  message: str, key: str, limits: ResourceLimits | None = None) -> Verdict:
-    """A pair the harness could not score: ``error`` (re-run by the next run on this --out)."""
-    return Verdict(
-        submission=SubmissionRef(id=sub.submission_id, digest=sub.digest, source=sub.source),
-        problem=ProblemRef(id=problem.problem.id,
-                           statement_revision=problem.problem.statement_revision),
-        verdict="error", execution="not_run", reason=Reason(code="harness_error", message=message),
-        timings=Timings(wall_seconds=0.0), identity=ident, trusted_files=problem.digests,
-        resume_key=key, limits=limits)
