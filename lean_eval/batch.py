@@ -289,7 +289,7 @@ def _plan(ids: Sequence[tuple[str, Path]], catalog: Catalog, options: RunOptions
             unchanged[read.submission_id] = frozenset(
                 e.problem_id for e in read.problems
                 if pair.unchanged_at_plan(e, catalog.problems.get(e.problem_id)))
-        plan = resume.without_data(read)
+        plan = read.without_data()
         plans.append(plan)
         for job in pair.jobs_for(plan, catalog.problems):
             key = resume.pair_key(plan, catalog.problems[job.problem_id], ident, options,

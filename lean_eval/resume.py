@@ -51,18 +51,6 @@ def pair_key(plan: intake.Intake, problem: ProblemWorkspace, ident: Identity,
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
-def without_data(sub: intake.Intake) -> intake.Intake:
-    """The plan of a submission: everything but the bytes of its files."""
-    strip = getattr(sub, "without_data", None)
-    if callable(strip):
-        result = strip()
-        if isinstance(result, intake.Intake):
-            return result
-    return sub.model_copy(update={"problems": tuple(
-        e.model_copy(update={"files": tuple(f._replace(data=b"") for f in e.files)})
-        for e in sub.problems)})
-
-
 def problem_ids_of(plan: intake.Intake) -> tuple[str, ...]:
     """Problems this submission gets a verdict for: those found even when rejected whole."""
     return pair.named_problems(plan)
@@ -70,7 +58,4 @@ def problem_ids_of(plan: intake.Intake) -> tuple[str, ...]:
 
 def hint_of(plan: intake.Intake) -> str | None:
     """Why no problem directory was found, when none was."""
-    if problem_ids_of(plan):
-        return None
-    hint = getattr(plan, "hint", None)
-    return str(hint) if hint else None
+    return None if problem_ids_of(plan) else plan.hint or None
