@@ -180,7 +180,7 @@ def score(submissions: Sequence[StrPath], out: StrPath, *,
             return session.preflight(tools, caller_env, work, on_probes, needed)
 
         try:
-            return batch.run_batch(paths, cat, tools, options, caller_env,
+            return batch.run_batch(setup.submissions, cat, tools, options, caller_env,
                                    on_progress=on_progress, out_lock=setup.held, probe=probe)
         except ProbesFailedError as exc:
             raise ProbesFailedError(session.record_refusal(out_dir, cat, tools, exc, started_at,

@@ -55,9 +55,10 @@ from typing import NamedTuple
 from lean_eval import disk, driver, intake, lock, pair, resume, sandbox, workspace
 from lean_eval.catalog import Catalog
 from lean_eval.errors import OutputError, UsageError
+from lean_eval.inputs import Submission, check_paths
 from lean_eval.interrupt import Stop, signals, terminate_children
 from lean_eval.limits import max_path_bytes_under
-from lean_eval.run import Planned, RunOptions, Tools, identity, not_probed
+from lean_eval.run import REFUSED_SUMMARY, Planned, RunOptions, Tools, identity, not_probed
 from lean_eval.shard import batch_digest, batch_map, in_shard, options_digest
 from lean_eval.verdict import (
     INFRASTRUCTURE_FAILURES,
@@ -76,10 +77,8 @@ from lean_eval.verdict import (
     write_model,
 )
 
-__all__ = ["Progress", "check_inputs", "run_batch", "write_refusal"]
+__all__ = ["Progress", "run_batch", "write_refusal"]
 
-REFUSED_SUMMARY = "summary.refused.json"  # a refusal beside an earlier run's summary.json
-RESERVED_IDS = frozenset({"summary.json", REFUSED_SUMMARY})  # names a run writes atop --out
 _TALLY = {"accepted": "solved", "rejected": "rejected", "invalid_submission": "invalid",
           "unchanged": "unchanged", "error": "error"}
 _OUTCOMES = ("accepted", "rejected", "invalid_submission", "unchanged", "error")
@@ -98,42 +97,10 @@ class Progress(NamedTuple):
     kept: bool = False  # the verdict is an earlier run's, reused by resume
 
 
-def _contains(outer: Path, inner: Path) -> bool:
-    outer_s, inner_s = os.path.realpath(outer), os.path.realpath(inner)
-    return inner_s == outer_s or inner_s.startswith(outer_s.rstrip("/") + "/")
-
-
-def check_inputs(inputs: Sequence[Path]) -> list[tuple[str, Path]]:
-    """Submission ids in input order; a duplicate or reserved id is a setup failure."""
-    seen: dict[str, Path] = {}
-    for path in inputs:
-        sid = intake.submission_id(path)
-        if sid in RESERVED_IDS:
-            raise UsageError(f"submission {path}: its id {sid!r} collides with a file run-eval "
-                             "writes at the top of --out; rename it")
-        if sid in seen:
-            raise UsageError(f"submissions {seen[sid]} and {path} have the same id {sid!r} "
-                             "(an id is the file or directory name without .tar/.tar.gz/"
-                             f".tgz); rename one, e.g. to <submitter>-{sid}")
-        seen[sid] = path
-    return list(seen.items())
-
-
 def _check_paths(inputs: Sequence[Path], options: RunOptions, catalog: Catalog,
                  tools: Tools) -> None:
-    must_see = [tools.toolchain.root, tools.bwrap.path, catalog.root]
-    if options.work_dir is not None:
-        must_see.append(options.work_dir)
-    for path in inputs:
-        for needed in must_see:
-            if _contains(path, needed):
-                raise UsageError(f"submission input {path} contains {needed}, which scoring "
-                                 "needs; move the submission elsewhere")
-        if _contains(path, options.out_dir) or _contains(options.out_dir, path):
-            raise UsageError(f"--out {options.out_dir} and submission {path} overlap")
-    if options.work_dir is not None and (_contains(options.out_dir, options.work_dir)
-                                         or _contains(options.work_dir, options.out_dir)):
-        raise UsageError(f"--out {options.out_dir} and --work-dir {options.work_dir} overlap")
+    check_paths(inputs, options.out_dir, options.work_dir,
+                needed=(tools.toolchain.root, tools.bwrap.path, catalog.root))
     driver.check_toolchain_placement(
         tools.toolchain, (options.out_dir, *([options.work_dir] if options.work_dir else [])))
 
@@ -307,14 +274,15 @@ def _reusable(path: Path, key: str) -> Verdict | None:
     return verdict if verdict.resume_key == key and verdict.verdict != "error" else None
 
 
-def run_batch(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options: RunOptions,
-              caller_env: Mapping[str, str],
+def run_batch(submissions: Sequence[Submission], catalog: Catalog, tools: Tools,
+              options: RunOptions, caller_env: Mapping[str, str],
               on_verdict: Callable[[Verdict], None] | None = None,
               on_progress: Callable[[Progress], None] | None = None, *,
               out_lock: lock.OutLock | None = None,
               probe: Callable[[bool], Preflight] | None = None) -> Summary:
     """Score every (submission, problem) pair and write verdicts and ``summary.json``.
 
+    ``submissions``: as ``inputs.check_ids`` returned them (ids unique, paths absolute).
     ``out_lock``: ``options.out_dir``'s lock, already taken by the caller (who releases it);
     else the batch takes it. ``probe``: called once after planning and before any pair is
     scored, with whether any pair needs a sandbox (False when every pair is kept or decided at
@@ -322,8 +290,7 @@ def run_batch(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options: R
     ``options.preflight``, which the resume keys use) or raises ``SetupError`` to refuse.
     """
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    inputs = [p.absolute() for p in inputs]
-    ids = check_inputs(inputs)
+    inputs = [s.path for s in submissions]
     _check_paths(inputs, options, catalog, tools)
     options.out_dir.mkdir(parents=True, exist_ok=True)
     out_dir = options.out_dir.resolve()
@@ -333,7 +300,7 @@ def run_batch(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options: R
     stop = Stop()  # from here on, SIGINT/SIGTERM end the run with an `interrupted` summary
     try:
         with signals(stop):
-            planned = _prepare(ids, catalog, tools, options, out_dir)
+            planned = _prepare(submissions, catalog, tools, options, out_dir)
         # The probes run outside the run's handlers, as before a run: Ctrl-C stops them at once
         # (KeyboardInterrupt) rather than letting every remaining probe run first.
         if probe is not None and stop.signum is None:

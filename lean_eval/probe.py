@@ -32,6 +32,7 @@ from pydantic import BaseModel
 from lean_eval import batch
 from lean_eval.catalog import Catalog, ProblemWorkspace, parse_config, sha256
 from lean_eval.errors import LeanEvalError
+from lean_eval.inputs import check_ids
 from lean_eval.run import RunOptions, Tools
 from lean_eval.verdict import Verdict
 
@@ -299,7 +300,7 @@ def score(ctx: ProbeContext, lay: Layout, catalog: Catalog,
 
     options = RunOptions(out_dir=lay.out, timeout=ctx.timeout, work_dir=lay.work,
                          keep_work=True, scoring_root=lay.work)
-    batch.run_batch(inputs, catalog, tools or ctx.tools, options,
+    batch.run_batch(check_ids(inputs), catalog, tools or ctx.tools, options,
                     ctx.caller_env if caller_env is None else caller_env, handed)
     scored = {}
     for key, at in finished.items():

@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from lean_eval import batch, driver, intake, outputs, report, resume
 from lean_eval.catalog import Catalog
 from lean_eval.errors import ReplayRefusedError, UsageError
+from lean_eval.inputs import Submission, check_ids
 from lean_eval.limits import IntakeLimits
 from lean_eval.replay_report import (
     REPLAY_FILE,
@@ -76,7 +77,7 @@ class Plan(NamedTuple):
     """A checked replay, ready to score."""
 
     record: Record
-    submissions: tuple[Path, ...]
+    submissions: tuple[Submission, ...]
     catalog: Catalog  # restricted to the record's problems
     options: RunOptions  # the record's, out_dir still to be set
     drift: tuple[Drift, ...]
@@ -153,7 +154,7 @@ def plan(record: Record, submissions: Sequence[Path], catalog: Catalog, tools: T
     """Check every pin of the record against this replay and list each difference."""
     summary = record.summary
     inputs = tuple(p.absolute() for p in submissions)
-    ids = batch.check_inputs(inputs)
+    ids = check_ids(inputs)
     recorded_subs = {s.id: s for s in summary.submissions}
     for sid, path in ids:
         if sid not in recorded_subs:
@@ -208,7 +209,7 @@ def plan(record: Record, submissions: Sequence[Path], catalog: Catalog, tools: T
             drift.append(Drift(pin="trusted_files", subject=pid, recorded=was, current=now))
     scoped = catalog.model_copy(update={"problems": {
         pid: w for pid, w in catalog.problems.items() if pid in problems}})
-    return Plan(record, inputs, scoped, options, tuple(dict.fromkeys(drift)), skip)
+    return Plan(record, ids, scoped, options, tuple(dict.fromkeys(drift)), skip)
 
 
 def check(plan_: Plan, allow_drift: bool) -> None:
@@ -260,13 +261,13 @@ def replay(plan_: Plan, tools: Tools, preflight: Preflight, caller_env: Mapping[
                else settings.out_dir)
     try:
         options = plan_.options._replace(out_dir=out_dir, preflight=preflight)
-        summary = batch.run_batch(list(plan_.submissions), plan_.catalog, tools, options,
+        summary = batch.run_batch(plan_.submissions, plan_.catalog, tools, options,
                                   caller_env, on_progress=on_progress)
         new = _new_verdicts(out_dir.resolve(), summary)
     finally:
         if temporary:
             shutil.rmtree(out_dir, ignore_errors=True)
-    given = {intake.submission_id(p) for p in plan_.submissions}
+    given = {s.sid for s in plan_.submissions}
     pairs: list[ReplayPair] = []
     for entry in plan_.record.summary.every_pair():
         key = (entry.submission, entry.problem)

@@ -19,6 +19,9 @@ from lean_eval.shard import Shard
 from lean_eval.toolchain import Toolchain
 from lean_eval.verdict import Identity, Preflight
 
+SUMMARY = "summary.json"  # the run's summary, at the top of --out
+REFUSED_SUMMARY = "summary.refused.json"  # a refusal beside an earlier run's summary.json
+
 
 class Signer(Protocol):
     """What a run needs of a signing key (``attest.SigningKey``): an envelope per verdict."""

@@ -17,6 +17,7 @@ from typing import NamedTuple
 from lean_eval import batch
 from lean_eval.catalog import Catalog
 from lean_eval.errors import CatalogError
+from lean_eval.inputs import check_ids
 from lean_eval.run import RunOptions, Tools
 from lean_eval.verdict import Verdict
 
@@ -144,7 +145,7 @@ def _score(catalog: Catalog, tools: Tools, caller_env: Mapping[str, str],
         inputs = [_write(base / "subs", name, cases[name][0], starter) for name in names]
         options = RunOptions(out_dir=base / f"out{number or ''}", work_dir=base / "work",
                              timeout=timeout if seconds is None else min(timeout, seconds))
-        summary = batch.run_batch(inputs, only, tools, options, caller_env)
+        summary = batch.run_batch(check_ids(inputs), only, tools, options, caller_env)
         for pair in summary.every_pair():
             # summary paths are relative to --out (absolute ones are kept as they are)
             by_name[pair.submission] = Verdict.model_validate_json(

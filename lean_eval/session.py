@@ -122,6 +122,7 @@ def one_error(errors: Sequence[SetupError]) -> SetupError:
 class Setup(NamedTuple):
     """What ``run-eval`` checked before any probe: the run can go ahead with these."""
 
+    submissions: tuple[inputs.Submission, ...]  # ids checked: the batch takes them as they are
     shard: Shard | None
     signer: attest.SigningKey | None
     cat: catalog.Catalog
@@ -161,7 +162,7 @@ def checked_setup(submissions: Sequence[Path], out_dir: Path, work_dir: Path | N
     attempt(lambda: inputs.check_run(submissions, out_dir, work_dir, selected, bench))
     # an unknown --problem is named once, by check_run; the catalog then only names the release
     narrow = selected if len(errors) == found else None
-    attempt(lambda: batch.check_inputs(submissions))
+    checked = attempt(lambda: inputs.check_ids(submissions))
     cat = attempt(lambda: load_selected(benchmark, benchmark_rev, narrow, selection))
     writable = [out_dir, Path(tempfile.gettempdir()), *([work_dir] if work_dir else [])]
     name = cat.toolchain_name if cat else _pinned_name(bench)
@@ -172,7 +173,7 @@ def checked_setup(submissions: Sequence[Path], out_dir: Path, work_dir: Path | N
         tools = attempt(lambda: resolve_tools(name or "", toolchain, bwrap_path, allow_bwrap,
                                               env, writable, release=True))
     held = attempt(lambda: lock.OutLock.if_present(out_dir.resolve()))
-    if errors or cat is None or tools is None:
+    if errors or checked is None or cat is None or tools is None:
         if held is not None:
             held.close()
         raise one_error(errors)
@@ -182,7 +183,7 @@ def checked_setup(submissions: Sequence[Path], out_dir: Path, work_dir: Path | N
         except OSError as exc:
             raise UsageError(f"--out {out_dir} cannot be created: {exc.strerror}") from None
         held = lock.OutLock(out_dir.resolve())
-    return Setup(shard, signer, cat, tools, held)
+    return Setup(checked, shard, signer, cat, tools, held)
 
 
 def _pinned_name(benchmark: Path) -> str | None:
