@@ -213,7 +213,7 @@ class _Run:
                                keep_work=options.keep_work, space=space, limits=limits)
 
     def verdict_path(self, item: Planned) -> Path:
-        return pair.verdict_path(self.out_dir, item.sid, item.pid)
+        return pair.verdict_path(self.out_dir, item.sid, item.problem_id)
 
     def score(self, item: Planned, sub: intake.Intake | None, note: str | None,
               admitted: Mapping[str, object]) -> None:
@@ -222,13 +222,13 @@ class _Run:
         fault: str | None = None
         try:
             if note is not None:
-                verdict = pair.error_verdict(pair.PairJob(item.plan, item.pid, None, item.key),
-                                             self.ctx, note)
+                job = pair.PairJob(item.plan, item.problem_id, None, item.key)
+                verdict = pair.error_verdict(job, self.ctx, note)
                 write_model(self.verdict_path(item), verdict)
             else:
                 base = sub or item.plan
-                entry = next((e for e in base.problems if e.problem_id == item.pid), None)
-                job = pair.PairJob(base, item.pid, entry, item.key,
+                entry = next((e for e in base.problems if e.problem_id == item.problem_id), None)
+                job = pair.PairJob(base, item.problem_id, entry, item.key,
                                    released=lambda: self.done.put(_Released(item)),
                                    admitted=admitted)
                 verdict = pair.run_pair(job, self.ctx)
@@ -306,7 +306,7 @@ def run_batch(submissions: Sequence[Submission], catalog: Catalog, tools: Tools,
         if probe is not None and stop.signum is None:
             planned = planned._replace(preflight=probe(any(
                 i.order not in planned.kept
-                and i.pid not in planned.unchanged.get(i.sid, frozenset())
+                and i.problem_id not in planned.unchanged.get(i.sid, frozenset())
                 and _needs_sandbox(i, catalog)
                 for i in planned.items)))
         elif probe is not None:  # interrupted while planning: nothing will be scored
@@ -342,15 +342,15 @@ def _prepare(ids: Sequence[tuple[str, Path]], catalog: Catalog, tools: Tools,
     preflight = options.preflight or not_probed(tools)
     unchanged: dict[str, frozenset[str]] = {}
     plans, items = _plan(ids, catalog, options, ident, preflight, unchanged)
-    digest = batch_digest((i.sid, i.pid) for i in items)
-    batch = batch_map((i.sid, i.pid) for i in items) if options.shard is not None else {}
+    digest = batch_digest((i.sid, i.problem_id) for i in items)
+    batch = batch_map((i.sid, i.problem_id) for i in items) if options.shard is not None else {}
     if options.shard is not None:
-        items = [i for i in items if in_shard(i.sid, i.pid, options.shard)]
+        items = [i for i in items if in_shard(i.sid, i.problem_id, options.shard)]
     # Decided once, here: what is kept is known before the probes, which run only when a pair
     # still needs a sandbox (the scheduler reuses exactly these, never re-reads the files).
     kept = {} if options.rescore else {
-        i.order: v for i in items if (v := _reusable(pair.verdict_path(out_dir, i.sid, i.pid),
-                                                     i.key)) is not None}
+        i.order: v for i in items
+        if (v := _reusable(pair.verdict_path(out_dir, i.sid, i.problem_id), i.key)) is not None}
     return _Prepared(options, ident, preflight, plans, items, digest, batch, kept, unchanged)
 
 
@@ -358,10 +358,10 @@ def _needs_sandbox(item: Planned, catalog: Catalog) -> bool:
     """Whether scoring the pair runs Lake; a pair decided at intake does not (``pair._score``:
     a rejected submission or entry is ``invalid_submission``, starters only ``unchanged``)."""
     plan = item.plan
-    entry = next((e for e in plan.problems if e.problem_id == item.pid), None)
+    entry = next((e for e in plan.problems if e.problem_id == item.problem_id), None)
     if plan.rejection is not None or entry is None or entry.rejection is not None:
         return False
-    starter = catalog.problems[item.pid].starter  # the plan has digests, not bytes
+    starter = catalog.problems[item.problem_id].starter  # the plan has digests, not bytes
     return not (entry.files and all(
         f.relpath in starter and hashlib.sha256(starter[f.relpath]).hexdigest() == f.sha256
         for f in entry.files))
@@ -439,7 +439,7 @@ class _Scheduler:
 
     def record(self, item: Planned, verdict: Verdict, kept: bool = False) -> None:
         self.results[item.order] = PairSummary(
-            submission=item.sid, problem=item.pid, verdict=verdict.verdict,
+            submission=item.sid, problem=item.problem_id, verdict=verdict.verdict,
             execution=verdict.execution, reason=verdict.reason.code,
             path=str(self.run.verdict_path(item).relative_to(self.run.out_dir)))
         self.counts[verdict.verdict] += 1
@@ -493,14 +493,14 @@ class _Scheduler:
         """Record ``item`` here when planning found it unchanged (``pair.write_unchanged``):
         no worker, no scoring directory, no second read; False when it needs a worker."""
         run = self.run
-        if item.pid not in run.unchanged_ids.get(item.sid, frozenset()):
+        if item.problem_id not in run.unchanged_ids.get(item.sid, frozenset()):
             return False
         entries = self.entries.get(item.sid)
         if entries is None:
             entries = self.entries[item.sid] = {e.problem_id: e for e in item.plan.problems}
         try:
-            verdict = pair.write_unchanged(
-                pair.PairJob(item.plan, item.pid, entries[item.pid], item.key), run.ctx)
+            verdict = pair.write_unchanged(pair.PairJob(
+                item.plan, item.problem_id, entries[item.problem_id], item.key), run.ctx)
         except OutputError as exc:
             self.finish(_Done(item, None, str(exc)), admitted=False)
             return True
@@ -597,7 +597,7 @@ def _summary(started_at: str, ident: Identity, preflight: Preflight, catalog: Ca
     failed = any(p.verdict == "error" or p.execution in INFRASTRUCTURE_FAILURES for p in pairs)
     signum = run.stop.signum
     exit_code = 128 + signum if signum is not None else 1 if failed or run.stop.fault else 0
-    planned = {(i.sid, i.pid) for i in items}
+    planned = {(i.sid, i.problem_id) for i in items}
     summary = Summary(
         started_at=started_at,
         finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -130,10 +130,10 @@ def check_problems(selected: Iterable[str], known: Sequence[str]) -> None:
     if not known:
         return  # no list to judge against here: the catalog will decide
     problems = []
-    for pid in sorted(set(selected) - set(known)):
-        close = difflib.get_close_matches(pid, known, n=3, cutoff=0.6)
+    for problem_id in sorted(set(selected) - set(known)):
+        close = difflib.get_close_matches(problem_id, known, n=3, cutoff=0.6)
         hint = f" (did you mean {' or '.join(close)}?)" if close else ""
-        problems.append(f"{pid!r}{hint}")
+        problems.append(f"{problem_id!r}{hint}")
     if problems:
         raise UsageError(f"unknown problem id(s): {', '.join(problems)}; the benchmark has "
                          f"{len(known)} problem(s), e.g. {', '.join(known[:5])}")

@@ -8,9 +8,9 @@ The API the batch builds on:
 - ``RunContext``: everything fixed for the run (identity, driver settings whose masks come from
   ``sandbox.run_masks`` computed once, scoring root, output directory). Build it once.
 - ``run_pair(job, ctx) -> Verdict``: scores the pair, removes its scoring directory (unless
-  ``ctx.keep_work``), then writes ``verdict_path(ctx.out_dir, sid, pid)`` atomically (the raw
-  log, when Lake ran, is ``log_path(...)``). Each call touches only its own pair directory and
-  files, so calls for different pairs may run concurrently.
+  ``ctx.keep_work``), then writes ``verdict_path(ctx.out_dir, submission_id, problem_id)``
+  atomically (the raw log, when Lake ran, is ``log_path(...)``). Each call touches only its own
+  pair directory and files, so calls for different pairs may run concurrently.
 
 Invariants (design §6.10, §6.13):
 - ``run_pair`` never raises for anything a submission or a build can cause. Whatever goes
@@ -110,7 +110,8 @@ def named_problems(sub: intake.Intake) -> tuple[str, ...]:
 def jobs_for(sub: intake.Intake, problems: Mapping[str, ProblemWorkspace]) -> list[PairJob]:
     """The pairs of one submission, in problem-id order, restricted to ``problems``."""
     if sub.rejection is not None:
-        return [PairJob(sub, pid, None) for pid in named_problems(sub) if pid in problems]
+        return [PairJob(sub, problem_id, None) for problem_id in named_problems(sub)
+                if problem_id in problems]
     return [PairJob(sub, e.problem_id, e) for e in sub.problems if e.problem_id in problems]
 
 
@@ -266,8 +267,8 @@ def _failed(job: PairJob, ctx: RunContext, exc: BaseException, stage: str,
 def run_pair(job: PairJob, ctx: RunContext) -> Verdict:
     """Score, clean up and record one pair; raises only ``OutputError`` (see module doc)."""
     started = time.monotonic()
-    sid, pid = job.sub.submission_id, job.problem_id
-    dirs = workspace.pair_dirs(ctx.scoring_root, sid, pid)
+    sid, problem_id = job.sub.submission_id, job.problem_id
+    dirs = workspace.pair_dirs(ctx.scoring_root, sid, problem_id)
     token = ctx.space.mark() if ctx.space is not None else 0
     try:
         verdict = _score(job, ctx, dirs, started)
@@ -281,7 +282,7 @@ def run_pair(job: PairJob, ctx: RunContext) -> Verdict:
             verdict = verdict.model_copy(update={"cleanup": leftovers})
     if ctx.space is not None and verdict.execution != "not_run" and ctx.space.short_since(token):
         verdict = _short_of_space(verdict)
-    path = verdict_path(ctx.out_dir, sid, pid)
+    path = verdict_path(ctx.out_dir, sid, problem_id)
     try:
         write_model(path, verdict)
     except OSError as exc:

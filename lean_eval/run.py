@@ -74,7 +74,7 @@ class Planned(NamedTuple):
 
     order: int  # position in input order
     sid: str
-    pid: str
+    problem_id: str
     source: Path
     digest: str
     key: str
