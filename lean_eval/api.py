@@ -26,7 +26,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from lean_eval import batch, inputs, precheck, report, session
-from lean_eval.batch import Progress
 from lean_eval.catalog import Catalog
 from lean_eval.disk import DEFAULT_DISK_BYTES as DEFAULT_DISK_LIMIT
 from lean_eval.disk import DEFAULT_DISK_FILES, DEFAULT_DISK_RESERVE
@@ -55,6 +54,7 @@ from lean_eval.precheck import ProblemCheck, SubmissionCheck
 from lean_eval.report import Run
 from lean_eval.resources import DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_LIMIT
 from lean_eval.run import RunOptions, not_probed
+from lean_eval.scheduler import Progress
 from lean_eval.session import ProbesFailedError
 from lean_eval.sets import Selection
 from lean_eval.verdict import PairSummary, Preflight, Summary, Verdict

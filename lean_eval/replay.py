@@ -41,6 +41,7 @@ from lean_eval.replay_report import (
     Status,
 )
 from lean_eval.run import RunOptions, Tools, identity
+from lean_eval.scheduler import Progress
 from lean_eval.shard import Shard
 from lean_eval.verdict import Identity, Preflight, Summary, Verdict, write_model
 
@@ -252,7 +253,7 @@ def _new_verdicts(out_dir: Path, summary: Summary) -> dict[Pair, tuple[Verdict |
 
 def replay(plan_: Plan, tools: Tools, preflight: Preflight, caller_env: Mapping[str, str],
            settings: Settings, allow_drift: bool,
-           on_progress: Callable[[batch.Progress], None] | None = None) -> ReplayReport:
+           on_progress: Callable[[Progress], None] | None = None) -> ReplayReport:
     """Score the plan's pairs with run-eval's machinery, compare, write ``replay.json``."""
     check(plan_, allow_drift)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")

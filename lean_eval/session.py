@@ -16,11 +16,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
-from lean_eval import batch, bubblewrap, catalog, documents, inputs, lock, probe, process, verdict
+from lean_eval import bubblewrap, catalog, documents, inputs, lock, probe, process, verdict
 from lean_eval.errors import CatalogError, LeanEvalError, SetupError, UsageError
 from lean_eval.run import Tools, not_probed
 from lean_eval.sets import Selection
 from lean_eval.shard import Shard, parse_shard
+from lean_eval.summary import write_refusal
 from lean_eval.toolchain import check_release, resolve_toolchain
 
 if TYPE_CHECKING:
@@ -259,8 +260,8 @@ def record_refusal(out_dir: Path, cat: catalog.Catalog, tools: Tools,
     """The refused run's summary in ``out_dir`` (design §5.5), and the message that says
     where."""
     try:
-        written = batch.write_refusal(out_dir, cat, tools, exc.preflight, str(exc), started_at,
-                                      out_lock=held)
+        written = write_refusal(out_dir, cat, tools, exc.preflight, str(exc), started_at,
+                                out_lock=held)
     except LeanEvalError as why:  # --out held by another run, or unwritable: say so, go on
         return f"{exc}; no summary was written: {why}"
     return f"{exc}; the probes' outcome is in {written}"

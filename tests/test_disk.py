@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import RunEval, correct, make_submission, no_survivor, sh_payload, with_lines
 
-from lean_eval import batch, disk, pair, process, resume, shard
+from lean_eval import disk, pair, process, resume, scheduler, shard
 from lean_eval.resources import PairLimits
 from lean_eval.run import RunOptions
 from lean_eval.verdict import Preflight, Reason, ResourceLimits, Verdict
@@ -127,13 +127,13 @@ def test_admission_waits_for_the_reserve_and_the_verdict_says_what_a_pair_starte
     and records it); a wrong proof that failed meanwhile is error (after one more try alone at
     the end of the run), the correct ones accepted."""
     seen: list[int] = []
-    original = batch._Scheduler.tell
+    original = scheduler.Scheduler.tell
 
-    def tell(self: batch._Scheduler, verdict: Verdict | None, kept: bool = False) -> None:
+    def tell(self: scheduler.Scheduler, verdict: Verdict | None, kept: bool = False) -> None:
         seen.append(self.running + len(self.removing))
         original(self, verdict, kept)
 
-    monkeypatch.setattr(batch._Scheduler, "tell", tell)
+    monkeypatch.setattr(scheduler.Scheduler, "tell", tell)
     monkeypatch.setattr(disk, "room", lambda path: disk.Room(5 * MIB, 10_000))
     scored: list[str] = []
     run_pair = pair.run_pair
