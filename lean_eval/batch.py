@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from lean_eval import driver, lock, resume, workspace
+from lean_eval import driver, lock, resume, tree_removal
 from lean_eval.catalog import Catalog
 from lean_eval.errors import UsageError
 from lean_eval.inputs import Submission, check_paths
@@ -109,7 +109,7 @@ def _run(inputs: Sequence[Path], catalog: Catalog, tools: Tools,
     finally:
         run_dir.release(keep=options.keep_work or options.scoring_root is not None)
         if not options.keep_work:
-            workspace.remove_tree(run_dir.path)
+            tree_removal.remove_tree(run_dir.path)
     shard = None if options.shard is None else ShardInfo(
         k=options.shard.k, n=options.shard.n, batch_digest=digest, batch=batch,
         options_digest=options_digest(resume.verdict_options(options, preflight)))
@@ -123,5 +123,5 @@ def _run_dir(options: RunOptions) -> lock.RunDir:
         return lock.RunDir(options.scoring_root, exact=True)
     parent = options.work_dir or Path(tempfile.gettempdir())
     parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    lock.reclaim(parent, workspace.remove_tree)
+    lock.reclaim(parent, tree_removal.remove_tree)
     return lock.RunDir(parent)

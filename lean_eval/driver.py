@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from lean_eval import process, resources, sandbox
-from lean_eval.catalog import ComparatorConfig
 from lean_eval.errors import ToolchainError
+from lean_eval.problem import ComparatorConfig
 from lean_eval.toolchain import Toolchain
 from lean_eval.verdict import (
     Checker,
@@ -115,7 +115,7 @@ class DriverResult(NamedTuple):
     """A classified run and its raw outcome."""
 
     classification: Classification
-    outcome: process.Outcome
+    outcome: process.ProcessResult
     log_tail: tuple[str, ...]
     phase_seconds: dict[str, float]
     limits: ResourceLimits
@@ -169,7 +169,7 @@ def phase_of(line: str, config: ComparatorConfig) -> str | None:
     return None
 
 
-def phase_seconds(outcome: process.Outcome, config: ComparatorConfig) -> dict[str, float]:
+def phase_seconds(outcome: process.ProcessResult, config: ComparatorConfig) -> dict[str, float]:
     """Seconds spent in each phase: from its line to the next phase line (or the end)."""
     starts = [(at, phase) for at, raw in outcome.line_marks
               if (phase := phase_of(raw.decode("utf-8", "replace").strip(), config)) is not None]
@@ -280,7 +280,7 @@ def _rejection_code(message: str, last_phase: str | None) -> str:
     return "build_failed"
 
 
-def classify(outcome: process.Outcome, config: ComparatorConfig, timeout: float,
+def classify(outcome: process.ProcessResult, config: ComparatorConfig, timeout: float,
              paranoid: bool = False) -> Classification:
     """Step 6 (pure): exit status and output to verdict, execution and reason (``paranoid``:
     Lake ran every bundled checker, and acceptance needs each one's acceptance line)."""
@@ -360,7 +360,7 @@ def classify(outcome: process.Outcome, config: ComparatorConfig, timeout: float,
     return fail("crashed", "crashed", f"lake exited with {code_}{where}: {message}")
 
 
-def write_log(path: Path, argv: tuple[str, ...], outcome: process.Outcome) -> tuple[str, ...]:
+def write_log(path: Path, argv: tuple[str, ...], outcome: process.ProcessResult) -> tuple[str, ...]:
     """Write the capped raw log and return its last lines."""
     text = (
         f"# argv: {json.dumps(list(argv))}\n"
@@ -408,7 +408,7 @@ def run_workspace(workspace: Path, state: Path, config: ComparatorConfig,
                         resource_limits(limits, outcome, settings.disk_reserve))
 
 
-def resource_limits(limits: resources.PairLimits, outcome: process.Outcome,
+def resource_limits(limits: resources.PairLimits, outcome: process.ProcessResult,
                     reserve: int | None = None) -> ResourceLimits:
     """What the verdict records about the pair's limits (pure)."""
     ran = outcome.limits_mechanism is not None

@@ -30,9 +30,10 @@ from typing import Literal, NamedTuple
 from pydantic import BaseModel
 
 from lean_eval import batch
-from lean_eval.catalog import Catalog, ProblemWorkspace, parse_config, sha256
+from lean_eval.catalog import Catalog, ProblemWorkspace, sha256
 from lean_eval.errors import LeanEvalError
 from lean_eval.inputs import check_ids
+from lean_eval.problem import parse_config
 from lean_eval.run import RunOptions, Tools
 from lean_eval.verdict import Verdict
 
