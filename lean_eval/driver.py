@@ -91,7 +91,7 @@ class DriverSettings(NamedTuple):
     paranoid: bool = False  # `lake comparator --paranoid`: the replay audit only, never run-eval
     disk_bytes: int | None = None  # blocks the pair's workspace and state may hold
     disk_files: int | None = None  # entries they may hold
-    disk_reserve: int | None = None  # recorded only: admission keeps it (lean_eval.batch)
+    disk_reserve: int | None = None  # recorded only: admission keeps it (lean_eval.scheduler)
 
 
 def pair_rlimits(max_file_bytes: int) -> dict[int, tuple[int, int]]:
