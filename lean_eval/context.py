@@ -6,14 +6,13 @@ never one per pair, so every verdict of a run records the same mask set.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from lean_eval import disk, driver, pair, sandbox
 from lean_eval.catalog import Catalog
 from lean_eval.run import RunOptions, Tools
-from lean_eval.verdict import Identity, Mounts, Preflight, ResourceLimits
+from lean_eval.verdict import Identity, Preflight, ResourceLimits
 
 
 def run_context(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options: RunOptions,
@@ -27,22 +26,18 @@ def run_context(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options:
                *(sandbox.default_private_roots(inputs, out_dir)
                  if options.private_defaults else ()))
     keep = [tools.toolchain.root, tools.bwrap.path, catalog.root, *([shared] if shared else [])]
-    masks = sandbox.run_masks(scoring_root=root, out_dir=out_dir, inputs=inputs,
-                              private=private, keep=keep)
-    # Never filtered through outside_lake_masks: visible under /home, /tmp, ... too (§6.12).
-    ro_binds = (os.path.realpath(shared),) if shared else ()
+    mounts = sandbox.run_masks(scoring_root=root, out_dir=out_dir, inputs=inputs,
+                               private=private, keep=keep,
+                               packages=[shared] if shared else [])
     work = [options.work_dir] if options.work_dir else []
     settings = driver.DriverSettings(
         toolchain=tools.toolchain, bwrap=tools.bwrap.path, caller_env=caller_env,
         timeout=options.timeout, writable_roots=(root, out_dir, *work),
-        ro_binds=ro_binds, masks=masks.masks, file_masks=masks.file_masks,
-        reexposed=masks.reexposed, max_file_bytes=options.max_written_file_bytes,
+        mounts=mounts, max_file_bytes=options.max_written_file_bytes,
         memory_limit=options.memory_limit, max_processes=options.max_processes,
         paranoid=options.paranoid,
         disk_bytes=options.disk_limit, disk_files=options.disk_files,
-        disk_reserve=options.disk_reserve)
-    mounts = Mounts(masks=masks.masks, file_masks=masks.file_masks,
-                    reexposed=masks.reexposed, ro_binds=ro_binds, notes=masks.notes)
+        disk_reserve=options.disk_reserve, runner=tools.runner)
     limits = ResourceLimits(memory_bytes=options.memory_limit,
                             max_processes=options.max_processes, mechanism="none",
                             disk_bytes=options.disk_limit, disk_files=options.disk_files,

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple, Protocol
 from lean_eval import __version__, disk, driver, intake, resources
 from lean_eval.bubblewrap import BwrapInfo
 from lean_eval.catalog import Catalog
+from lean_eval.runner import SANDBOXED, ComparatorRunner
 from lean_eval.shard import Shard
 from lean_eval.toolchain import Toolchain
 from lean_eval.verdict import Identity, Preflight
@@ -63,10 +64,11 @@ class RunOptions(NamedTuple):
 
 
 class Tools(NamedTuple):
-    """The resolved executables a run uses."""
+    """The resolved executables a run uses, and what starts Lake with them."""
 
     toolchain: Toolchain
     bwrap: BwrapInfo
+    runner: ComparatorRunner = SANDBOXED  # tests alone pass another (tests/fake_runner.py)
 
 
 class Planned(NamedTuple):
