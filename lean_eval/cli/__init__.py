@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # "x as x": re-exported to the command modules of this packag
     from lean_eval import starter as starter
     from lean_eval import validation as validation
     from lean_eval import verdict as verdict
+    from lean_eval.probe_result import ProbeResult
     from lean_eval.shard import parse_shard as parse_shard
     from lean_eval.toolchain import check_release as check_release
     from lean_eval.toolchain import release_incompatibility as release_incompatibility
@@ -334,12 +335,12 @@ def _setup(benchmark: Path | None, toolchain: Path | None, bwrap_path: str | Non
 
 
 def _run_probes(tools: batch.Tools, env: dict[str, str], work_dir: Path | None,
-                names: tuple[str, ...] = ()) -> tuple[documents.ProbeEntry, ...]:
+                names: tuple[str, ...] = ()) -> tuple[ProbeResult, ...]:
     """Each probe in turn, timed, in a scratch directory removed afterwards."""
     return session.run_probes(tools, env, work_dir, names)
 
 
-def _print_probes(entries: Sequence[documents.ProbeEntry], console: Console,
+def _print_probes(entries: Sequence[ProbeResult], console: Console,
                   verbose: int) -> None:
     """One line per probe; every check under -v; a failing probe's failing checks in full."""
     colour = {"pass": "green", "fail": "red", "error": "bold yellow"}
@@ -355,7 +356,7 @@ def _print_probes(entries: Sequence[documents.ProbeEntry], console: Console,
                           f"{check.evidence}", markup=False, highlight=False, soft_wrap=True)
 
 
-def _show_probes(entries: Sequence[documents.ProbeEntry], quiet: bool, verbose: int) -> None:
+def _show_probes(entries: Sequence[ProbeResult], quiet: bool, verbose: int) -> None:
     """The preflight's probe lines on stderr; a failure is printed even under -q: it is the
     error that stops the run."""
     _print_probes([e for e in entries if e.status != "pass"] if quiet else entries,

@@ -143,7 +143,7 @@ def report_command(out_dir: Path, fmt: str, output: Path | None,
     """
     from typing import cast
 
-    from lean_eval import replay_report, report_console
+    from lean_eval import atomic, replay_report, report_console, report_formats
 
     try:
         if (out_dir / replay_report.REPLAY_FILE).is_file():  # a replay's --out: the replay
@@ -153,17 +153,17 @@ def report_command(out_dir: Path, fmt: str, output: Path | None,
             elif output is None:
                 click.echo(replay_report.render(replayed, fmt), nl=False)
             else:
-                report.write_text_atomic(output, replay_report.render(replayed, fmt))
+                atomic.write_text_atomic(output, replay_report.render(replayed, fmt))
             sys.exit(0)
         run = report.load_run(out_dir)
         if fmt == "table" and output is None:
             report_console.print_summary(run.summary, Console(), hints=True)
         else:
-            text = report.render(run, cast("report.Format", fmt))
+            text = report_formats.render(run, cast("report.Format", fmt))
             if output is None:
                 click.echo(text, nl=False)
             else:
-                report.write_text_atomic(output, text)
+                atomic.write_text_atomic(output, text)
     except SetupError as exc:
         _fail(str(exc))
         return
