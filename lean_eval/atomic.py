@@ -58,15 +58,21 @@ def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None
     ``sync_filesystem`` a power loss may leave it empty or absent, which resume reads as "not
     scored" (an unparsable verdict is never reused).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_name(path)
-    fd = os.open(tmp, _TEMP_FLAGS, 0o666)  # through the umask, as open() would
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+        fd = os.open(tmp, _TEMP_FLAGS, 0o666)  # through the umask, as open() would
+    except FileNotFoundError:  # the first file of its directory (a mkdir per write is waste)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, _TEMP_FLAGS, 0o666)
+    try:
+        try:
+            view = memoryview(data)
+            while view:  # os.write may write less than asked (a full disk, a signal)
+                view = view[os.write(fd, view):]
             if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

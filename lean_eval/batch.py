@@ -338,7 +338,9 @@ def run_batch(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options: R
         # (KeyboardInterrupt) rather than letting every remaining probe run first.
         if probe is not None and stop.signum is None:
             planned = planned._replace(preflight=probe(any(
-                i.order not in planned.kept and _needs_sandbox(i, catalog)
+                i.order not in planned.kept
+                and i.pid not in planned.unchanged.get(i.sid, frozenset())
+                and _needs_sandbox(i, catalog)
                 for i in planned.items)))
         elif probe is not None:  # interrupted while planning: nothing will be scored
             planned = planned._replace(preflight=planned.preflight.model_copy(

@@ -1,4 +1,7 @@
-"""One hierarchy for every harness fault; a rejected proof is a verdict, never one of these."""
+"""One hierarchy for every harness fault; a rejected proof is a verdict, never one of these.
+
+The command line maps them to exit codes in one place (``lean_eval/cli/exits.py``).
+"""
 
 from __future__ import annotations
 
@@ -65,3 +68,9 @@ class OutputRefusedError(SetupError):
 
 class ReplayRefusedError(SetupError):
     """``replay`` cannot reproduce the record as asked: a pin differs, or the record is unusable."""
+
+
+class TerminatedError(BaseException):
+    """SIGTERM, raised in the main thread as Ctrl-C raises ``KeyboardInterrupt`` (and like it
+    not an ``Exception``, so no fault handler swallows it): the stack unwinds, its cleanup runs
+    and the command line exits 143. A batch that is scoring handles SIGTERM itself instead."""

@@ -221,13 +221,15 @@ _MODE_KINDS = {stat.S_IFDIR: "dir", stat.S_IFREG: "file", stat.S_IFLNK: "symlink
                stat.S_IFBLK: "device"}
 
 
-def _open_same(name: str, dfd: int, flags: int, st: os.stat_result, shown: str) -> int:
+def _open_same(name: str, dfd: int, flags: int, st: os.stat_result,
+               shown: str) -> tuple[int, os.stat_result]:
+    """``name`` opened, with its fstat; it must be the entry ``st`` described."""
     fd = os.open(name, flags, dir_fd=dfd)
     now = os.fstat(fd)
     if (now.st_dev, now.st_ino, now.st_mode) != (st.st_dev, st.st_ino, st.st_mode):
         os.close(fd)
         raise RejectError(f"{shown}: changed while the submission was read")
-    return fd
+    return fd, now
 
 
 def _record(digest: _Hash, *fields: bytes) -> None:
@@ -264,10 +266,11 @@ def _walk_dir(dfd: int, prefix: str, node: Node, budget: Budget, digest: _Hash) 
                 child.nlink, child.oversize = st.st_nlink, st.st_size  # refused from its size
                 extra = b"oversize %d" % st.st_size
             elif child.kind == "file":
-                fd = _open_same(name, dfd, _FILE_FLAGS, st, shown)
+                fd, opened = _open_same(name, dfd, _FILE_FLAGS, st, shown)
                 try:
-                    child.nlink = os.fstat(fd).st_nlink
-                    child.data, child.oversize = _read_bounded(fd, budget, shown)
+                    child.nlink = opened.st_nlink
+                    child.data, child.oversize = _read_bounded(fd, budget, shown,
+                                                               opened.st_size)
                 finally:
                     os.close(fd)
                 extra = (b"oversize %d" % child.oversize if child.oversize
@@ -276,7 +279,7 @@ def _walk_dir(dfd: int, prefix: str, node: Node, budget: Budget, digest: _Hash) 
                 extra = os.fsencode(os.readlink(name, dir_fd=dfd))
             _record(digest, os.fsencode(rel), child.kind.encode(), extra)
             if child.kind == "dir":
-                fd = _open_same(name, dfd, _DIR_FLAGS, st, shown)
+                fd, _ = _open_same(name, dfd, _DIR_FLAGS, st, shown)
                 try:
                     _walk_dir(fd, rel + "/", child, budget, digest)
                 finally:
@@ -289,17 +292,26 @@ def _walk_dir(dfd: int, prefix: str, node: Node, budget: Budget, digest: _Hash) 
             _record(digest, os.fsencode(rel), UNREADABLE.encode(), str(exc.errno).encode())
 
 
-def _read_bounded(fd: int, budget: Budget, shown: str) -> tuple[bytes, int]:
+def _read_bounded(fd: int, budget: Budget, shown: str, size: int) -> tuple[bytes, int]:
     """The file's bytes and 0, or b"" and its size so far once it grew past max_file_bytes
-    (then uncounted: a file over its own limit never counts toward the total)."""
+    (then uncounted: a file over its own limit never counts toward the total).
+
+    ``size`` is the file's size when it was opened: a short read that reaches it is the end of
+    the file, which saves the empty read(2) that would confirm it (one per submitted file).
+    """
     chunks: list[bytes] = []
     got, most = 0, budget.limits.max_file_bytes
-    while chunk := os.read(fd, min(CHUNK, most + 1 - got,
-                                   budget.limits.max_total_bytes - budget.bytes + 1)):
+    while True:
+        want = min(CHUNK, most + 1 - got, budget.limits.max_total_bytes - budget.bytes + 1)
+        chunk = os.read(fd, want)
+        if not chunk:
+            break
         budget.data(shown, len(chunk))  # raises before a growing file passes the total limit
         chunks.append(chunk)
         got += len(chunk)
         if got > most:
             budget.bytes -= got
             return b"", got
+        if len(chunk) < want and got == size:
+            break
     return b"".join(chunks), 0

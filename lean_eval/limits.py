@@ -89,6 +89,8 @@ class Node:
 
 def show(text: str) -> str:
     """`text` with non-printable characters escaped, truncated for messages."""
+    if len(text) <= 300 and text.isprintable():  # the usual case, called for every entry
+        return text
     out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
     return out if len(out) <= 300 else out[:297] + "..."
 

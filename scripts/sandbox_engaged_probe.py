@@ -19,7 +19,7 @@ try:
 except ImportError:  # run from a checkout without the package installed
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lean_eval.cli.probe_script import main
+from lean_eval.cli import main
 
-if __name__ == "__main__":
-    main("sandbox_engaged")
+if __name__ == "__main__":  # `lean-eval probe-script NAME ...`: the CLI parses the options
+    main(["probe-script", "sandbox_engaged", *sys.argv[1:]], prog_name=Path(sys.argv[0]).name)

@@ -5,36 +5,34 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
-from lean_eval.cli import (
-    EXIT_FAULT,
-    _benchmark,
-    _default_benchmark,
-    _fail,
-    _load,
-    _warn,
+from lean_eval.cli.deferred import (
     check_release,
-    common_options,
     documents,
-    intake_limit_options,
-    intake_limits,
-    main,
     prepare,
     release_incompatibility,
-    selection_options,
     starter,
     validation,
+)
+from lean_eval.cli.exits import EXIT_FAULT, fail
+from lean_eval.cli.group import warn
+from lean_eval.cli.options import (
+    common_options,
+    intake_limit_options,
+    intake_limits,
+    selection_options,
     without_tool_options,
 )
-from lean_eval.errors import SetupError
+from lean_eval.cli.steps import benchmark_root, default_benchmark, load
 
 # --- start-problem (submitters) ---------------------------------------------------------------
 
 
 @without_tool_options
-@main.command("start-problem")
+@click.command("start-problem")
 @click.argument("problem_id")
 @click.argument("dest", required=False, default="submission",
                 type=click.Path(path_type=Path, file_okay=False))
@@ -43,19 +41,15 @@ from lean_eval.errors import SetupError
 @common_options
 def start_problem_command(problem_id: str, dest: Path, benchmark_rev: str,
                           benchmark: Path | None, as_json: bool, verbose: int,
-                          quiet: bool) -> None:
+                          quiet: bool) -> NoReturn:
     """Write DEST/PROBLEM_ID (default DEST: submission/): the starters to edit and read-only
     copies of the trusted files; refuses to overwrite anything. -v lists every file written."""
-    try:
-        cat = _load(benchmark, benchmark_rev)
-        started = starter.start_problem(cat, problem_id, dest)
-    except SetupError as exc:
-        _fail(str(exc))
-        return
+    cat = load(benchmark, benchmark_rev)
+    started = starter.start_problem(cat, problem_id, dest)
     parent = started.directory.parent
     rel = parent.relative_to(Path.cwd()) if parent.is_relative_to(Path.cwd()) else parent
     shown = rel / problem_id
-    steps = [
+    next_steps = [
         (f"$EDITOR {shown}/Submission.lean   # replace each sorry; helpers go under "
          f"{shown}/Submission/"),
         f"lean-eval validate-submission {rel}",
@@ -69,7 +63,7 @@ def start_problem_command(problem_id: str, dest: Path, benchmark_rev: str,
             problem=problem_id, directory=str(started.directory),
             editable=tuple(str(p) for p in started.editable),
             reference=tuple(str(p) for p in started.reference),
-            next=tuple(steps)).model_dump_json(indent=2))
+            next=tuple(next_steps)).model_dump_json(indent=2))
     elif not quiet:
         editable = ", ".join(str(p.relative_to(started.directory)) for p in started.editable)
         click.echo(f"wrote {shown}/: edit {editable}; "
@@ -80,7 +74,7 @@ def start_problem_command(problem_id: str, dest: Path, benchmark_rev: str,
             for path in started.reference:
                 click.echo(f"  read-only  {path}")
         click.echo("next:")
-        for step in steps:
+        for step in next_steps:
             click.echo(f"  {step}")
     sys.exit(0)
 
@@ -90,19 +84,15 @@ def start_problem_command(problem_id: str, dest: Path, benchmark_rev: str,
 
 
 @without_tool_options
-@main.command("validate-catalog")
+@click.command("validate-catalog")
 @common_options
 def validate_catalog_command(benchmark: Path | None, as_json: bool, verbose: int,
-                             quiet: bool) -> None:
+                             quiet: bool) -> NoReturn:
     """Check the benchmark as it stands: manifests, configs, holes, starters and bridges agree;
     workspaces/index.json digests; every workspace's toolchain and dependency pins equal the
     root's; trusted Lean imports no solution-only module. Exit 0 clean, 1 with faults.
     -v names the benchmark and every problem checked."""
-    try:
-        result = validation.validate_catalog(_benchmark(benchmark))
-    except SetupError as exc:
-        _fail(str(exc))
-        return
+    result = validation.validate_catalog(benchmark_root(benchmark))
     pinned = Path(result.benchmark) / "lean-toolchain"
     incompatible = (release_incompatibility(pinned.read_text(encoding="utf-8", errors="replace"))
                     if pinned.is_file() else None)
@@ -127,7 +117,7 @@ def validate_catalog_command(benchmark: Path | None, as_json: bool, verbose: int
 # --- validate-submission (submitters: intake and the header check, no Lean) -------------------
 
 
-@main.command("validate-submission")
+@click.command("validate-submission")
 @click.argument("path", type=click.Path(path_type=Path, exists=False))
 @click.option("--problem", "problems", multiple=True,
               help="Only these problem ids (comma-separated or repeated), as in run-eval.")
@@ -146,23 +136,19 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
                                 quiet: bool, set_name: str | None, statuses: tuple[str, ...],
                                 tags: tuple[str, ...], max_file_bytes: int,
                                 max_total_bytes: int, max_files: int, max_depth: int,
-                                max_archive_bytes: int, intake_timeout: float) -> None:
+                                max_archive_bytes: int, intake_timeout: float) -> NoReturn:
     """Check PATH (a directory or .tar/.tar.gz/.tgz) as run-eval would read it, without Lean:
     per problem what would be scored, what is unchanged, what is ignored, and every rejection
     with the entry it names, under the same intake limits as run-eval (pass the ones the
     maintainer's run-eval uses). Exit 0 when nothing would be rejected, 1 otherwise."""
     from lean_eval import api
 
-    try:
-        result = api.validate_submission(
-            path, benchmark=benchmark, benchmark_rev=benchmark_rev,
-            problems=[p for item in problems for p in item.split(",") if p], set_name=set_name,
-            statuses=statuses, tags=tags,
-            limits=intake_limits(max_file_bytes, max_total_bytes, max_files, max_depth,
-                                 max_archive_bytes, intake_timeout), on_warning=_warn)
-    except SetupError as exc:
-        _fail(str(exc))
-        return
+    result = api.validate_submission(
+        path, benchmark=benchmark, benchmark_rev=benchmark_rev,
+        problems=[p for item in problems for p in item.split(",") if p], set_name=set_name,
+        statuses=statuses, tags=tags,
+        limits=intake_limits(max_file_bytes, max_total_bytes, max_files, max_depth,
+                             max_archive_bytes, intake_timeout), on_warning=warn)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
         sys.exit(0 if result.ok else EXIT_FAULT)
@@ -212,7 +198,7 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
 # --- prepare (maintainers: make a machine ready) ----------------------------------------------
 
 
-@main.command("prepare")
+@click.command("prepare")
 @click.option("--offline", type=click.Path(path_type=Path, file_okay=False, exists=True),
               help="Take the elan archive and the bubblewrap release tarball from DIR instead "
                    "of downloading them (the release file names, as published).")
@@ -220,14 +206,14 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
 @common_options
 def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
                     toolchain: Path | None, bwrap_path: str | None, allow_bwrap: str | None,
-                    as_json: bool, verbose: int, quiet: bool) -> None:
+                    as_json: bool, verbose: int, quiet: bool) -> NoReturn:
     """Make this machine ready to score: elan (pinned, checksum-verified), the Lean release of
     lean-toolchain, bubblewrap >= 0.12.0 when the system one is older, and the benchmark's
     shared dependencies (built once, then read-only). Steps already done are reported
     `present`; a second run changes nothing. --toolchain DIR uses that Lean (no elan);
     --bwrap PATH uses that bubblewrap and --allow-bwrap-version MIN accepts one down to MIN
     (neither is then built); -v first shows the pinned archives and the directories used."""
-    settings = prepare.Settings(benchmark=(benchmark or _default_benchmark()).resolve(),
+    settings = prepare.Settings(benchmark=(benchmark or default_benchmark()).resolve(),
                                 env=dict(os.environ), offline=offline, dry_run=dry_run,
                                 toolchain=toolchain.resolve() if toolchain else None,
                                 bwrap=Path(bwrap_path) if bwrap_path else None,
@@ -240,24 +226,25 @@ def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
         pinned = settings.benchmark / "lean-toolchain"
         if pinned.is_file():
             check_release(toolchain, pinned.read_text(encoding="utf-8", errors="replace"))
-        steps = prepare.prepare(settings)
+        done = prepare.prepare(settings)
     except prepare.StepFailedError as exc:  # name the step; show what was finished before it
-        failed, steps = exc, exc.done
-    except SetupError as exc:
-        _fail(str(exc))
-        return
+        failed, done = exc, exc.done
     if as_json:
         click.echo(documents.PrepareReport(
-            dry_run=dry_run, steps=tuple(documents.PrepareStep(**s._asdict()) for s in steps),
+            dry_run=dry_run, steps=tuple(documents.PrepareStep(**s._asdict()) for s in done),
             ok=failed is None, failed_step=failed.step if failed else None,
             error=failed.cause if failed else None).model_dump_json(indent=2))
     elif not quiet:
-        for step in steps:
+        for step in done:
             click.echo(f"{step.name:<13} {step.status:<8} {step.detail}")
         if failed is not None:
             click.echo(f"{failed.step:<13} {'FAILED':<8} {failed.cause}")
         elif dry_run:
             click.echo("dry run: nothing was changed")
     if failed is not None:
-        _fail(f"prepare {failed}")
+        fail(f"prepare {failed}")
     sys.exit(0)
+
+
+COMMANDS = (start_problem_command, validate_catalog_command, validate_submission_command,
+            prepare_command)

@@ -6,16 +6,18 @@ import json
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
-from lean_eval.cli import EXIT_FAULT, _fail, _load_selected, main, selection_options
-from lean_eval.errors import SetupError
+from lean_eval.cli.exits import EXIT_FAULT
+from lean_eval.cli.options import selection_options
+from lean_eval.cli.steps import load_selected
 
 # --- import-catalog ---------------------------------------------------------------------------
 
 
-@main.command("import-catalog")
+@click.command("import-catalog")
 @click.argument("src", type=click.Path(path_type=Path, file_okay=False))
 @click.argument("dest", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--check", is_flag=True,
@@ -25,21 +27,17 @@ from lean_eval.errors import SetupError
 @click.option("-v", "--verbose", count=True, help="List every file a note concerns.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors and warnings.")
 def import_catalog_command(src: Path, dest: Path, check: bool, as_json: bool, verbose: int,
-                           quiet: bool) -> None:
+                           quiet: bool) -> NoReturn:
     """Turn SRC, a checkout in the lean-eval source layout (manifests/problems/,
     manifests/sets/, generated/<id>/), into the benchmark layout in DEST, a fresh directory.
     Prints what was changed, dropped or could not be mapped; exit 2 naming the file when SRC
     cannot be imported faithfully. Importing twice gives the same bytes."""
     from lean_eval import importer, toolchain
 
-    try:
-        plan = importer.plan_import(src)
-        stale = importer.check_import(plan, dest) if check else []
-        if not check:
-            importer.write_import(plan, dest)
-    except SetupError as exc:
-        _fail(str(exc))
-        return
+    plan = importer.plan_import(src)
+    stale = importer.check_import(plan, dest) if check else []
+    if not check:
+        importer.write_import(plan, dest)
     notes = list(plan.notes)
     release = plan.files["lean-toolchain"].decode("utf-8", errors="replace").strip()
     problem = toolchain.release_incompatibility(release)
@@ -77,7 +75,7 @@ def import_catalog_command(src: Path, dest: Path, check: bool, as_json: bool, ve
 # --- list-problems ----------------------------------------------------------------------------
 
 
-@main.command("list-problems")
+@click.command("list-problems")
 @click.option("--benchmark", type=click.Path(path_type=Path, file_okay=False),
               help="Benchmark checkout (default: the current git checkout).")
 @click.option("--benchmark-rev", default="HEAD", show_default=True,
@@ -91,23 +89,19 @@ def import_catalog_command(src: Path, dest: Path, check: bool, as_json: bool, ve
 def list_problems_command(benchmark: Path | None, benchmark_rev: str, problems: tuple[str, ...],
                           set_name: str | None, statuses: tuple[str, ...],
                           tags: tuple[str, ...], as_json: bool, verbose: int,
-                          quiet: bool) -> None:
+                          quiet: bool) -> NoReturn:
     """List the benchmark's problems (those --problem/--set/--status/--tag select): id, title,
     status, holes with their kinds, sets and tags."""
     from lean_eval import selection
 
     selected = frozenset(p for item in problems for p in item.split(",") if p) or None
-    try:
-        listing = selection.problem_list(_load_selected(benchmark, benchmark_rev, selected,
-                                                        set_name, statuses, tags, quiet=True))
-    except SetupError as exc:
-        _fail(str(exc))
-        return
+    listing = selection.problem_list(load_selected(benchmark, benchmark_rev, selected,
+                                                   set_name, statuses, tags, quiet=True))
     if as_json:
         click.echo(listing.model_dump_json(indent=2))
-        return
+        sys.exit(0)
     if quiet:
-        return
+        sys.exit(0)
     for item in listing.problems:
         holes = ", ".join(f"{h.name} ({h.kind})" for h in item.holes)
         click.echo(f"{item.id}  [{item.status}{'' if item.visible else ', hidden'}]  "
@@ -118,3 +112,7 @@ def list_problems_command(benchmark: Path | None, benchmark_rev: str, problems: 
         if verbose:
             click.echo(f"    group: {item.group or '-'}    module: {item.module or '-'}")
     click.echo(f"{len(listing.problems)} problem(s)")
+    sys.exit(0)
+
+
+COMMANDS = (import_catalog_command, list_problems_command)

@@ -1,4 +1,5 @@
-"""Settings from the environment and a config file, and the ``lean-eval config`` command.
+"""Settings from the environment and a config file (``lean-eval config`` shows them:
+``config_command.py``).
 
 One precedence for every option of every command, click's own (design §3): a flag on the
 command line, else the environment variable ``LEAN_EVAL_<OPTION>`` (:func:`add_envvars`), else
@@ -20,9 +21,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import click
-from click.core import ParameterSource
 
-from lean_eval.cli import ByteSize, _default_benchmark, _fail, documents, main
+from lean_eval.cli.deferred import session
+from lean_eval.cli.options import ByteSize
 from lean_eval.errors import LeanEvalError, SetupError
 
 if sys.version_info >= (3, 11):
@@ -140,15 +141,15 @@ def load(group: click.Group, ctx: click.Context, path: Path, table: str) -> Load
         if command is None and not isinstance(values, dict):
             having = [f"[{table}{c}]" for c, cmd in sorted(group.commands.items())
                       if normalise(name) in settings(cmd)]
-            raise ConfigError(f"{path}: {table}{name} = {_show(values)} is outside any table; "
+            raise ConfigError(f"{path}: {table}{name} = {show_value(values)} is outside any table; "
                               "a setting goes in the table of its command"
                               + (f": {', '.join(having)}" if having else ""))
         if command is None:
             raise ConfigError(
-                f"{path}: unknown table [{table}{name}]{_did_you_mean(name, group.commands)}; "
+                f"{path}: unknown table [{table}{name}]{did_you_mean(name, group.commands)}; "
                 f"each table is named after a command: {', '.join(sorted(group.commands))}")
         if not isinstance(values, dict):
-            raise ConfigError(f"{path}: {table}{name} = {_show(values)} is not a table: "
+            raise ConfigError(f"{path}: {table}{name} = {show_value(values)} is not a table: "
                               f"write the settings of {name} under [{table}{name}]")
         default_map[name] = check_table(command, ctx, path, f"{table}{name}", values)
     return Loaded(path, table, default_map)
@@ -171,7 +172,7 @@ def check_table(command: click.Command, parent: click.Context, path: Path, table
         option = known.get(normalise(key))
         if option is None or not option.name:
             raise ConfigError(
-                f"{path}: [{table}] has no setting {key!r}{_did_you_mean(normalise(key), known)}"
+                f"{path}: [{table}] has no setting {key!r}{did_you_mean(normalise(key), known)}"
                 f"; the settings are: {', '.join(sorted(known))} (`-` or `_` alike)")
         if option.name in checked:
             raise ConfigError(f"{path}: [{table}] sets {spelled[option.name]!r} twice "
@@ -179,8 +180,8 @@ def check_table(command: click.Command, parent: click.Context, path: Path, table
         value = _relative_to(option, written, path.parent)
         problem = _problem(option, ctx, value)
         if problem is not None:
-            raise ConfigError(f"{path}: [{table}] {key} = {_show(written)}: {problem}; allowed: "
-                              f"{allowed(option)}")
+            raise ConfigError(f"{path}: [{table}] {key} = {show_value(written)}: {problem}; "
+                              f"allowed: {allowed(option)}")
         many = option.multiple or option.nargs != 1
         checked[option.name] = [value] if many and not isinstance(value, list) else value
         spelled[option.name] = key
@@ -243,12 +244,12 @@ def allowed(option: click.Option) -> str:
     return f"a list, each {text}" if option.multiple else text
 
 
-def _did_you_mean(word: str, choices: Sequence[str] | Mapping[str, Any]) -> str:
+def did_you_mean(word: str, choices: Sequence[str] | Mapping[str, Any]) -> str:
     close = difflib.get_close_matches(word, list(choices), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _show(value: Any) -> str:
+def show_value(value: Any) -> str:
     try:
         return json.dumps(value)
     except (TypeError, ValueError):
@@ -269,14 +270,22 @@ def resolve(ctx: click.Context, explicit: Path | None, name: str | None,
         if given is not None:
             return given
         try:
-            return _default_benchmark()
+            return session.default_benchmark()
         except (OSError, LeanEvalError):  # no git: no benchmark, so no pyproject.toml
             return None
 
     found = find_config(explicit, Path.cwd(), benchmark)
     if found is None:
         return NO_CONFIG
-    return load(main, ctx, *found)
+    return load(group_of(ctx), ctx, *found)
+
+
+def group_of(ctx: click.Context) -> click.Group:
+    """The ``lean-eval`` group ``ctx`` runs under: its commands are the config file's tables."""
+    group = ctx.find_root().command
+    if not isinstance(group, click.Group):
+        raise TypeError(f"{group.name} is not a command group")
+    return group
 
 
 def _benchmark_argument(ctx: click.Context, name: str | None, command: click.Command | None,
@@ -291,114 +300,9 @@ def _benchmark_argument(ctx: click.Context, name: str | None, command: click.Com
 
 def apply(ctx: click.Context, explicit: Path | None) -> None:
     """The group callback's part: load the config into ``ctx.default_map`` (every command's
-    context inherits its table), or stop with an error naming the file and the key."""
+    context inherits its table); a bad file raises :class:`ConfigError` naming the file and
+    the key (exit 2, ``lean_eval.cli.exits``)."""
     name, command, args = ctx.meta.get(SUBCOMMAND_KEY, (None, None, ()))
-    try:
-        loaded = resolve(ctx, explicit, name, command, args)
-    except SetupError as exc:
-        _fail(str(exc))
-        return
+    loaded = resolve(ctx, explicit, name, command, args)
     ctx.meta[LOADED_KEY] = loaded
     ctx.default_map = loaded.default_map
-
-
-# --- lean-eval config ------------------------------------------------------------------------
-
-SOURCES = {ParameterSource.COMMANDLINE: "flag", ParameterSource.ENVIRONMENT: "env",
-           ParameterSource.DEFAULT_MAP: "config", ParameterSource.DEFAULT: "default",
-           ParameterSource.PROMPT: "flag"}
-
-
-def _plain(value: Any) -> Any:
-    """A parameter's value as JSON: paths as strings, tuples as lists."""
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
-    return value
-
-
-def describe(command: click.Command, name: str, parent: click.Context, args: Sequence[str],
-             loaded: Loaded) -> tuple[list[documents.ConfigSetting], list[str]]:
-    """Every setting of ``command`` run with ``args``: its value and where it came from; and
-    each environment variable whose value the option refuses."""
-    ctx = command.make_context(name, list(args), parent=parent, resilient_parsing=True)
-    rows, errors = [], []
-    for long, option in sorted(settings(command).items()):
-        key = str(option.name)
-        source = SOURCES.get(ctx.get_parameter_source(key) or ParameterSource.DEFAULT,
-                             "default")
-        envvar = option.envvar if isinstance(option.envvar, str) else None
-        origin = {"flag": "command line", "env": envvar or "environment",
-                  "config": str(loaded.path), "default": "built-in default"}[source]
-        if source == "env":
-            try:  # resilient parsing swallowed it; the command itself would refuse the value
-                option.process_value(ctx, option.value_from_envvar(ctx))
-            except click.BadParameter as exc:
-                errors.append(f"{envvar}={option.resolve_envvar_value(ctx)!r}: "
-                              f"{exc.message.rstrip('.')}; allowed: {allowed(option)}")
-        rows.append(documents.ConfigSetting(
-            command=name, option=f"--{long}", value=_plain(ctx.params.get(key)),
-            source=source, origin=origin, envvar=envvar))
-    return rows, errors
-
-
-@main.command("config", context_settings={"ignore_unknown_options": True,
-                                           "allow_interspersed_args": False})
-@click.argument("command_name", metavar="[COMMAND [ARGS]...]", required=False)
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-@click.option("--benchmark", type=click.Path(path_type=Path, file_okay=False),
-              help="Benchmark whose pyproject.toml [tool.lean-eval] is read when there is no "
-                   "--config and no ./lean-eval.toml (default: the current git checkout).")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print the settings as a JSON document (schema_version first).")
-@click.option("-v", "--verbose", count=True,
-              help="Also each setting's environment variable.")
-@click.option("-q", "--quiet", is_flag=True,
-              help="Print only the settings that are not built-in defaults.")
-@click.pass_context
-def config_command(ctx: click.Context, command_name: str | None, args: tuple[str, ...],
-                   benchmark: Path | None, as_json: bool, verbose: int, quiet: bool) -> None:
-    """Print the effective value of every setting of every command and where it comes from:
-    flag, env (LEAN_EVAL_<OPTION>), the config file, or the built-in default.
-
-    With COMMAND [ARGS]..., only that command, as `lean-eval COMMAND ARGS...` would see it
-    (so flags show as `flag`). Exits 2 naming the variable when an environment value is bad.
-    """
-    group_ctx, group = ctx.find_root(), main
-    explicit = group_ctx.params.get("config_file")
-    names = sorted(group.commands) if command_name is None else [command_name]
-    if command_name is not None and command_name not in group.commands:
-        _fail(f"no command {command_name!r}{_did_you_mean(command_name, group.commands)}; "
-              f"the commands are: {', '.join(sorted(group.commands))}")
-    try:  # the pyproject.toml of this COMMAND's --benchmark, as the command itself would read
-        loaded = resolve(group_ctx, explicit, command_name,
-                         group.commands.get(command_name or ""), args, benchmark)
-    except SetupError as exc:
-        _fail(str(exc))
-        return
-    group_ctx.default_map = loaded.default_map
-    rows: list[documents.ConfigSetting] = []
-    errors: list[str] = []
-    for name in names:
-        found, bad = describe(group.commands[name], name, group_ctx,
-                              args if command_name else (), loaded)
-        rows.extend(found)
-        errors.extend(bad)
-    if as_json:
-        click.echo(documents.ConfigReport(
-            config_file=str(loaded.path) if loaded.path else None,
-            table=loaded.table.rstrip("."), settings=tuple(rows)).model_dump_json(indent=2))
-    else:
-        where = f"{loaded.path}" + (f" [{loaded.table.rstrip('.')}]" if loaded.table else "")
-        click.echo(f"config file: {where if loaded.path else 'none'}")
-        for row in rows:
-            if quiet and row.source == "default":
-                continue
-            env = f", {row.envvar}" if verbose and row.envvar and row.source != "env" else ""
-            shown = "unset" if row.value is None else _show(row.value)
-            origin = f" {row.origin}" if row.source in ("env", "config") else ""
-            click.echo(f"{row.command} {row.option} = {shown}  ({row.source}{origin}{env})")
-    for error in errors:
-        click.echo(f"lean-eval: error: {error}", err=True)
-    sys.exit(2 if errors else 0)

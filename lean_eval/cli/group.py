@@ -1,8 +1,5 @@
-"""The ``lean-eval`` group's behaviour: one error style, settings from the environment and a
-config file, and consoles that never wrap without a terminal (design §3).
-
-Imported by ``lean_eval.cli`` before anything else there, so it imports nothing of the package
-at module level (``config`` is imported when the group first runs).
+"""The ``lean-eval`` group's behaviour: one error style and one exit-code mapping, settings from
+the environment and a config file, and consoles that never wrap without a terminal (design §3).
 """
 
 from __future__ import annotations
@@ -10,9 +7,14 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+from lean_eval.cli.config import SUBCOMMAND_KEY, add_envvars
+from lean_eval.cli.exits import EXIT_INTERRUPTED, Wording, fail, handled, wording_of
+
+__all__ = ["NO_TERMINAL_WIDTH", "Console", "LeanEvalGroup", "no_wrap_console", "warn"]
 
 NO_TERMINAL_WIDTH = 10_000  # the width of a table printed to a file or pipe: in effect, none
 
@@ -20,7 +22,7 @@ NO_TERMINAL_WIDTH = 10_000  # the width of a table printed to a file or pipe: in
 def no_wrap_console(**kwargs: Any) -> Any:
     """A rich console that, without a terminal, never wraps: a long line stays whole for grep
     in CI logs (rich would cut it at 80 columns); tables get as wide as they need."""
-    from rich.console import Console
+    from rich.console import Console  # rich is slow to import: not for --help
 
     console = Console(**kwargs)
     if not console.is_terminal:
@@ -30,26 +32,49 @@ def no_wrap_console(**kwargs: Any) -> Any:
     return console
 
 
+if TYPE_CHECKING:
+    from rich.console import Console
+else:
+    Console = no_wrap_console
+
+
+def warn(message: str, quiet: bool = False) -> None:
+    """One ``warning:`` line on stderr (none under -q)."""
+    Console(stderr=True, quiet=quiet).print(f"[yellow]warning:[/] {message}")
+
+
 class LeanEvalGroup(click.Group):
-    """The ``lean-eval`` group: one error style, and every option settable by environment
-    variable and config file (``lean_eval/cli/config.py``, design §3)."""
+    """The ``lean-eval`` group: one error style, one mapping of errors to exit codes
+    (``exits.py``), and every option settable by environment variable and config file
+    (``config.py``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        add_envvars(self)
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        super().add_command(cmd, name)
+        add_envvars(self)  # a command registered later gets its variables too
 
     def resolve_command(self, ctx: click.Context, args: list[str]
                         ) -> tuple[str | None, click.Command | None, list[str]]:
-        from lean_eval.cli import config
-
         name, command, rest = super().resolve_command(ctx, args)
         # The group callback runs before the subcommand parses its arguments; it reads the
         # subcommand's --benchmark from here to find the benchmark's pyproject.toml.
-        ctx.meta[config.SUBCOMMAND_KEY] = (name, command, tuple(rest))
+        ctx.meta[SUBCOMMAND_KEY] = (name, command, tuple(rest))
         return name, command, rest
+
+    def invoke(self, ctx: click.Context) -> Any:
+        def wording() -> Wording:
+            name = ctx.invoked_subcommand
+            return wording_of(self.get_command(ctx, name) if name else None)
+
+        with handled(wording):  # the group callback (the config file) and the command
+            return super().invoke(ctx)
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
              **extra: Any) -> Any:
-        from lean_eval.cli import config
-
-        config.add_envvars(self)  # again: commands may have been added since import
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, **extra)
         try:
@@ -60,9 +85,8 @@ class LeanEvalGroup(click.Group):
             else:
                 _show_click_error(exc)
             sys.exit(exc.exit_code)
-        except click.Abort:
-            click.echo("lean-eval: error: interrupted", err=True)
-            sys.exit(130)  # EXIT_INTERRUPTED, as every command exits on Ctrl-C
+        except click.Abort:  # Ctrl-C while click parsed the arguments, before any command ran
+            fail("interrupted", EXIT_INTERRUPTED)
         sys.exit(result if isinstance(result, int) else 0)
 
 

@@ -1,9 +1,10 @@
-"""The command line of the probe scripts (``scripts/*_probe.py``): one probe, one line per check.
+"""``lean-eval probe-script NAME``: the command the probe scripts (``scripts/*_probe.py``) run.
 
-Its options and environment defaults (``LEAN_EVAL_TOOLCHAIN``, ``LEAN_EVAL_BWRAP``,
-``LEAN_EVAL_ALLOW_BWRAP_VERSION``) are the CLI's own click options, so the scripts resolve tools
-exactly as ``lean-eval probe`` does and nothing outside ``lean_eval/cli`` reads them (design §3).
-Exit 0 pass, 1 fail, 2 could not run.
+Each script is ``lean_eval.cli.main(["probe-script", NAME, *its arguments])``, so its options,
+environment defaults (``LEAN_EVAL_TOOLCHAIN``, ``LEAN_EVAL_BWRAP``, ...), config file table and
+errors are the command line's own (design §3). Hidden from ``--help``: the scripts are its
+interface. One probe, every check on its own line (the output is the evidence), no benchmark:
+the toolchain is the one this checkout pins. Exit 0 pass, 1 fail, 2 could not run.
 """
 
 from __future__ import annotations
@@ -13,60 +14,65 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
-from lean_eval.cli import CONTEXT_SETTINGS, _resolve_tools, probe, tool_options
+from lean_eval.cli.deferred import probe
+from lean_eval.cli.exits import EXIT_FAULT, EXIT_SETUP
+from lean_eval.cli.options import PROBE_NAMES, tool_options
+from lean_eval.cli.steps import resolve_tools
 from lean_eval.errors import LeanEvalError
 
 
-def command(name: str) -> click.Command:
-    """The click command of the script that runs probe ``name``."""
-
-    @click.command(f"{name}_probe", context_settings=CONTEXT_SETTINGS,
-                   help=f"lean-eval probe {name}: {probe.proves(name)}")
-    @click.option("--scratch", type=click.Path(path_type=Path, file_okay=False),
-                  help="Keep the probe's files under this directory.")
-    @click.option("--timeout", type=click.FloatRange(min=1), default=300.0, show_default=True,
-                  help="Deadline per pair in seconds.")
-    @tool_options
-    def run(scratch: Path | None, timeout: float, toolchain: Path | None,
-            bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
-            quiet: bool) -> None:
-        del verbose, quiet  # every check is printed: the script's output is its evidence
-        env = dict(os.environ)
-        try:
-            writable = [Path(tempfile.gettempdir()), *([scratch] if scratch else [])]
-            tools = _resolve_tools(probe.pinned_toolchain_name(), toolchain, bwrap_path,
-                                   allow_bwrap, env, writable)
-        except (LeanEvalError, OSError) as exc:
-            click.echo(f"ERROR {name}: could not resolve the tools: {exc}")
-            sys.exit(2)
-        try:
-            if scratch is not None:
-                scratch.mkdir(parents=True, exist_ok=True)
-            where = Path(tempfile.mkdtemp(prefix="probe-", dir=scratch)).resolve()
-            where.chmod(0o755)
-        except OSError as exc:
-            click.echo(f"ERROR {name}: could not create a scratch directory: {exc}")
-            sys.exit(2)
-        try:
-            (result,) = probe.run_probes(probe.ProbeContext(tools, env, where, timeout), [name])
-        finally:
-            if scratch is None:
-                shutil.rmtree(where, ignore_errors=True)
-        if as_json:
-            click.echo(result.model_dump_json(indent=2))
-        else:
-            for check in result.checks:
-                click.echo(f"{'PASS' if check.ok else 'FAIL'} {name}/{check.name}: "
-                           f"{check.evidence}")
-            click.echo(f"{result.status.upper()} {name}: {result.message}")
-        sys.exit({"pass": 0, "fail": 1}.get(result.status, 2))
-
-    return run
+@click.command("probe-script", hidden=True)
+@click.argument("name", metavar="NAME", type=click.Choice(PROBE_NAMES))
+@click.option("--scratch", type=click.Path(path_type=Path, file_okay=False),
+              help="Keep the probe's files under this directory.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=300.0, show_default=True,
+              help="Deadline per pair in seconds.")
+@tool_options
+def probe_script_command(name: str, scratch: Path | None, timeout: float,
+                         toolchain: Path | None, bwrap_path: str | None,
+                         allow_bwrap: str | None, as_json: bool, verbose: int,
+                         quiet: bool) -> NoReturn:
+    """Run probe NAME as its script (scripts/NAME_probe.py) does: PASS/FAIL per check, then the
+    probe's status; exits 0 pass, 1 fail, 2 could not run."""
+    del verbose, quiet  # every check is printed: the script's output is its evidence
+    env = dict(os.environ)
+    try:
+        writable = [Path(tempfile.gettempdir()), *([scratch] if scratch else [])]
+        tools = resolve_tools(probe.pinned_toolchain_name(), toolchain, bwrap_path, allow_bwrap,
+                              env, writable)
+    except (LeanEvalError, OSError) as exc:
+        _could_not_run(name, f"could not resolve the tools: {exc}")
+    try:
+        if scratch is not None:
+            scratch.mkdir(parents=True, exist_ok=True)
+        where = Path(tempfile.mkdtemp(prefix="probe-", dir=scratch)).resolve()
+        where.chmod(0o755)
+    except OSError as exc:
+        _could_not_run(name, f"could not create a scratch directory: {exc}")
+    try:
+        (result,) = probe.run_probes(probe.ProbeContext(tools, env, where, timeout), [name])
+    finally:
+        if scratch is None:
+            shutil.rmtree(where, ignore_errors=True)
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+    else:
+        for check in result.checks:
+            click.echo(f"{'PASS' if check.ok else 'FAIL'} {name}/{check.name}: "
+                       f"{check.evidence}")
+        click.echo(f"{result.status.upper()} {name}: {result.message}")
+    sys.exit({"pass": 0, "fail": EXIT_FAULT}.get(result.status, EXIT_SETUP))
 
 
-def main(name: str) -> None:
-    """Run the script of probe ``name`` on ``sys.argv`` and exit with its status."""
-    command(name)(prog_name=Path(sys.argv[0]).name)
+def _could_not_run(name: str, why: str) -> NoReturn:
+    """The probe's status line when it cannot run at all: a result of the probe, in the same
+    line format on stdout as PASS and FAIL (not an error of the command line)."""
+    click.echo(f"ERROR {name}: {why}")
+    sys.exit(EXIT_SETUP)
+
+
+COMMANDS = (probe_script_command,)

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
-from lean_eval.cli import EXIT_FAULT, Console, _fail, main
-from lean_eval.errors import LeanEvalError, SetupError
+from lean_eval.cli.exits import EXIT_FAULT
+from lean_eval.cli.group import Console
 
 
-@main.command("export-results")
+@click.command("export-results")
 @click.argument("out_dir", metavar="OUT",
                 type=click.Path(path_type=Path, file_okay=False, exists=True))
 @click.option("--metadata", "metadata", required=True, metavar="FILE",
@@ -25,7 +26,7 @@ from lean_eval.errors import LeanEvalError, SetupError
 @click.option("-v", "--verbose", count=True, help="Also each result already in the store.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def export_results(out_dir: Path, metadata: Path, results_dir: Path, as_json: bool,
-                   verbose: int, quiet: bool) -> None:
+                   verbose: int, quiet: bool) -> NoReturn:
     """Append the accepted pairs of OUT to the leaderboard results store (schema version 2).
 
     A result already in the store is left exactly as it is. Refuses (exit 2, writing nothing)
@@ -34,14 +35,7 @@ def export_results(out_dir: Path, metadata: Path, results_dir: Path, as_json: bo
     """
     from lean_eval import export
 
-    try:
-        done = export.export(out_dir, metadata, results_dir)
-    except SetupError as exc:
-        _fail(str(exc))
-        return
-    except LeanEvalError as exc:
-        _fail(str(exc), EXIT_FAULT)
-        return
+    done = export.export(out_dir, metadata, results_dir)
     if as_json:
         click.echo(export.export_report(results_dir, done).model_dump_json(indent=2))
     elif not quiet:
@@ -56,7 +50,7 @@ def export_results(out_dir: Path, metadata: Path, results_dir: Path, as_json: bo
     sys.exit(0)
 
 
-@main.command("verify")
+@click.command("verify")
 @click.argument("out_dir", metavar="OUT",
                 type=click.Path(path_type=Path, file_okay=False, exists=True))
 @click.option("--key", "key_file", required=True, metavar="PUB",
@@ -69,7 +63,7 @@ def export_results(out_dir: Path, metadata: Path, results_dir: Path, as_json: bo
 @click.option("-v", "--verbose", count=True, help="Also name every verdict file checked.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the failures.")
 def verify_command(out_dir: Path, key_file: Path, submissions: tuple[Path, ...],
-                   as_json: bool, verbose: int, quiet: bool) -> None:
+                   as_json: bool, verbose: int, quiet: bool) -> NoReturn:
     """Check offline that every verdict in OUT is signed by PUB and says what was signed.
 
     Names every failure (a verdict without envelope, a signature that does not verify, a
@@ -78,11 +72,7 @@ def verify_command(out_dir: Path, key_file: Path, submissions: tuple[Path, ...],
     """
     from lean_eval import attest, verify
 
-    try:
-        result = verify.verify(out_dir, attest.load_public_key(key_file), submissions)
-    except SetupError as exc:
-        _fail(str(exc))
-        return
+    result = verify.verify(out_dir, attest.load_public_key(key_file), submissions)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:
@@ -100,4 +90,7 @@ def verify_command(out_dir: Path, key_file: Path, submissions: tuple[Path, ...],
         else:
             click.echo(f"lean-eval: verify: {len(result.failures)} failure(s) in {out_dir} "
                        f"({len(result.verdict_files)} verdict(s) checked)", err=True)
-    sys.exit(0 if result.ok else 1)
+    sys.exit(0 if result.ok else EXIT_FAULT)
+
+
+COMMANDS = (export_results, verify_command)

@@ -6,26 +6,18 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
-from lean_eval.cli import (
-    EXIT_FAULT,
-    EXIT_INTERRUPTED,
-    ByteSize,
-    Console,
-    _fail,
-    _load,
-    _preflight,
-    _tools,
-    common_options,
-    main,
-    progress,
-)
-from lean_eval.errors import LeanEvalError, SetupError
+from lean_eval.cli.deferred import progress
+from lean_eval.cli.exits import Worded, Wording
+from lean_eval.cli.group import Console
+from lean_eval.cli.options import ByteSize, common_options
+from lean_eval.cli.steps import load, preflight, tools_for
 
 
-@main.command("replay")
+@click.command("replay", cls=Worded, wording=Wording(fault="; the replay stopped"))
 @click.argument("record_dir", metavar="OUT",
                 type=click.Path(path_type=Path, file_okay=False, exists=True))
 @click.argument("submissions", nargs=-1, required=True, metavar="SUBMISSION...",
@@ -58,7 +50,7 @@ def replay_command(record_dir: Path, submissions: tuple[Path, ...], out_dir: Pat
                    work_dir: Path | None, keep_work: bool, jobs: int | None,
                    timeout: float | None, memory_limit: int | None, max_processes: int | None,
                    benchmark: Path | None, toolchain: Path | None, bwrap_path: str | None,
-                   allow_bwrap: str | None, as_json: bool, verbose: int, quiet: bool) -> None:
+                   allow_bwrap: str | None, as_json: bool, verbose: int, quiet: bool) -> NoReturn:
     """Score the pairs recorded in OUT (a run-eval or merge output) again from SUBMISSION...
     and compare each new verdict and reason with the record.
 
@@ -77,29 +69,22 @@ def replay_command(record_dir: Path, submissions: tuple[Path, ...], out_dir: Pat
     settings = replay.Settings(out_dir=out_dir, work_dir=work_dir, keep_work=keep_work,
                                jobs=jobs, paranoid=paranoid,
                                overrides={k: v for k, v in given.items() if v is not None})
-    try:
-        record = replay.load_record(record_dir)
-        cat = _load(benchmark, benchmark_rev, quiet=quiet)
-        writable = [*([out_dir] if out_dir else []), Path(tempfile.gettempdir()),
-                    *([work_dir] if work_dir else [])]
-        tools = _tools(cat, toolchain, bwrap_path, allow_bwrap, env, writable)
-        plan = replay.plan(record, submissions, cat, tools, settings)
-        replay.check(plan, allow_drift)  # before the probes: a refusal costs nothing
-        preflight = _preflight(tools, env, work_dir, plan.skip_probes, quiet, verbose)
-        with progress.Display(err, quiet) as display:
-            result = replay.replay(plan, tools, preflight, env, settings, allow_drift,
-                                   on_progress=display.update)
-    except SetupError as exc:
-        _fail(str(exc))
-        return
-    except LeanEvalError as exc:
-        _fail(f"{exc}; the replay stopped", EXIT_FAULT)
-        return
-    except KeyboardInterrupt:
-        _fail("interrupted", EXIT_INTERRUPTED)
-        return
+    record = replay.load_record(record_dir)
+    cat = load(benchmark, benchmark_rev, quiet=quiet)
+    writable = [*([out_dir] if out_dir else []), Path(tempfile.gettempdir()),
+                *([work_dir] if work_dir else [])]
+    tools = tools_for(cat, toolchain, bwrap_path, allow_bwrap, env, writable)
+    plan = replay.plan(record, submissions, cat, tools, settings)
+    replay.check(plan, allow_drift)  # before the probes: a refusal costs nothing
+    probed = preflight(tools, env, work_dir, plan.skip_probes, quiet, verbose)
+    with progress.Display(err, quiet) as display:
+        result = replay.replay(plan, tools, probed, env, settings, allow_drift,
+                               on_progress=display.update)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     elif not quiet:
         replay_report.print_replay(result, Console())
     sys.exit(result.exit_code)
+
+
+COMMANDS = (replay_command,)

@@ -3,72 +3,23 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import NoReturn
 
 import click
 
-from lean_eval.cli import (
-    EXIT_FAULT,
-    Console,
-    _fail,
-    main,
-    report,
-    verdict,
-)
-from lean_eval.errors import LeanEvalError, SetupError
+from lean_eval.cli.deferred import report
+from lean_eval.cli.group import Console
+from lean_eval.cli.options import FAIL_ON_KINDS, fail_on_option, failing_exit
+from lean_eval.errors import UsageError
 
-_F = TypeVar("_F", bound=Callable[..., Any])
-# report.FAIL_ON's keys, spelled here so --help need not import the report module
-FAIL_ON_KINDS = "rejected, invalid, unchanged, error"
-
-
-if TYPE_CHECKING:  # click's ParamType is generic for type checkers only before click 8.3
-    _KindsParamType = click.ParamType[frozenset[str]]
-else:
-    _KindsParamType = click.ParamType
-
-
-class FailOn(_KindsParamType):
-    """A comma-separated subset of the tally's kinds (report.FAIL_ON), as a frozenset."""
-
-    name = "KIND[,KIND...]"
-
-    def convert(self, value: Any, param: click.Parameter | None,
-                ctx: click.Context | None) -> frozenset[str]:
-        if isinstance(value, frozenset):
-            return value
-        try:
-            return report.failure_kinds([str(value)])
-        except SetupError as exc:
-            self.fail(str(exc).removeprefix("--fail-on: "), param, ctx)
-
-
-def fail_on_option(command: _F) -> _F:
-    """``--fail-on``, the same for every command that gates CI on verdicts."""
-    return click.option(
-        "--fail-on", "fail_on", type=FailOn(), default="", show_default=False,
-        help=f"Exit 1 when any pair's verdict is one of these ({FAIL_ON_KINDS}; comma-"
-             "separated; verdict names such as invalid_submission too); a submission rejected "
-             "as a whole counts as invalid. Default: none; the usual exit codes apply.",
-    )(command)
-
-
-def failing_exit(summary: verdict.Summary, fail_on: frozenset[str], code: int) -> int:
-    """``code``, or 1 when it is 0 and some pair has a ``--fail-on`` kind (named on stderr)."""
-    found = report.failures(summary, fail_on) if fail_on else ()
-    if found and code == 0:
-        shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-        click.echo(f"lean-eval: --fail-on {','.join(sorted(fail_on))}: {len(found)} "
-                   f"pair(s) failed the gate: {report.printable(shown)}", err=True)
-        return 1
-    return code
+# FAIL_ON_KINDS is read from here by tests/test_report_formats.py (it names the kinds).
+__all__ = ["COMMANDS", "FAIL_ON_KINDS"]
 
 # --- merge and report (distribution across machines; design §5.5 "Shards", "Reports") -------------
 
 
-@main.command("merge")
+@click.command("merge")
 @click.argument("shard_dirs", nargs=-1, required=True, metavar="OUT...",
                 type=click.Path(path_type=Path, file_okay=False, exists=True))
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path, file_okay=False),
@@ -77,7 +28,7 @@ def failing_exit(summary: verdict.Summary, fail_on: frozenset[str], code: int) -
 @click.option("-v", "--verbose", count=True, help="Also each shard output and its pairs.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors and missing pairs.")
 def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool, verbose: int,
-                  quiet: bool) -> None:
+                  quiet: bool) -> NoReturn:
     """Combine the --out directories of `run-eval --shard K/N` runs into one output directory.
 
     Refuses (exit 2, writing nothing) shards of different batches, identities or options, a
@@ -88,14 +39,7 @@ def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool, ve
     """
     from lean_eval import merge
 
-    try:
-        result = merge.merge(shard_dirs, out_dir)
-    except SetupError as exc:
-        _fail(str(exc))
-        return
-    except LeanEvalError as exc:  # the output could not be written: nothing was
-        _fail(str(exc), EXIT_FAULT)
-        return
+    result = merge.merge(shard_dirs, out_dir)  # a fault: the output could not be written
     summary = result.summary
     if verbose and not quiet and not as_json:
         for shard_dir in shard_dirs:
@@ -119,7 +63,7 @@ def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool, ve
     sys.exit(summary.exit_code)
 
 
-@main.command("report")
+@click.command("report")
 @click.argument("out_dir", metavar="OUT",
                 type=click.Path(path_type=Path, file_okay=False, exists=True))
 @click.option("--format", "fmt",
@@ -133,7 +77,7 @@ def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool, ve
               help="Write to FILE (atomically) instead of stdout.")
 @fail_on_option
 def report_command(out_dir: Path, fmt: str, output: Path | None,
-                   fail_on: frozenset[str]) -> None:
+                   fail_on: frozenset[str]) -> NoReturn:
     """Render the output directory OUT of `run-eval`, `merge` or `replay` for people and CI
     systems (a replay's: recorded and new verdict per pair, kernel disagreements, drift).
 
@@ -143,31 +87,37 @@ def report_command(out_dir: Path, fmt: str, output: Path | None,
     """
     from typing import cast
 
-    from lean_eval import atomic, replay_report, report_console, report_formats
+    from lean_eval import replay_report, report_console, report_formats
+
+    if (out_dir / replay_report.REPLAY_FILE).is_file():  # a replay's --out: the replay
+        replayed = replay_report.load(out_dir)
+        if fmt == "table" and output is None:
+            replay_report.print_replay(replayed, Console())
+        elif output is None:
+            click.echo(replay_report.render(replayed, fmt), nl=False)
+        else:
+            _write(output, replay_report.render(replayed, fmt))
+        sys.exit(0)
+    run = report.load_run(out_dir)
+    if fmt == "table" and output is None:
+        report_console.print_summary(run.summary, Console(), hints=True)
+    else:
+        text = report_formats.render(run, cast("report.Format", fmt))
+        if output is None:
+            click.echo(text, nl=False)
+        else:
+            _write(output, text)
+    sys.exit(failing_exit(run.summary, fail_on, 0))
+
+
+def _write(output: Path, text: str) -> None:
+    """``--output``, written atomically; a file that cannot be written is a bad argument."""
+    from lean_eval.atomic import write_text_atomic
 
     try:
-        if (out_dir / replay_report.REPLAY_FILE).is_file():  # a replay's --out: the replay
-            replayed = replay_report.load(out_dir)
-            if fmt == "table" and output is None:
-                replay_report.print_replay(replayed, Console())
-            elif output is None:
-                click.echo(replay_report.render(replayed, fmt), nl=False)
-            else:
-                atomic.write_text_atomic(output, replay_report.render(replayed, fmt))
-            sys.exit(0)
-        run = report.load_run(out_dir)
-        if fmt == "table" and output is None:
-            report_console.print_summary(run.summary, Console(), hints=True)
-        else:
-            text = report_formats.render(run, cast("report.Format", fmt))
-            if output is None:
-                click.echo(text, nl=False)
-            else:
-                atomic.write_text_atomic(output, text)
-    except SetupError as exc:
-        _fail(str(exc))
-        return
+        write_text_atomic(output, text)
     except OSError as exc:
-        _fail(f"cannot write {output}: {exc.strerror or exc}")
-        return
-    sys.exit(failing_exit(run.summary, fail_on, 0))
+        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+
+
+COMMANDS = (merge_command, report_command)

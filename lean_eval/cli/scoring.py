@@ -8,48 +8,41 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import NoReturn
 
 import click
 
-from lean_eval.cli import (
-    EXIT_FAULT,
-    EXIT_INTERRUPTED,
+from lean_eval.cli.deferred import api, catalog, documents, driver, progress, selfcheck
+from lean_eval.cli.exits import EXIT_FAULT, EXIT_SETUP, Worded, Wording
+from lean_eval.cli.group import Console, warn
+from lean_eval.cli.options import (
     PROBE_NAMES,
     ByteSize,
-    Console,
-    _fail,
-    _print_probes,
-    _resolve_tools,
-    _run_probes,
-    _say_kept,
-    _scoring_dirs,
-    _setup,
-    _show_probes,
-    _warn,
-    api,
-    catalog,
     common_options,
-    documents,
-    driver,
+    fail_on_option,
+    failing_exit,
     intake_limit_options,
     intake_limits,
-    main,
-    progress,
     selection_options,
-    selfcheck,
     tool_options,
 )
-from lean_eval.cli.results import fail_on_option, failing_exit
-from lean_eval.errors import LeanEvalError, SetupError, UsageError
+from lean_eval.cli.steps import (
+    print_probes,
+    resolve_tools,
+    run_probes,
+    say_kept,
+    scoring_dirs,
+    setup,
+    show_probes,
+)
+from lean_eval.errors import UsageError
 
-if TYPE_CHECKING:
-    pass
+# A harness fault or an interrupt mid-run leaves the verdicts written so far valid; it says so.
+RUN_STOPPED = Wording(fault="; the run stopped, verdicts already written stay valid",
+                      stopped="; verdicts already written stay valid")
 
-T = TypeVar("T")
 
-
-@main.command("run-eval")
+@click.command("run-eval", cls=Worded, wording=RUN_STOPPED)
 @click.argument("submissions", nargs=-1, required=True,
                 type=click.Path(path_type=Path, exists=False))
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path, file_okay=False),
@@ -110,52 +103,42 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
              statuses: tuple[str, ...], tags: tuple[str, ...], fail_on: frozenset[str],
              benchmark: Path | None, toolchain: Path | None,
              bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
-             quiet: bool) -> None:
+             quiet: bool) -> NoReturn:
     """Score SUBMISSION... (directories or .tar/.tar.gz/.tgz archives) against the benchmark.
 
     Re-running on the same --out resumes: verdicts whose inputs, identity and options are
     unchanged are kept; `error` pairs and the rest are scored (--rescore: all of them).
     """
     err = Console(stderr=True)
-    try:
-        kept_before = _scoring_dirs(work_dir) if keep_work else set()
-        with contextlib.ExitStack() as stack:
-            display: list[progress.Display] = []  # entered when scoring starts, not before
+    kept_before = scoring_dirs(work_dir) if keep_work else set()
+    with contextlib.ExitStack() as stack:
+        display: list[progress.Display] = []  # entered when scoring starts, not before
 
-            def show(event: api.Progress) -> None:
-                if not display:
-                    display.append(stack.enter_context(progress.Display(err, quiet)))
-                display[0].update(event)
+        def show(event: api.Progress) -> None:
+            if not display:
+                display.append(stack.enter_context(progress.Display(err, quiet)))
+            display[0].update(event)
 
-            summary = api.score(
-                submissions, out_dir,
-                benchmark=benchmark, benchmark_rev=benchmark_rev,
-                problems=[p for item in problems for p in item.split(",") if p],
-                set_name=set_name, statuses=statuses, tags=tags, toolchain=toolchain,
-                bwrap=bwrap_path, allow_bwrap_version=allow_bwrap, skip_probes=skip_probes,
-                timeout=timeout,
-                limits=intake_limits(max_file_bytes, max_total_bytes, max_files, max_depth,
-                                     max_archive_bytes, intake_timeout),
-                max_written_file_bytes=max_written_file_bytes, jobs=jobs,
-                memory_limit=memory_limit, max_processes=max_processes,
-                disk_limit=disk_limit, disk_files=disk_files, disk_reserve=disk_reserve,
-                work_dir=work_dir,
-                keep_work=keep_work, rescore=rescore, shard=shard_text, private=private,
-                sign_key=sign_key, env=dict(os.environ), on_progress=show,
-                on_probes=lambda entries: _show_probes(entries, quiet, verbose),
-                on_warning=lambda text: _warn(text, quiet))
-        progress.report_end(summary, err, quiet)
-        if keep_work:
-            _say_kept(_scoring_dirs(work_dir) - kept_before, quiet)
-    except SetupError as exc:
-        _fail(str(exc))
-        return
-    except LeanEvalError as exc:  # a harness fault mid-run: verdicts written so far stay valid
-        _fail(f"{exc}; the run stopped, verdicts already written stay valid", EXIT_FAULT)
-        return
-    except KeyboardInterrupt:
-        _fail("interrupted; verdicts already written stay valid", EXIT_INTERRUPTED)
-        return
+        summary = api.score(
+            submissions, out_dir,
+            benchmark=benchmark, benchmark_rev=benchmark_rev,
+            problems=[p for item in problems for p in item.split(",") if p],
+            set_name=set_name, statuses=statuses, tags=tags, toolchain=toolchain,
+            bwrap=bwrap_path, allow_bwrap_version=allow_bwrap, skip_probes=skip_probes,
+            timeout=timeout,
+            limits=intake_limits(max_file_bytes, max_total_bytes, max_files, max_depth,
+                                 max_archive_bytes, intake_timeout),
+            max_written_file_bytes=max_written_file_bytes, jobs=jobs,
+            memory_limit=memory_limit, max_processes=max_processes,
+            disk_limit=disk_limit, disk_files=disk_files, disk_reserve=disk_reserve,
+            work_dir=work_dir,
+            keep_work=keep_work, rescore=rescore, shard=shard_text, private=private,
+            sign_key=sign_key, env=dict(os.environ), on_progress=show,
+            on_probes=lambda entries: show_probes(entries, quiet, verbose),
+            on_warning=lambda text: warn(text, quiet))
+    progress.report_end(summary, err, quiet)
+    if keep_work:
+        say_kept(scoring_dirs(work_dir) - kept_before, quiet)
     if as_json:
         click.echo(summary.model_dump_json(indent=2))
     elif not quiet:
@@ -165,7 +148,7 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     sys.exit(failing_exit(summary, fail_on, summary.exit_code))
 
 
-@main.command("probe")
+@click.command("probe")
 @click.option("--work-dir", type=click.Path(path_type=Path, file_okay=False),
               help="Where the probes' scratch directory goes (default: the system temp dir).")
 @click.option("--only", "names", multiple=True, type=click.Choice(PROBE_NAMES),
@@ -173,33 +156,29 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
 @common_options
 def probe_command(work_dir: Path | None, names: tuple[str, ...], benchmark: Path | None,
                   toolchain: Path | None, bwrap_path: str | None, allow_bwrap: str | None,
-                  as_json: bool, verbose: int, quiet: bool) -> None:
+                  as_json: bool, verbose: int, quiet: bool) -> NoReturn:
     """Run every sandbox and environment probe through the driver used for scoring.
 
     One line per probe (every check with -v; a failing probe's failing checks always).
     Exits 0 when every probe passed, 1 when one failed, 2 when one could not run.
     """
     env = dict(os.environ)
-    try:
-        _, tools = _setup(benchmark, toolchain, bwrap_path, allow_bwrap, env, work_dir, quiet)
-        entries = _run_probes(tools, env, work_dir, names)
-    except SetupError as exc:
-        _fail(str(exc))
-        return
+    _, tools = setup(benchmark, toolchain, bwrap_path, allow_bwrap, env, work_dir, quiet)
+    entries = run_probes(tools, env, work_dir, names)
     failed = [e for e in entries if e.status != "pass"]
     if as_json:
         click.echo(documents.probe_report(entries, tools.toolchain.root, tools.bwrap.path,
                                           tools.bwrap.version).model_dump_json(indent=2))
     elif quiet:
-        _print_probes(failed, Console(stderr=True), verbose)
+        print_probes(failed, Console(stderr=True), verbose)
     else:
-        _print_probes(entries, Console(), verbose)
+        print_probes(entries, Console(), verbose)
     statuses = {e.status for e in entries}
-    sys.exit(2 if "error" in statuses else 1 if "fail" in statuses else 0)
+    sys.exit(EXIT_SETUP if "error" in statuses else EXIT_FAULT if "fail" in statuses else 0)
 
 
-def _selfcheck_command(name: str, check_name: str, summary: str) -> Any:
-    @main.command(name, help=summary)
+def _selfcheck_command(name: str, check_name: str, summary: str) -> click.Command:
+    @click.command(name, help=summary)
     @click.option("--work-dir", type=click.Path(path_type=Path, file_okay=False),
                   help="Where the generated submissions and verdicts go.")
     @click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
@@ -207,15 +186,10 @@ def _selfcheck_command(name: str, check_name: str, summary: str) -> Any:
     @common_options
     def command(work_dir: Path | None, timeout: float, benchmark: Path | None,
                 toolchain: Path | None, bwrap_path: str | None, allow_bwrap: str | None,
-                as_json: bool, verbose: int, quiet: bool) -> None:
+                as_json: bool, verbose: int, quiet: bool) -> NoReturn:
         env = dict(os.environ)
-        try:
-            cat, tools = _setup(benchmark, toolchain, bwrap_path, allow_bwrap, env, work_dir,
-                                quiet)
-            result = getattr(selfcheck, check_name)(cat, tools, env, work_dir, timeout)
-        except SetupError as exc:
-            _fail(str(exc))
-            return
+        cat, tools = setup(benchmark, toolchain, bwrap_path, allow_bwrap, env, work_dir, quiet)
+        result = getattr(selfcheck, check_name)(cat, tools, env, work_dir, timeout)
         if as_json:
             click.echo(result.report.model_dump_json(indent=2))
         elif not quiet or not result.ok:  # a failed check is an error: shown even under -q
@@ -229,22 +203,22 @@ def _selfcheck_command(name: str, check_name: str, summary: str) -> Any:
                 console.print(f"generated files: {result.where}"
                               + (" (removed: the check passed)" if result.ok else ""),
                               highlight=False)
-        sys.exit(0 if result.ok else 1)
+        sys.exit(0 if result.ok else EXIT_FAULT)
 
     return command
 
 
-_selfcheck_command(
+CHECK_INSTALLATION = _selfcheck_command(
     "check-comparator-installation", "check_comparator_installation",
     "Check that this installation scores: the starter problem must be accepted with a known-good "
     "proof and rejected with a wrong one. Exits 1 with a diff when it is not.")
-_selfcheck_command(
+CHECK_WORKFLOW = _selfcheck_command(
     "check-eval-workflow", "check_eval_workflow",
     "Score a generated batch covering every verdict kind and compare verdicts and counts with "
     "the expected ones. Exits 1 with a diff when they differ.")
 
 
-@main.command("test")
+@click.command("test")
 @click.argument("workspace", required=False, type=click.Path(path_type=Path, file_okay=False))
 @click.option("--timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
               help="Deadline in seconds.")
@@ -253,7 +227,7 @@ _selfcheck_command(
 @tool_options
 def test(workspace: Path | None, timeout: float, keep_work: bool, toolchain: Path | None,
          bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
-         quiet: bool) -> None:
+         quiet: bool) -> NoReturn:
     """Run the WorkspaceTest driver on WORKSPACE (default: the current directory) as it stands.
 
     The workspace's own config.json is used, so a pass here proves nothing about the trusted
@@ -268,17 +242,14 @@ def test(workspace: Path | None, timeout: float, keep_work: bool, toolchain: Pat
         config = catalog.parse_config((ws / "config.json").read_bytes(), f"{ws}/config.json")
         name = (ws / "lean-toolchain").read_text(encoding="utf-8").strip() \
             if (ws / "lean-toolchain").is_file() else ""
-        tools = _resolve_tools(name, toolchain, bwrap_path, allow_bwrap, env,
-                               [Path(tempfile.gettempdir())])
+        tools = resolve_tools(name, toolchain, bwrap_path, allow_bwrap, env,
+                              [Path(tempfile.gettempdir())])
         state = Path(tempfile.mkdtemp(prefix="lean-eval-test-"))
         settings = driver.DriverSettings(toolchain=tools.toolchain, bwrap=tools.bwrap.path,
                                          caller_env=env, timeout=timeout,
                                          writable_roots=(state,))
         result = driver.run_workspace(ws, state / "state", config, settings, state / "test.log")
         log_text = (state / "test.log").read_text(encoding="utf-8", errors="replace")
-    except LeanEvalError as exc:
-        _fail(str(exc))
-        return
     finally:
         if state is not None and not keep_work:
             shutil.rmtree(state, ignore_errors=True)
@@ -304,4 +275,7 @@ def test(workspace: Path | None, timeout: float, keep_work: bool, toolchain: Pat
         Console(stderr=True, quiet=quiet).print(
             f"kept: harness files and raw log in {kept} (log: {kept / 'test.log'})",
             markup=False, highlight=False, soft_wrap=True)
-    sys.exit(0 if c.verdict == "accepted" else 1)
+    sys.exit(0 if c.verdict == "accepted" else EXIT_FAULT)
+
+
+COMMANDS = (run_eval, probe_command, CHECK_INSTALLATION, CHECK_WORKFLOW, test)

@@ -18,7 +18,7 @@ try:
 except ImportError:  # run from a checkout without the package installed
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from lean_eval.cli.probe_script import main
+from lean_eval.cli import main
 
-if __name__ == "__main__":
-    main("env_dump")
+if __name__ == "__main__":  # `lean-eval probe-script NAME ...`: the CLI parses the options
+    main(["probe-script", "env_dump", *sys.argv[1:]], prog_name=Path(sys.argv[0]).name)

@@ -1,0 +1,137 @@
+"""Every command's exit code, decided in one place from the typed errors of ``errors.py``.
+
+The group applies :func:`handled` once around the group callback and the command it runs, so no
+command catches an error to choose an exit code (README "Exit codes"):
+
+- a ``SetupError``: exit 2, ``lean-eval: error: <message>``: nothing was done;
+- any other ``LeanEvalError``, a harness fault: exit 1, the message and what became of the
+  command's work (its :class:`Wording`);
+- Ctrl-C (``KeyboardInterrupt``): exit 130; SIGTERM (``TerminatedError``, raised by the
+  handler installed here): exit 143; the stack unwinds first, so cleanup runs;
+- anything else is a bug in lean-eval: exit 3, one line naming the exception and the file that
+  holds its traceback (in the temp directory: the command's own output may be read-only).
+
+A command that chose its exit code (a verdict's, a probe's) calls ``sys.exit``; ``SystemExit``
+and click's own exceptions (usage errors, ``--help``) pass through untouched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import platform
+import signal
+import sys
+import tempfile
+import threading
+import traceback
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import Any, NamedTuple, NoReturn
+
+import click
+
+from lean_eval import __version__
+from lean_eval.errors import LeanEvalError, SetupError, TerminatedError
+
+EXIT_FAULT = 1  # a harness fault (or, for a command's result, "something failed")
+EXIT_SETUP = 2  # a setup failure: nothing was done
+EXIT_UNEXPECTED = 3  # a bug: the traceback is in a file the message names
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+CRASH_PREFIX = "lean-eval-crash-"
+
+
+def fail(message: str, code: int = EXIT_SETUP) -> NoReturn:
+    """``lean-eval: error: <message>`` on stderr, then exit ``code``."""
+    click.echo(f"lean-eval: error: {message}", err=True)
+    sys.exit(code)
+
+
+class Wording(NamedTuple):
+    """What a command's failure messages add about the work it leaves behind."""
+
+    fault: str = ""  # after a harness fault's message: "; the run stopped, ..."
+    stopped: str = ""  # after "interrupted" or "terminated": "; verdicts ... stay valid"
+
+
+PLAIN = Wording()
+
+
+class Worded(click.Command):
+    """A command whose harness faults and interrupts say what became of its work:
+    ``@click.command(NAME, cls=Worded, wording=Wording(...))``."""
+
+    def __init__(self, *args: Any, wording: Wording = PLAIN, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.wording = wording
+
+
+def wording_of(command: click.Command | None) -> Wording:
+    """``command``'s :class:`Wording` (none given: :data:`PLAIN`)."""
+    return command.wording if isinstance(command, Worded) else PLAIN
+
+
+@contextlib.contextmanager
+def handled(wording: Callable[[], Wording] = lambda: PLAIN) -> Iterator[None]:
+    """Run the body with SIGTERM raising ``TerminatedError``; map what escapes it to an exit
+    code (module docstring). ``wording`` is asked only when a message needs it."""
+    previous = _raise_on_sigterm()
+    try:
+        yield
+    except SetupError as exc:
+        fail(str(exc), EXIT_SETUP)
+    except LeanEvalError as exc:
+        fail(f"{exc}{wording().fault}", EXIT_FAULT)
+    except KeyboardInterrupt:
+        fail(f"interrupted{wording().stopped}", EXIT_INTERRUPTED)
+    except TerminatedError:
+        fail(f"terminated{wording().stopped}", EXIT_TERMINATED)
+    except (click.ClickException, click.exceptions.Exit, click.Abort):
+        raise  # click's: its own messages and codes (the group prints them in our style)
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            raise  # stdout closed early (`| head`): click's quiet exit 1, as before
+        crashed(exc)
+    except Exception as exc:  # noqa: BLE001 - the one place that turns a bug into exit 3
+        crashed(exc)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    del signum, frame
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise TerminatedError
+
+
+def _raise_on_sigterm() -> Any:
+    """Install :func:`_terminate` for SIGTERM; the handler it replaced (None: not the main
+    thread, where no handler can be installed, so SIGTERM keeps its default)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _terminate)
+
+
+def crashed(exc: BaseException) -> NoReturn:
+    """Exit :data:`EXIT_UNEXPECTED` with one line naming ``exc`` and the file holding its
+    traceback; when no file can be written, the traceback follows the line on stderr."""
+    lines = str(exc).strip().splitlines()
+    what = f"unexpected {type(exc).__name__}" + (f": {lines[0]}" if lines else "")
+    report = "".join([
+        f"lean-eval {__version__}, Python {platform.python_version()} on {platform.platform()}\n",
+        f"argv: {sys.argv!r}\n\n",
+        *traceback.format_exception(type(exc), exc, exc.__traceback__)])
+    try:
+        handle, name = tempfile.mkstemp(prefix=CRASH_PREFIX, suffix=".txt")
+        with os.fdopen(handle, "w", encoding="utf-8") as crash_file:
+            crash_file.write(report)
+    except OSError as cannot:
+        click.echo(f"lean-eval: error: {what}; this is a bug in lean-eval, please report it "
+                   f"(the traceback could not be saved: {cannot}; it follows)", err=True)
+        click.echo(report, err=True, nl=False)
+        sys.exit(EXIT_UNEXPECTED)
+    fail(f"{what}; this is a bug in lean-eval, please report it with the traceback in {name}",
+         EXIT_UNEXPECTED)
