@@ -1,4 +1,5 @@
-"""Archive intake (design §4.3, §5.2): decode a tar submission in memory into intake's tree.
+"""Archive intake (design §4.3, §5.2): decode a tar submission in memory into intake's tree
+(the file's bytes and their gzip decoding come from lean_eval.archive_stream).
 
 Security invariants (design §6.1, §6.2), each exercised by tests/test_intake_archives.py and
 tests/test_intake_bounds.py:
@@ -27,12 +28,12 @@ tests/test_intake_bounds.py:
 
 from __future__ import annotations
 
-import os
 import re
 import struct
 import zlib
 from typing import TYPE_CHECKING
 
+from lean_eval.archive_stream import Stream, corrupt, read_raw, skip_nuls
 from lean_eval.errors import UsageError
 from lean_eval.limits import (
     CHUNK,
@@ -60,7 +61,6 @@ _MEMBER_KINDS = {b"0": "file", b"\0": "file", b"7": "file", b"5": "dir", b"2": "
 _NO_DATA = frozenset({b"1", b"2", b"3", b"4", b"5", b"6"})
 _PAX_TYPES = frozenset({b"x", b"X", b"g"})
 _PAX_LENGTH = re.compile(rb"([0-9]{1,20}) ")
-_NULS = re.compile(rb"\0*")
 _SIGNED = struct.Struct("148b8x356b")
 
 
@@ -71,10 +71,10 @@ def read_archive(fd: int, budget: Budget, digest: _Hash, root: Node) -> None:
     directories found there).
     """
     try:
-        raw = _read_raw(fd, budget, digest)
+        raw = read_raw(fd, budget, digest)
     except OSError as exc:  # the host's fault (EIO, ...), not the submitter's: refuse the run
         raise UsageError(f"archive: cannot be read: {exc.strerror}") from None
-    stream = _Stream(raw, stream_cap(budget.limits), budget)
+    stream = Stream(raw, stream_cap(budget.limits), budget)
     try:
         _Parser(stream, budget, root).parse()
     except (zlib.error, ValueError) as exc:  # nothing expected; never let one escape
@@ -87,99 +87,6 @@ def stream_cap(limits: IntakeLimits) -> int:
     return limits.max_total_bytes + headers + skip_allowance(limits)
 
 
-def _read_raw(fd: int, budget: Budget, digest: _Hash) -> bytes:
-    """The archive file, hashed into `digest`; LimitError past ``max_archive_bytes``.
-
-    An archive over the limit is not read past it: its digest covers the bytes read and its
-    size, which is enough to tell two such submissions apart in a verdict.
-    """
-    limit = budget.limits.max_archive_bytes
-    size = os.fstat(fd).st_size
-    kept: list[bytes] = []
-    total = 0
-    if size <= limit:
-        while chunk := os.read(fd, min(1 << 20, limit + 1 - total)):
-            budget.tick("archive")
-            digest.update(chunk)
-            total += len(chunk)
-            kept.append(chunk)
-            if total > limit:
-                break
-    if size > limit or total > limit:
-        digest.update(b"\0oversized archive\0" + str(max(size, total)).encode())
-        raise LimitError(f"archive: more than {limit} bytes (--max-archive-bytes)")
-    return b"".join(kept)
-
-
-def _corrupt(where: str, why: str) -> RejectError:
-    return RejectError(f"archive: corrupt {where}: {why}")
-
-
-class _Stream:
-    """The decoded archive (gzip members inflated by zlib), read in bounded steps up to a cap."""
-
-    def __init__(self, raw: bytes, cap: int, budget: Budget) -> None:
-        self.raw, self.pos, self.cap, self.used, self.budget = raw, 0, cap, 0, budget
-        self.gzip = raw.startswith(b"\x1f\x8b")
-        self.inflater = zlib.decompressobj(31)
-        self.buffer = bytearray()
-        self.where = "at its start"
-
-    def _more(self) -> bytes:
-        """The next decoded bytes (at most CHUNK); b"" at the end of the archive file."""
-        if not self.gzip:
-            chunk = self.raw[self.pos:self.pos + CHUNK]
-            self.pos += len(chunk)
-            return chunk
-        while True:
-            inflater = self.inflater
-            if inflater.eof:  # one gzip member done: padding, another member, or garbage
-                self.pos -= len(inflater.unused_data)
-                self.pos = _skip_nuls(self.raw, self.pos)
-                if self.pos >= len(self.raw):
-                    return b""
-                if self.raw[self.pos:self.pos + 2] != b"\x1f\x8b":
-                    raise _corrupt(self.where, "data after the gzip stream")
-                self.inflater = inflater = zlib.decompressobj(31)
-            data = inflater.unconsumed_tail
-            if not data:
-                data = self.raw[self.pos:self.pos + CHUNK]
-                self.pos += len(data)
-                if not data:
-                    raise _corrupt(self.where, "the gzip stream is truncated")
-            try:
-                out = inflater.decompress(data, CHUNK)
-            except zlib.error as exc:
-                raise _corrupt(self.where, f"gzip: {exc}") from None
-            if out:
-                return out
-
-    def read(self, size: int) -> bytes:
-        """`size` decoded bytes, or fewer at the end; LimitError past the cap or the deadline."""
-        while len(self.buffer) < size:
-            more = self._more()
-            if not more:
-                break
-            self.used += len(more)
-            if self.used > self.cap:
-                raise LimitError(f"archive expands beyond {self.cap} bytes {self.where}")
-            self.budget.tick(f"archive {self.where}")
-            self.buffer += more
-        out = bytes(self.buffer[:size])
-        del self.buffer[:size]
-        return out
-
-    def exact(self, size: int, what: str) -> bytes:
-        data = self.read(size)
-        if len(data) != size:
-            raise _corrupt(self.where, f"{what} is truncated")
-        return data
-
-    def skip(self, size: int, what: str) -> None:
-        while size > 0:
-            size -= len(self.exact(min(size, CHUNK), what))
-
-
 def _number(field: bytes, where: str) -> int:
     if field[:1] == b"\x80":  # GNU base-256 (sizes of 8 GiB and more)
         return int.from_bytes(field[1:], "big")
@@ -187,13 +94,8 @@ def _number(field: bytes, where: str) -> int:
     if not text:
         return 0
     if not text.isdigit() or b"8" in text or b"9" in text:
-        raise _corrupt(where, f"bad number {show(text.decode('latin-1'))!r} in a tar header")
+        raise corrupt(where, f"bad number {show(text.decode('latin-1'))!r} in a tar header")
     return int(text, 8)
-
-
-def _skip_nuls(data: bytes, pos: int) -> int:
-    match = _NULS.match(data, pos)
-    return match.end() if match else pos
 
 
 def _text(data: bytes) -> str:
@@ -207,7 +109,7 @@ def _nts(data: bytes) -> bytes:
 class _Parser:
     """Reads headers and members in order, keeping only what intake's tree needs."""
 
-    def __init__(self, stream: _Stream, budget: Budget, root: Node) -> None:
+    def __init__(self, stream: Stream, budget: Budget, root: Node) -> None:
         self.stream, self.budget, self.limits = stream, budget, budget.limits
         self.root = root
         self.globals: dict[str, str] = {}
@@ -221,13 +123,13 @@ class _Parser:
         while True:
             block = stream.read(BLOCK)
             if not block and not (seen or extensions):
-                raise _corrupt(stream.where, "empty archive")
+                raise corrupt(stream.where, "empty archive")
             if not block and extensions:
-                raise _corrupt(stream.where, "ends after an extension header")
+                raise corrupt(stream.where, "ends after an extension header")
             if not block or block == _ZERO:
                 break
             if len(block) != BLOCK:
-                raise _corrupt(stream.where, "a tar header is truncated")
+                raise corrupt(stream.where, "a tar header is truncated")
             self._checksum(block)
             kind, size = block[156:157], _number(block[124:136], stream.where)
             if kind in _PAX_TYPES or kind in (b"L", b"K"):
@@ -252,7 +154,7 @@ class _Parser:
         stored = _number(block[148:156], self.stream.where)
         unsigned = 256 + sum(block[:148]) + sum(block[156:])
         if stored not in (unsigned, 256 + sum(_SIGNED.unpack_from(block))):
-            raise _corrupt(self.stream.where, "bad tar header checksum")
+            raise corrupt(self.stream.where, "bad tar header checksum")
 
     def _extension(self, kind: bytes, size: int) -> bytes:
         limit, where = self.limits.max_header_bytes, self.stream.where
@@ -269,17 +171,17 @@ class _Parser:
         pos, end, records, where = 0, len(data), 0, self.stream.where
         while pos < end:
             if data[pos] == 0:  # NUL padding after the last record
-                if _skip_nuls(data, pos) != end:
-                    raise _corrupt(where, "a pax header holds data after NUL padding")
+                if skip_nuls(data, pos) != end:
+                    raise corrupt(where, "a pax header holds data after NUL padding")
                 break
             match = _PAX_LENGTH.match(data, pos)
             length = int(match.group(1)) if match else 0
             stop = pos + length
             if not match or stop > end or stop < match.end() + 2 or data[stop - 1] != 0x0A:
-                raise _corrupt(where, "a pax record is malformed")
+                raise corrupt(where, "a pax record is malformed")
             key, eq, value = data[match.end():stop - 1].partition(b"=")
             if not eq or not key:
-                raise _corrupt(where, "a pax record has no key")
+                raise corrupt(where, "a pax record has no key")
             records += 1
             if records > self.limits.max_pax_keys:
                 raise LimitError(f"archive: a pax header with more than "
@@ -318,7 +220,7 @@ class _Parser:
         name = merged.get("path", name)
         if "size" in merged:
             if not merged["size"].isdigit() or len(merged["size"]) > 20:
-                raise _corrupt(where, "a pax size is not a number")
+                raise corrupt(where, "a pax size is not a number")
             size = int(merged["size"])
         node_kind = _MEMBER_KINDS.get(kind, f"special file (tar type {kind!r})")
         if kind == b"\0" and name.endswith("/"):
@@ -328,7 +230,7 @@ class _Parser:
         if kind == b"S":
             self._sparse_extensions(block)
         if kind in _NO_DATA and size:
-            raise _corrupt(where, f"{show(name)}: a link, device or directory member with data")
+            raise corrupt(where, f"{show(name)}: a link, device or directory member with data")
         shown = show(name.rstrip("/") if node_kind == "dir" else name)
         parts = _member_parts(name)
         self.budget.walking = tuple(parts[:-1])

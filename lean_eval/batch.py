@@ -52,7 +52,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import NamedTuple
 
-from lean_eval import disk, driver, intake, lock, pair, resume, sandbox, workspace
+from lean_eval import disk, driver, intake, lock, pair, resume, sandbox, tree_removal
 from lean_eval.atomic import sync_filesystem, write_model
 from lean_eval.catalog import Catalog
 from lean_eval.errors import OutputError, UsageError
@@ -63,7 +63,6 @@ from lean_eval.shard import batch_digest, batch_map, in_shard, options_digest
 from lean_eval.verdict import (
     INFRASTRUCTURE_FAILURES,
     Identity,
-    Mounts,
     PairSummary,
     Preflight,
     ResourceLimits,
@@ -219,22 +218,18 @@ class _Run:
                    *(sandbox.default_private_roots(inputs, self.out_dir)
                      if options.private_defaults else ()))
         keep = [tools.toolchain.root, tools.bwrap.path, catalog.root, *([shared] if shared else [])]
-        masks = sandbox.run_masks(scoring_root=root, out_dir=self.out_dir, inputs=inputs,
-                                  private=private, keep=keep)
-        # Never filtered through outside_lake_masks: visible under /home, /tmp, ... too (§6.12).
-        ro_binds = (os.path.realpath(shared),) if shared else ()
+        mounts = sandbox.run_masks(scoring_root=root, out_dir=self.out_dir, inputs=inputs,
+                                   private=private, keep=keep,
+                                   packages=[shared] if shared else [])
         work = [options.work_dir] if options.work_dir else []
         settings = driver.DriverSettings(
             toolchain=tools.toolchain, bwrap=tools.bwrap.path, caller_env=caller_env,
             timeout=options.timeout, writable_roots=(root, self.out_dir, *work),
-            ro_binds=ro_binds, masks=masks.masks, file_masks=masks.file_masks,
-            reexposed=masks.reexposed, max_file_bytes=options.max_written_file_bytes,
+            mounts=mounts, max_file_bytes=options.max_written_file_bytes,
             memory_limit=options.memory_limit, max_processes=options.max_processes,
             paranoid=options.paranoid,
             disk_bytes=options.disk_limit, disk_files=options.disk_files,
-            disk_reserve=options.disk_reserve)
-        mounts = Mounts(masks=masks.masks, file_masks=masks.file_masks,
-                        reexposed=masks.reexposed, ro_binds=ro_binds, notes=masks.notes)
+            disk_reserve=options.disk_reserve, runner=tools.runner)
         limits = ResourceLimits(memory_bytes=options.memory_limit,
                                 max_processes=options.max_processes, mechanism="none",
                                 disk_bytes=options.disk_limit, disk_files=options.disk_files,
@@ -419,7 +414,7 @@ def _run(inputs: Sequence[Path], catalog: Catalog, tools: Tools,
     finally:
         run_dir.release(keep=options.keep_work or options.scoring_root is not None)
         if not options.keep_work:
-            workspace.remove_tree(run_dir.path)
+            tree_removal.remove_tree(run_dir.path)
     shard = None if options.shard is None else ShardInfo(
         k=options.shard.k, n=options.shard.n, batch_digest=digest, batch=batch,
         options_digest=options_digest(resume.verdict_options(options, preflight)))
@@ -446,7 +441,7 @@ def _run_dir(options: RunOptions) -> lock.RunDir:
         return lock.RunDir(options.scoring_root, exact=True)
     parent = options.work_dir or Path(tempfile.gettempdir())
     parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    lock.reclaim(parent, workspace.remove_tree)
+    lock.reclaim(parent, tree_removal.remove_tree)
     return lock.RunDir(parent)
 
 

@@ -4,6 +4,9 @@ Invariants (design §5.4, §6.3-§6.6):
 - Lake and NanoDa are absolute paths inside the toolchain and outside every writable root.
 - The configuration Lake reads is a temporary file outside the workspace: the trusted one,
   with ``enable_nanoda`` removed and ``external_kernels.nanoda`` forced to the bundled NanoDa.
+- Lake is started by ``DriverSettings.runner`` (:mod:`lean_eval.runner`; the sandboxed one
+  unless a test passes its own), with everything about the launch decided here; the run's
+  masks reach the wrapper as the one :class:`~lean_eval.verdict.Mounts` record of the run.
 - Lake's environment is the allowlist of :mod:`lean_eval.sandbox`; ``--inadvisably-no-sandbox``
   is never passed, ``--paranoid`` only when ``DriverSettings.paranoid`` asks for the audit of
   ``lean-eval replay --paranoid`` (``run-eval`` never sets it); no submitted module is built or
@@ -26,13 +29,15 @@ from typing import NamedTuple
 
 from lean_eval import process, resources, sandbox
 from lean_eval.atomic import write_bytes_atomic
-from lean_eval.catalog import ComparatorConfig
 from lean_eval.documents import WorkspaceTestReport
 from lean_eval.errors import ToolchainError
+from lean_eval.problem import ComparatorConfig
+from lean_eval.runner import SANDBOXED, ComparatorRunner, Launch
 from lean_eval.toolchain import Toolchain
 from lean_eval.verdict import (
     Checker,
     Execution,
+    Mounts,
     Outcome,
     Reason,
     ResourceLimits,
@@ -80,10 +85,7 @@ class DriverSettings(NamedTuple):
     caller_env: Mapping[str, str]
     timeout: float
     writable_roots: tuple[Path, ...]  # scoring root, output, work dir: never hold a tool
-    ro_binds: tuple[str, ...] = ()
-    masks: tuple[str, ...] = ()
-    file_masks: tuple[str, ...] = ()
-    reexposed: tuple[str, ...] = ()  # needed paths inside a mask (sandbox.run_masks)
+    mounts: Mounts = Mounts()  # the run's one mask set (sandbox.run_masks)
     output_cap: int = 256 * 1024
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # RLIMIT_FSIZE: no single file written larger
     memory_limit: int | None = resources.DEFAULT_MEMORY_LIMIT  # bytes, for the pair's whole tree
@@ -93,6 +95,7 @@ class DriverSettings(NamedTuple):
     disk_bytes: int | None = None  # blocks the pair's workspace and state may hold
     disk_files: int | None = None  # entries they may hold
     disk_reserve: int | None = None  # recorded only: admission keeps it (lean_eval.batch)
+    runner: ComparatorRunner = SANDBOXED  # starts Lake (tests: a replay)
 
 
 def pair_rlimits(max_file_bytes: int) -> dict[int, tuple[int, int]]:
@@ -116,7 +119,7 @@ class DriverResult(NamedTuple):
     """A classified run and its raw outcome."""
 
     classification: Classification
-    outcome: process.Outcome
+    outcome: process.ProcessResult
     log_tail: tuple[str, ...]
     phase_seconds: dict[str, float]
     limits: ResourceLimits
@@ -170,7 +173,7 @@ def phase_of(line: str, config: ComparatorConfig) -> str | None:
     return None
 
 
-def phase_seconds(outcome: process.Outcome, config: ComparatorConfig) -> dict[str, float]:
+def phase_seconds(outcome: process.ProcessResult, config: ComparatorConfig) -> dict[str, float]:
     """Seconds spent in each phase: from its line to the next phase line (or the end)."""
     starts = [(at, phase) for at, raw in outcome.line_marks
               if (phase := phase_of(raw.decode("utf-8", "replace").strip(), config)) is not None]
@@ -281,7 +284,7 @@ def _rejection_code(message: str, last_phase: str | None) -> str:
     return "build_failed"
 
 
-def classify(outcome: process.Outcome, config: ComparatorConfig, timeout: float,
+def classify(outcome: process.ProcessResult, config: ComparatorConfig, timeout: float,
              paranoid: bool = False) -> Classification:
     """Step 6 (pure): exit status and output to verdict, execution and reason (``paranoid``:
     Lake ran every bundled checker, and acceptance needs each one's acceptance line)."""
@@ -361,7 +364,7 @@ def classify(outcome: process.Outcome, config: ComparatorConfig, timeout: float,
     return fail("crashed", "crashed", f"lake exited with {code_}{where}: {message}")
 
 
-def write_log(path: Path, argv: tuple[str, ...], outcome: process.Outcome) -> tuple[str, ...]:
+def write_log(path: Path, argv: tuple[str, ...], outcome: process.ProcessResult) -> tuple[str, ...]:
     """Write the capped raw log and return its last lines."""
     text = (
         f"# argv: {json.dumps(list(argv))}\n"
@@ -388,21 +391,19 @@ def run_workspace(workspace: Path, state: Path, config: ComparatorConfig,
     # The system temp dir is no place for a tool either, though a toolchain may live there (CI).
     search = sandbox.filter_search_path(settings.caller_env.get("PATH", ""),
                                         (*roots, Path(tempfile.gettempdir())))
-    spec = sandbox.WrapperSpec(bwrap=settings.bwrap, ro_binds=settings.ro_binds,
-                               masks=settings.masks, file_masks=settings.file_masks,
-                               reexposed=settings.reexposed)
-    wrapper = sandbox.write_wrapper(state / "bwrap-wrapper", spec)
+    wrapper = state / "bwrap-wrapper"
     env = sandbox.lake_environment(settings.caller_env, search_path=search, tmpdir=tmpdir,
                                    wrapper=wrapper)
     argv = comparator_argv(settings.toolchain, config_path, settings.paranoid)
     limits = resources.PairLimits(settings.memory_limit, settings.max_processes,
                                   settings.limits_mechanism, settings.disk_bytes,
                                   settings.disk_files, (str(workspace), str(state)))
-    outcome = process.run(argv, env=env, cwd=workspace, timeout=settings.timeout,
-                          output_cap=settings.output_cap,
-                          rlimits=pair_rlimits(min(settings.max_file_bytes,
-                                                   settings.disk_bytes or (1 << 62))),
-                          limits=limits)
+    outcome = settings.runner.run(Launch(
+        argv=argv, env=env, cwd=workspace, timeout=settings.timeout,
+        output_cap=settings.output_cap,
+        rlimits=pair_rlimits(min(settings.max_file_bytes, settings.disk_bytes or (1 << 62))),
+        limits=limits, wrapper=wrapper,
+        spec=sandbox.WrapperSpec(bwrap=settings.bwrap, mounts=settings.mounts)))
     tail = write_log(log_path, argv, outcome)
     return DriverResult(classify(outcome, config, settings.timeout, settings.paranoid), outcome,
                         tail, phase_seconds(outcome, config),
@@ -419,7 +420,7 @@ def workspace_test_report(workspace: Path, result: DriverResult, log: Path | Non
                                log=str(log) if log else None, kept=str(kept) if kept else None)
 
 
-def resource_limits(limits: resources.PairLimits, outcome: process.Outcome,
+def resource_limits(limits: resources.PairLimits, outcome: process.ProcessResult,
                     reserve: int | None = None) -> ResourceLimits:
     """What the verdict records about the pair's limits (pure)."""
     ran = outcome.limits_mechanism is not None

@@ -22,8 +22,9 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from lean_eval import catalog, outputs, report
+from lean_eval import outputs, report
 from lean_eval.atomic import write_text_atomic
+from lean_eval.decoding import strict_json, toml_table
 from lean_eval.errors import CatalogError, ExportRefusedError, OutputError
 from lean_eval.results_store import (
     STORE_SCHEMA_VERSION,
@@ -94,8 +95,8 @@ def _problems(exc: ValidationError) -> list[str]:
 def _decode(data: bytes, path: Path) -> Any:
     try:
         if path.name.lower().endswith(".toml"):
-            return catalog.toml_table(data, str(path))
-        return catalog.strict_json(data, str(path))
+            return toml_table(data, str(path))
+        return strict_json(data, str(path))
     except CatalogError as exc:
         raise ExportRefusedError(f"{exc}; nothing was written") from exc
 
@@ -170,7 +171,7 @@ def load_store(path: Path) -> tuple[dict[str, Any] | None, list[str]]:
     except OSError as exc:
         return None, [f"{path}: {exc.strerror or exc}"]
     try:
-        raw = catalog.strict_json(data, str(path))
+        raw = strict_json(data, str(path))
     except CatalogError as exc:
         return None, [str(exc)]
     if not isinstance(raw, dict):

@@ -14,7 +14,7 @@ Invariants:
   globs, no test driver); every change, drop and unmapped convention is a note.
 - The root pin set is written from the workspaces' own ``[[require]]`` entries (all equal);
   the root ``lake-manifest.json`` is kept, and each workspace's is derived from it at scoring
-  time (``catalog.derived_lake_manifest``), so none is written.
+  time (``pins.derived_lake_manifest``), so none is written.
 - Anything that cannot be imported faithfully (an unknown file, a hole whose kind the config
   does not give, disagreeing pins, an undecodable manifest) raises ``CatalogError`` naming the
   source file; nothing is written then.
@@ -36,9 +36,11 @@ from pydantic import ValidationError
 
 from lean_eval import catalog
 from lean_eval.declarations import declarations
+from lean_eval.decoding import strict_json, toml_table
 from lean_eval.errors import CatalogError, UsageError
 from lean_eval.index import index_of, render
 from lean_eval.lakefile import SUBMISSION_GLOBS, UNTRUSTED_TARGETS
+from lean_eval.problem import PROBLEM_ID, Problem, manifest_errors, parse_config
 from lean_eval.sets import parse_set, set_faults
 
 if sys.version_info >= (3, 11):
@@ -100,7 +102,7 @@ def _hole_kinds(pid: str, manifest: dict[str, Any], files: dict[str, bytes],
     where = f"manifests/problems/{pid}.toml"
     if "config.json" not in files:
         raise CatalogError(f"generated/{pid}/config.json: missing")
-    config = catalog.parse_config(files["config.json"], f"generated/{pid}/config.json")
+    config = parse_config(files["config.json"], f"generated/{pid}/config.json")
     names = manifest.get("holes")
     if not isinstance(names, list) or not names:
         raise CatalogError(f"{where}: holes must be a non-empty list")
@@ -108,7 +110,7 @@ def _hole_kinds(pid: str, manifest: dict[str, Any], files: dict[str, bytes],
         files.get("Challenge.lean", b"").decode("utf-8", errors="replace"))}
     listed: dict[str, str] = {}
     if "holes.json" in files:
-        raw = catalog.strict_json(files["holes.json"], f"generated/{pid}/holes.json")
+        raw = strict_json(files["holes.json"], f"generated/{pid}/holes.json")
         entries = raw.get("holes") if isinstance(raw, dict) else None
         if not isinstance(entries, list):
             raise CatalogError(f"generated/{pid}/holes.json: no `holes` list")
@@ -155,9 +157,9 @@ def _manifest(pid: str, raw: dict[str, Any], holes: list[dict[str, str]]) -> byt
     ordered = {k: table[k] for k in _MANIFEST_ORDER if k in table}
     ordered.update({k: v for k, v in table.items() if k not in ordered})
     try:
-        problem = catalog.Problem.model_validate(ordered)
+        problem = Problem.model_validate(ordered)
     except ValidationError as exc:
-        raise CatalogError(f"{where}: " + "; ".join(catalog.manifest_errors(exc))) from exc
+        raise CatalogError(f"{where}: " + "; ".join(manifest_errors(exc))) from exc
     if problem.id != pid:
         raise CatalogError(f"{where}: id {problem.id!r} differs from the file name")
     header = f"# Imported by `lean-eval import-catalog` from {where}.\n"
@@ -167,7 +169,7 @@ def _manifest(pid: str, raw: dict[str, Any], holes: list[dict[str, str]]) -> byt
 def _lakefile(pid: str, data: bytes, present: set[str],
               notes: list[ImportNote]) -> tuple[bytes, list[str]]:
     where = f"generated/{pid}/lakefile.toml"
-    table = catalog.toml_table(data, where)
+    table = toml_table(data, where)
     changes: list[str] = []
     changes.extend(f"removed {key} = {table.pop(key)!r}"
                    for key in ("testDriver", "lintDriver") if key in table)
@@ -222,7 +224,7 @@ def plan_import(src: Path) -> ImportPlan:
         raise CatalogError(f"generated/{orphans[0]}/: has no manifests/problems/{orphans[0]}.toml")
     pins: tuple[str, list[str]] | None = None
     for pid in ids:
-        if not catalog.PROBLEM_ID.match(pid):
+        if not PROBLEM_ID.match(pid):
             raise CatalogError(f"manifests/problems/{pid}.toml: invalid problem id")
         raw = _toml(problems_dir / f"{pid}.toml", src)
         ws = _workspace_files(src, pid)
@@ -238,7 +240,7 @@ def plan_import(src: Path) -> ImportPlan:
         for name in COPIED:
             if name in ws:
                 files[f"workspaces/{pid}/{name}"] = ws[name]
-        lakefile = catalog.toml_table(ws["lakefile.toml"], f"generated/{pid}/lakefile.toml")
+        lakefile = toml_table(ws["lakefile.toml"], f"generated/{pid}/lakefile.toml")
         if pins is None:
             pins = (pid, _requires(lakefile))
         elif _requires(lakefile) != pins[1]:
@@ -273,7 +275,7 @@ def _root_files(src: Path, pins: tuple[str, list[str]], toolchain: bytes,
                                 f"the pin set: the workspaces' {len(requires)} requirement(s)"))
     header = ("# Pin set written by `lean-eval import-catalog`: the [[require]] entries every "
               "workspace declares.\n")
-    catalog.strict_json((src / "lake-manifest.json").read_bytes(), "lake-manifest.json")
+    strict_json((src / "lake-manifest.json").read_bytes(), "lake-manifest.json")
     return {"lean-toolchain": toolchain,
             "lakefile.toml": (header + tomli_w.dumps(pin_set)).encode("utf-8"),
             "lake-manifest.json": (src / "lake-manifest.json").read_bytes()}

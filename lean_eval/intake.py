@@ -80,7 +80,7 @@ if TYPE_CHECKING:
     from hashlib import _Hash
 
 __all__ = ["DEFAULT_LIMITS", "MIB", "SKIPPED_NAMES", "Intake", "IntakeLimits", "ProblemEntry",
-           "RejectionCode", "SubmissionFile", "read_submission", "same_content", "submission_id"]
+           "RejectionCode", "SubmissionFile", "read_submission", "submission_id"]
 
 SUBMISSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
@@ -110,23 +110,13 @@ class Intake(BaseModel, frozen=True, extra="forbid"):
     def without_data(self) -> Intake:
         """The same intake with every file's bytes dropped (relpath and sha256 kept).
 
-        Cheap to hold for thousands of submissions; re-read the submission and compare the
-        digests before scoring (see `same_content`).
+        Cheap to hold for thousands of submissions; re-read the submission and compare its
+        digest with the plan's before scoring (the batch does).
         """
         return self.model_copy(update={"problems": tuple(
             entry.model_copy(update={"files": tuple(SubmissionFile(f.relpath, b"", f.sha256)
                                                     for f in entry.files)})
             for entry in self.problems)})
-
-
-def same_content(planned: Intake, reread: Intake) -> bool:
-    """Whether `reread` is the submission `planned` was made from (digests of every file)."""
-    def files(intake: Intake) -> list[tuple[str, str | None, list[tuple[str, str]]]]:
-        return [(e.problem_id, e.rejection or e.fault, [(f.relpath, f.sha256) for f in e.files])
-                for e in intake.problems]
-
-    return (planned.digest, planned.rejection, files(planned)) == (
-        reread.digest, reread.rejection, files(reread))
 
 
 def submission_id(path: Path) -> str:

@@ -9,12 +9,15 @@ Invariants (design §5.5 "Resume"):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
+
+from lean_eval import procfs
 
 
 class Stop:
@@ -37,16 +40,10 @@ def terminate_children() -> None:
     """SIGTERM every direct child of this process: the pairs' reapers, which then TERM, KILL
     and sweep their pair's whole tree. Pids come from /proc, so only our own children."""
     me = os.getpid()
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as handle:
-                stat = handle.read()
-            if int(stat.rsplit(")", 1)[1].split()[1]) == me:
-                os.kill(int(name), signal.SIGTERM)
-        except (OSError, ValueError, IndexError):
-            continue
+    for pid, (parent, _) in procfs.process_table().items():
+        if parent == me:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
 
 
 @contextmanager

@@ -3,7 +3,7 @@
 An output directory may come from another machine (a shard's artifact): its ``summary.json`` is
 data, not a map of the host. Invariants:
 - Every submission id, problem id and pair a summary names passes the rules intake and the
-  catalog apply (``intake.SUBMISSION_ID_RE``, ``catalog.PROBLEM_ID``), so no id can be ``..``,
+  catalog apply (``intake.SUBMISSION_ID_RE``, ``problem.PROBLEM_ID``), so no id can be ``..``,
   hold a ``/`` or a control character; a shard's pairs must hash into that shard
   (``shard.shard_of``) and its recorded batch must have its batch digest.
 - A pair's files are ``<dir>/<submission>/<problem>.json`` and the files beside it (``.log``),
@@ -29,10 +29,10 @@ from typing import NamedTuple, overload
 from pydantic import ValidationError
 
 from lean_eval import shard
-from lean_eval.catalog import PROBLEM_ID
 from lean_eval.errors import OutputRefusedError, UsageError
 from lean_eval.intake import SUBMISSION_ID_RE
 from lean_eval.limits import show
+from lean_eval.problem import PROBLEM_ID
 from lean_eval.verdict import PairSummary, SubmissionSummary, Summary, Verdict
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

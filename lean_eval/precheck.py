@@ -19,8 +19,9 @@ from lean_eval.catalog import Catalog
 from lean_eval.intake import DEFAULT_LIMITS, IntakeLimits, ProblemEntry, read_submission
 from lean_eval.readset import NOT_READ
 
-# error: the harness could not read a file of the problem (a host fault, not the submitter's).
-Outcome = Literal["scored", "unchanged", "invalid_submission", "error"]
+# What run-eval would do with one problem directory (verdict.Outcome is what it did); error:
+# the harness could not read a file of the problem (a host fault, not the submitter's).
+CheckOutcome = Literal["scored", "unchanged", "invalid_submission", "error"]
 
 
 class ProblemCheck(BaseModel):
@@ -30,7 +31,7 @@ class ProblemCheck(BaseModel):
 
     problem_id: str
     location: str  # the problem directory inside the submission
-    outcome: Outcome
+    outcome: CheckOutcome
     files: tuple[str, ...]  # relpaths that would replace the starters
     changed: tuple[str, ...]  # of those, the ones that differ from the starter of their path
     ignored: tuple[str, ...]
@@ -70,7 +71,7 @@ def changed_files(entry: ProblemEntry, starter: Mapping[str, bytes]) -> tuple[st
 def _problem(entry: ProblemEntry, starter: Mapping[str, bytes],
              trusted: Collection[str] = ()) -> ProblemCheck:
     changed = changed_files(entry, starter)
-    outcome: Outcome = ("invalid_submission" if entry.rejection is not None
+    outcome: CheckOutcome = ("invalid_submission" if entry.rejection is not None
                         else "error" if entry.fault is not None
                         else "scored" if changed else "unchanged")
     # intake's line for a file it did not read: "<location>/<name>: not read (...)"

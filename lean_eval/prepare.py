@@ -2,7 +2,8 @@
 
 Invariants:
 - Every archive prepare fetches (or takes from ``--offline DIR``) is checked against a SHA-256
-  pinned here before anything reads its contents; a mismatch is refused before unpacking. The
+  pinned here before anything reads its contents (lean_eval.download); a mismatch is refused
+  before unpacking. The
   bubblewrap tarball is checked the same way by ``scripts/install_bwrap.sh``, whose pin it is.
 - Each step first looks for its result; found, it is reported ``present`` and changes nothing,
   so a second run is a no-op. ``dry_run`` starts no command and writes nothing.
@@ -17,7 +18,6 @@ Invariants:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -25,30 +25,21 @@ import shutil
 import stat
 import tarfile
 import tempfile
-import urllib.request
 from collections.abc import Callable, Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Literal, NamedTuple
 
-from lean_eval import bubblewrap, catalog, process
+from lean_eval import bubblewrap, catalog, download, process
+from lean_eval.decoding import toml_table
 from lean_eval.errors import PrepareError, SetupError
 from lean_eval.toolchain import elan_dir_name
 
-_MAX_DOWNLOAD = 256 * 1024 * 1024
 _STAMP = "lean-eval-prepared.json"
 _BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
-class Archive(NamedTuple):
-    """A pinned download: its file name (also its name in ``--offline DIR``), URL and digest."""
-
-    name: str
-    url: str
-    sha256: str
-
-
 # elan 4.2.4 for x86_64 Linux; it holds `elan-init`, which installs elan into ELAN_HOME.
-ELAN = Archive(
+ELAN = download.Archive(
     name="elan-x86_64-unknown-linux-gnu.tar.gz",
     url="https://github.com/leanprover/elan/releases/download/v4.2.4/"
         "elan-x86_64-unknown-linux-gnu.tar.gz",
@@ -86,7 +77,7 @@ class Settings(NamedTuple):
     env: Mapping[str, str]
     offline: Path | None = None
     dry_run: bool = False
-    elan_archive: Archive = ELAN
+    elan_archive: download.Archive = ELAN
     bwrap_installer: Path | None = None  # default: <benchmark>/scripts/install_bwrap.sh
     scratch: Path | None = None  # where archives are fetched and unpacked (default: temp dir)
     toolchain: Path | None = None  # --toolchain: use this Lean, so elan and its install are moot
@@ -154,7 +145,7 @@ def _command_env(settings: Settings, *bins: Path) -> dict[str, str]:
 
 
 def _run(settings: Settings, argv: tuple[str, ...], cwd: Path, env: dict[str, str],
-         what: str) -> process.Outcome:
+         what: str) -> process.ProcessResult:
     outcome = process.run(argv, env=env, cwd=cwd, timeout=settings.timeout,
                           output_cap=64 * 1024)
     if outcome.returncode != 0:
@@ -164,53 +155,6 @@ def _run(settings: Settings, argv: tuple[str, ...], cwd: Path, env: dict[str, st
                if outcome.returncode is not None else f"was killed by signal {outcome.signal}")
         raise PrepareError(f"{what}: `{' '.join(argv)}` {how}" + (f": {last}" if last else ""))
     return outcome
-
-
-def fetch_verified(archive: Archive, settings: Settings, into: Path) -> Path:
-    """The archive, from ``--offline DIR`` or downloaded, with its digest checked; raises
-    ``PrepareError`` on any difference, before anything reads the contents."""
-    target = into / archive.name
-    if settings.offline is not None:
-        source = settings.offline / archive.name
-        if not source.is_file():
-            raise PrepareError(f"--offline: {source} does not exist (expected {archive.url}); "
-                               + offline_hint(settings))
-        shutil.copyfile(source, target)
-    else:
-        if not archive.url.startswith(("https://", "file:///")):
-            raise PrepareError(f"{archive.url}: only https:// (or file:///) URLs are fetched")
-        try:
-            with urllib.request.urlopen(archive.url, timeout=60) as response, \
-                    target.open("wb") as out:  # noqa: S310 (scheme checked above)
-                while chunk := response.read(1 << 20):
-                    if out.tell() + len(chunk) > _MAX_DOWNLOAD:
-                        raise PrepareError(f"{archive.url} is larger than {_MAX_DOWNLOAD} bytes")
-                    out.write(chunk)
-        except OSError as exc:
-            raise PrepareError(f"cannot download {archive.url}: {exc}; "
-                               + offline_hint(settings)) from exc
-    digest = hashlib.sha256(target.read_bytes()).hexdigest()
-    if digest != archive.sha256:
-        target.unlink()
-        raise PrepareError(f"{archive.name}: SHA-256 {digest} differs from the pinned "
-                           f"{archive.sha256}; refused before unpacking")
-    return target
-
-
-def _unpack_member(tar_path: Path, member_name: str, into: Path) -> Path:
-    with tarfile.open(tar_path, mode="r:*") as tar:
-        for member in tar:
-            parts = PurePosixPath(member.name).parts
-            if member.isfile() and parts and parts[-1] == member_name \
-                    and ".." not in parts and not PurePosixPath(member.name).is_absolute():
-                handle = tar.extractfile(member)
-                if handle is None:
-                    break
-                out = into / member_name
-                out.write_bytes(handle.read())
-                out.chmod(stat.S_IRWXU)
-                return out
-    raise PrepareError(f"{tar_path.name} holds no regular file {member_name}")
 
 
 def _step_elan(settings: Settings, scratch: _Scratch) -> Step:
@@ -227,8 +171,9 @@ def _step_elan(settings: Settings, scratch: _Scratch) -> Step:
     if settings.dry_run:
         return Step("elan", "planned", f"install elan into {elan.parent.parent} from {source} "
                                        f"(SHA-256 {settings.elan_archive.sha256[:12]}...)")
-    archive = fetch_verified(settings.elan_archive, settings, scratch())
-    init = _unpack_member(archive, "elan-init", scratch())
+    archive = download.fetch_verified(settings.elan_archive, settings.offline, scratch(),
+                                      offline_hint(settings))
+    init = download.unpack_member(archive, "elan-init", scratch())
     _run(settings, (str(init), "-y", "--no-modify-path", "--default-toolchain", "none"),
          scratch(), _command_env(settings), "elan-init")
     if not elan.is_file():
@@ -329,8 +274,8 @@ def _set_writable(root: Path, writable: bool) -> None:
 
 def _step_dependencies(settings: Settings, name: str) -> Step:
     root = settings.benchmark
-    requires = catalog.toml_table((root / "lakefile.toml").read_bytes(),
-                                  "lakefile.toml").get("require", [])
+    requires = toml_table((root / "lakefile.toml").read_bytes(),
+                          "lakefile.toml").get("require", [])
     if not requires:
         return Step("dependencies", "present", "the benchmark has no shared dependencies "
                                                "(no [[require]] in lakefile.toml)")

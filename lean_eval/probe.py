@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from lean_eval import batch
-from lean_eval.catalog import Catalog, ProblemWorkspace, parse_config, sha256
+from lean_eval.catalog import Catalog, ProblemWorkspace, sha256
 from lean_eval.errors import LeanEvalError
 from lean_eval.probe_result import ProbeCheck, ProbeResult
+from lean_eval.problem import parse_config
 from lean_eval.verdict import Verdict
 
 PY = "/usr/bin/python3"  # payload interpreter; visible in Lake's sandbox through --ro-bind / /

@@ -5,11 +5,12 @@ Invariants (the rest of lean-eval relies on them):
 - argv is a tuple of str, never a shell string. env and cwd are always explicit: the child sees
   exactly the env it is given and nothing of os.environ. Its stdin is /dev/null and no file
   descriptor other than 0, 1 and 2 reaches it.
-- Every run() has its own reaper: a Python process running `_reaper_main` of this module, made a
-  child subreaper (prctl PR_SET_CHILD_SUBREAPER). It starts argv in a new process group with the
-  requested rlimits and, once that child has ended, SIGKILLs and reaps everything reparented to
-  it until waitpid reports ECHILD, so descendants that left the group or the session (setsid,
-  double fork, bwrap --new-session) die too. Parallel callers never share a reaper, so none can
+- Every run() has its own reaper: a Python process running `lean_eval.reaper.main`, made a
+  child subreaper (prctl PR_SET_CHILD_SUBREAPER). It starts argv (through `start_child`, so this
+  module stays the one that starts processes) in a new process group with the requested rlimits
+  and, once that child has ended, SIGKILLs and reaps everything reparented to it until waitpid
+  reports ECHILD, so descendants that left the group or the session (setsid, double fork, bwrap
+  --new-session) die too. Parallel callers never share a reaper, so none can
   steal or miss another's orphans. If the caller's thread dies, PR_SET_PDEATHSIG tells the reaper.
 - Threads: run() may be called from several threads at once (a batch's worker pool); each call
   owns its reaper, pipes and capture. PR_SET_PDEATHSIG fires when the *thread* that started the
@@ -20,31 +21,30 @@ Invariants (the rest of lean-eval relies on them):
   sandbox's PID namespace down with it (tests/test_process.py, the SIGKILLed-harness test).
 - Limits (`limits=`, lean_eval.resources): the child joins the pair's cgroup v2 group before
   exec, or the reaper samples its tree as a watchdog; past a limit the reaper kills the whole
-  tree and Outcome.limit_exceeded says which ("memory" or "processes"). The group is removed
-  when run() returns.
+  tree and ProcessResult.limit_exceeded says which ("memory" or "processes"). The group is
+  removed when run() returns.
 - When run() returns or raises, the reaper has exited and been reaped; unless run() had to
   SIGKILL a wedged reaper (last resort), the reaper reaped every descendant first.
-- Deadlines come from time.monotonic(); a timeout is Outcome.timed_out, never an exception. At
-  the deadline run() SIGTERMs the reaper, which TERMs the child's group, KILLs it `grace` seconds
-  later, then sweeps. A reaper still alive `grace + _REAPER_MARGIN` after that is SIGKILLed with
-  the child's group.
+- Deadlines come from time.monotonic(); a timeout is ProcessResult.timed_out, never an
+  exception. At the deadline run() SIGTERMs the reaper, which TERMs the child's group, KILLs it
+  `grace` seconds later, then sweeps. A reaper still alive `grace + _REAPER_MARGIN` after
+  that is SIGKILLed with the child's group.
 - stdout and stderr are drained by one poll loop in the calling thread into bounded buffers
   (head + rolling tail, at most `output_cap` bytes kept per stream): floods cannot deadlock it
   and memory stays bounded.
 - A child that cannot be started raises ProcessStartError naming argv[0] and the OS error (the
   reaper reports exec failures on its status pipe); a reaper that dies without reporting raises
   LeanEvalError. Nothing the child does raises. Exit codes above 128 are plain returncodes;
-  only a real signal sets Outcome.signal. timed_out means the deadline, not the child, ended it.
+  only a real signal sets ProcessResult.signal. timed_out means the deadline, not the child,
+  ended it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import json
 import os
-import resource
 import selectors
 import signal
 import subprocess  # noqa: TID251 - the one module allowed to start processes
@@ -54,33 +54,29 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from lean_eval import resources
+from lean_eval import cgroup, resources
 from lean_eval.capture import Capture
 from lean_eval.errors import LeanEvalError, ProcessStartError
 
-__all__ = ["Outcome", "run", "run_capture"]
+__all__ = ["ProcessResult", "run", "run_capture", "start_child"]
 
 _READ_CHUNK = 1024 * 1024
 _PIPE_SIZE = 1024 * 1024
 _SPEC_CHUNK = 64 * 1024
 _REAPER_MARGIN = 5.0  # after deadline + grace, before run() gives up on the reaper
 _DRAIN_AFTER_EXIT = 2.0  # how long run() drains output still held open once the reaper is gone
-_SWEEP_POLL = 0.05
 _CAPTURE_CAP = 8 * 1024 * 1024
 _CAPTURE_GRACE = 1.0
-_PR_SET_PDEATHSIG = 1
-_PR_SET_CHILD_SUBREAPER = 36
-_TERM_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
-_WAITED = _TERM_SIGNALS | {signal.SIGCHLD}
 # `-I` ignores PYTHON* variables, the user site and the current directory; the reaper imports
-# this very package from the directory the harness loaded it from.
+# this very package from the directory the harness loaded it from. Named, not imported: the
+# reaper imports this module for start_child.
 _REAPER_BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from lean_eval.process import _reaper_main; sys.exit(_reaper_main())"
+    "from lean_eval.reaper import main; sys.exit(main())"
 )
 
 
-class Outcome(NamedTuple):
+class ProcessResult(NamedTuple):
     """How a child ended, with its capped output."""
 
     returncode: int | None  # exit status if it exited normally
@@ -110,7 +106,7 @@ def run(
     grace: float = 5.0,
     rlimits: Mapping[int, tuple[int, int]] | None = None,
     limits: resources.PairLimits | None = None,
-) -> Outcome:
+) -> ProcessResult:
     """Run argv to completion or to its deadline; its whole process tree is gone on return."""
     if not argv:
         raise ValueError("argv must not be empty")
@@ -129,8 +125,8 @@ def run(
 
 def _run(argv: tuple[str, ...], *, env: Mapping[str, str], cwd: Path, timeout: float | None,
          output_cap: int, grace: float, rlimits: Mapping[int, tuple[int, int]] | None,
-         limits: resources.PairLimits | None, group: resources.PairGroup | None,
-         mechanism: str | None) -> Outcome:
+         limits: resources.PairLimits | None, group: cgroup.PairGroup | None,
+         mechanism: str | None) -> ProcessResult:
     status_r, status_w = os.pipe()
     spec = {
         "argv": list(argv),
@@ -160,17 +156,34 @@ def _run(argv: tuple[str, ...], *, env: Mapping[str, str], cwd: Path, timeout: f
         supervisor.pump()
     finally:
         supervisor.finish()
-    done = supervisor.outcome(argv[0])
+    done = supervisor.result(argv[0])
     exceeded = done.limit_exceeded or (None if group is None else group.exceeded())
     return done._replace(limit_exceeded=exceeded, limits_mechanism=mechanism)
 
 
 def run_capture(
     argv: tuple[str, ...], *, env: Mapping[str, str], cwd: Path, timeout: float = 60.0
-) -> Outcome:
+) -> ProcessResult:
     """Run a short trusted helper (git, bwrap --version) with run()'s guarantees."""
     return run(argv, env=env, cwd=cwd, timeout=timeout, output_cap=_CAPTURE_CAP,
                grace=_CAPTURE_GRACE)
+
+
+def start_child(argv: tuple[str, ...], *, env: Mapping[str, str], cwd: str,
+                setup: Callable[[], None]) -> subprocess.Popen[bytes]:
+    """The reaper's one start of run()'s argv: stdin /dev/null, no other descriptor, default
+    signal dispositions, ``setup`` between fork and exec; ProcessStartError says why not."""
+    try:
+        return subprocess.Popen(
+            argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, close_fds=True,
+            restore_signals=True,
+            preexec_fn=setup,  # noqa: PLW1509 - the reaper is single-threaded
+        )
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        message = str(exc)
+        if isinstance(exc, subprocess.SubprocessError):
+            message += " (setting its process group, cgroup, signal mask or rlimits failed)"
+        raise ProcessStartError(message) from exc
 
 
 class _Supervisor:
@@ -293,17 +306,18 @@ class _Supervisor:
                 events[str(event["event"])] = event
         return events
 
-    def outcome(self, name: str) -> Outcome:
+    def result(self, name: str) -> ProcessResult:
         events = self._events()
         if "error" in events:
             raise ProcessStartError(f"cannot start {name!r}: {events['error']['message']}")
         out, out_cut = self.out.result()
         err, err_cut = self.err.result()
 
-        def ended(code: int | None, sig: int | None, timed_out: bool, orphans: int) -> Outcome:
+        def ended(code: int | None, sig: int | None, timed_out: bool,
+                  orphans: int) -> ProcessResult:
             marks = (*self.out.first_marks, *self.out.last_marks)
-            return Outcome(code, sig, timed_out, self.end - self.start, out, err, out_cut,
-                           err_cut, orphans, marks, events.get("limit", {}).get("which"))
+            return ProcessResult(code, sig, timed_out, self.end - self.start, out, err, out_cut,
+                                 err_cut, orphans, marks, events.get("limit", {}).get("which"))
 
         if "exited" in events:
             exited = events["exited"]
@@ -318,155 +332,3 @@ class _Supervisor:
         if "started" not in events:
             raise ProcessStartError(f"cannot start {name!r}: the reaper exited ({code}): {detail}")
         raise LeanEvalError(f"the reaper of {name!r} died ({code}) before its child: {detail}")
-
-
-# --- the reaper (runs in its own process, started by run()) ------------------------------------
-
-
-def _reaper_main() -> int:
-    """Start the child, wait for it (or terminate it on request), then kill every descendant."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)  # taken synchronously, never by handlers
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    spec = json.loads(sys.stdin.buffer.read())
-    status_fd = int(spec["status_fd"])
-
-    def emit(**event: Any) -> None:
-        with contextlib.suppress(OSError):  # run() may have stopped listening; cleanup goes on
-            os.write(status_fd, json.dumps(event).encode("ascii") + b"\n")
-
-    orphaned = os.getppid() != spec["parent_pid"]  # the caller died before PDEATHSIG was armed
-    try:
-        _prctl(_PR_SET_CHILD_SUBREAPER, 1)
-    except OSError as exc:
-        emit(event="error", message=f"the reaper cannot become a subreaper: {exc}")
-        return 1
-    rlimits = tuple((int(r), int(s), int(h)) for r, s, h in spec["rlimits"])
-    group = None if spec["cgroup"] is None else resources.PairGroup(Path(spec["cgroup"]))
-    try:
-        child = subprocess.Popen(
-            tuple(spec["argv"]),
-            env=dict(spec["env"]),
-            cwd=spec["cwd"], stdin=subprocess.DEVNULL, close_fds=True, restore_signals=True,
-            preexec_fn=functools.partial(  # noqa: PLW1509 - the reaper is single-threaded
-                _child_setup, rlimits, None if group is None else os.fspath(group.procs),
-                status_fd),
-        )
-    except (OSError, ValueError, subprocess.SubprocessError) as exc:
-        message = str(exc)
-        if isinstance(exc, subprocess.SubprocessError):
-            message += " (setting its process group, cgroup, signal mask or rlimits failed)"
-        emit(event="error", message=message)
-        return 0
-    try:
-        emit(event="started", pid=child.pid)  # the child reported it already (_child_setup)
-        watch = None
-        if spec["limits"] is not None:
-            limits = resources.PairLimits.from_spec(spec["limits"])
-            watch = functools.partial(resources.watch, limits, group, emit)
-        status, terminated = _wait_for_child(child.pid, float(spec["grace"]), orphaned, watch)
-        child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-        emit(event="exited", terminated=terminated,
-             returncode=os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-             signal=os.WTERMSIG(status) if os.WIFSIGNALED(status) else None)
-    finally:  # whatever went wrong above, nothing outlives the reaper
-        if child.returncode is None:
-            _signal_group(child.pid, signal.SIGKILL)
-        orphans = _sweep()
-    emit(event="done", orphans=orphans)
-    return 0
-
-
-def _child_setup(rlimits: tuple[tuple[int, int, int], ...], cgroup_procs: str | None,
-                 status_fd: int) -> None:
-    """Between fork and exec: own process group, the pair's cgroup, rlimits, no signal blocked;
-    then the child reports its own pid, before exec: once it runs, it may stop its reaper
-    (SIGSTOP) before the reaper could say "started", and run()'s last resort needs the pid to
-    kill the child's group."""
-    os.setpgid(0, 0)
-    if cgroup_procs is not None:  # before exec: everything the child starts is born inside
-        with open(cgroup_procs, "w", encoding="ascii") as f:
-            f.write("0")
-    for res, soft, hard in rlimits:
-        resource.setrlimit(res, (soft, hard))
-    signal.pthread_sigmask(signal.SIG_SETMASK, ())
-    os.write(status_fd, json.dumps({"event": "started", "pid": os.getpid()}).encode() + b"\n")
-
-
-def _wait_for_child(pid: int, grace: float, terminate: bool,
-                    watch: Callable[[], bool] | None = None) -> tuple[int, bool]:
-    """The child's wait status, and whether it was terminated on request (TERM, then KILL).
-    ``watch`` (the limits) is looked at every WATCHDOG_INTERVAL until it reports a kill."""
-    terminated = False
-    kill_at: float | None = None
-    watch_at = time.monotonic() if watch is not None else None
-    while True:
-        if terminate and not terminated:
-            terminated = True
-            _signal_group(pid, signal.SIGTERM)
-            kill_at = time.monotonic() + grace
-        status = _reap(pid)
-        if status is not None:
-            return status, terminated
-        if kill_at is not None and time.monotonic() >= kill_at:
-            _signal_group(pid, signal.SIGKILL)
-            kill_at = None
-            continue
-        if watch is not None and watch_at is not None and time.monotonic() >= watch_at:
-            watch_at = None if watch() else time.monotonic() + resources.WATCHDOG_INTERVAL
-            continue
-        info: signal.struct_siginfo | None
-        wake = min((t for t in (kill_at, watch_at) if t is not None), default=None)
-        if wake is None:
-            info = signal.sigwaitinfo(_WAITED)
-        else:
-            info = signal.sigtimedwait(_WAITED, max(0.0, wake - time.monotonic()))
-        terminate = terminate or (info is not None and info.si_signo != signal.SIGCHLD)
-
-
-def _signal_group(pid: int, sig: int) -> None:
-    """The child's group, and the child itself should it have left that group."""
-    for send in (os.killpg, os.kill):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            send(pid, sig)
-
-
-def _reap(pid: int) -> int | None:
-    """Reap every exited child without blocking; the wait status of `pid` if it was among them."""
-    found = None
-    while True:
-        try:
-            reaped, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return found
-        if reaped == 0:
-            return found
-        if reaped == pid:
-            found = status
-
-
-def _sweep() -> int:
-    """SIGKILL and reap every remaining descendant; how many were still alive."""
-    killed: set[int] = set()
-    me = os.getpid()
-    while True:
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0] != 0:
-                pass
-        except ChildProcessError:
-            return len(killed)
-        for pid, (parent, _) in resources.process_table().items():  # zombies are not listed
-            if parent == me:
-                killed.add(pid)
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-        signal.sigtimedwait((signal.SIGCHLD,), _SWEEP_POLL)
-
-
-def _prctl(option: int, value: int) -> None:
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    zero = ctypes.c_ulong(0)
-    if int(libc.prctl(option, ctypes.c_ulong(value), zero, zero, zero)) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))

@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 import rfc8785
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from lean_eval.catalog import PROBLEM_ID
+from lean_eval.problem import PROBLEM_ID
 
 STORE_SCHEMA_VERSION = 2
 RESULT_ID_DOMAIN = b"lean-eval-result-v2\0"

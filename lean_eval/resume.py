@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from lean_eval import __version__, disk, driver, intake, pair, resources
 from lean_eval.bubblewrap import BwrapInfo
 from lean_eval.catalog import Catalog, ProblemWorkspace
+from lean_eval.runner import SANDBOXED, ComparatorRunner
 from lean_eval.shard import Shard
 from lean_eval.toolchain import Toolchain
 from lean_eval.verdict import (
@@ -69,10 +70,11 @@ class RunOptions(NamedTuple):
 
 
 class Tools(NamedTuple):
-    """The resolved executables a run uses."""
+    """The resolved executables a run uses, and what starts Lake with them."""
 
     toolchain: Toolchain
     bwrap: BwrapInfo
+    runner: ComparatorRunner = SANDBOXED  # tests alone pass another (tests/fake_runner.py)
 
 
 class Planned(NamedTuple):

@@ -1,4 +1,4 @@
-"""bubblewrap identity, the COMPARATOR_BWRAP wrapper, and what Lake is allowed to see of us.
+"""The run's mask set, the COMPARATOR_BWRAP wrapper, and what Lake is allowed to see of us.
 
 Invariants (design §5.4, §6.5-§6.8, §6.10-§6.12):
 - The wrapper embeds the absolute bwrap path and every path it uses; Lake runs it with an empty
@@ -11,6 +11,8 @@ Invariants (design §5.4, §6.5-§6.8, §6.10-§6.12):
 - The masks are one constant set per run (:func:`run_masks`): the scoring root, the output
   directory and the private roots, all existing directories before the first sandbox starts;
   nothing in them comes from submission content, and their number does not grow with the batch.
+  That one record (:class:`lean_eval.verdict.Mounts`, with the shared packages) is what every
+  wrapper of the run inserts and what every verdict of the run records.
 - Lake's environment is an allowlist; PATH keeps only absolute, existing directories outside
   every writable root, after resolving symlinks.
 """
@@ -23,6 +25,8 @@ import stat
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
+
+from lean_eval.verdict import Mounts
 
 # Lake masks these in every sandboxed step; paths under them need no mask of ours.
 LAKE_MASKED_ROOTS = ("/home", "/root", "/run/user", "/tmp")  # noqa: S108
@@ -53,15 +57,13 @@ SYSTEM_DIRS = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64",
 class WrapperSpec(NamedTuple):
     """What the wrapper adds to Lake's sandbox; every path absolute and trusted.
 
-    ``masks``, ``file_masks`` and ``reexposed`` go right after Lake's ``--ro-bind / /``,
-    ordered parent first; ``ro_binds`` go after Lake's last mount argument.
+    The masks, file masks and re-exposed paths of ``mounts`` go right after Lake's
+    ``--ro-bind / /``, ordered parent first; its ``ro_binds`` go after Lake's last mount
+    argument.
     """
 
     bwrap: Path
-    ro_binds: tuple[str, ...] = ()
-    masks: tuple[str, ...] = ()
-    file_masks: tuple[str, ...] = ()
-    reexposed: tuple[str, ...] = ()
+    mounts: Mounts = Mounts()
 
 
 def _under(path: str, roots: Iterable[str]) -> bool:
@@ -81,30 +83,25 @@ def outside_lake_masks(paths: Iterable[Path]) -> tuple[str, ...]:
     return tuple(sorted(p for p in kept if not _under(p, LAKE_MASKED_ROOTS)))
 
 
-class RunMasks(NamedTuple):
-    """The run's constant mask set, computed once before the first pair."""
-
-    masks: tuple[str, ...]
-    file_masks: tuple[str, ...]
-    reexposed: tuple[str, ...]
-    notes: tuple[str, ...]
-
-
 def default_private_roots(inputs: Iterable[Path], out_dir: Path) -> tuple[Path, ...]:
     """The parent directory of every input and of ``out_dir`` (design §6.11's default)."""
     return tuple(Path(os.path.abspath(p)).parent for p in (*inputs, out_dir))
 
 
 def run_masks(*, scoring_root: Path, out_dir: Path, inputs: Sequence[Path],
-              private: Sequence[Path], keep: Sequence[Path]) -> RunMasks:
-    """What every sandbox of this run hides (pure apart from ``lstat``/``realpath``).
+              private: Sequence[Path], keep: Sequence[Path],
+              packages: Sequence[Path] = ()) -> Mounts:
+    """What every sandbox of this run hides and binds (pure apart from ``lstat``/``realpath``),
+    computed once before the first pair.
 
     Hidden: the scoring root, the output directory, every private root, and any input no
     root above already hides; a private root that is a system directory is replaced by the
     inputs it holds. A path of
     ``keep`` (toolchain, shared packages, benchmark, tools on PATH) that lies inside a mask is
     bound back read-only right after it, so no mask hides what scoring needs. Paths Lake
-    masks itself are dropped. Every directory returned exists now.
+    masks itself are dropped. Every directory returned exists now. ``packages`` (the shared
+    packages) are bound read-only after Lake's own mounts, canonical but never dropped: they
+    must be visible under ``/home``, ``/tmp``, ... too (design §6.12).
     """
     dirs: set[str] = set()
     files: set[str] = set()
@@ -134,8 +131,9 @@ def run_masks(*, scoring_root: Path, out_dir: Path, inputs: Sequence[Path],
         if hiding:
             reexposed.add(real)
             notes.append(f"{real} lies in masked {hiding[0]}: bound back read-only")
-    return RunMasks(tuple(sorted(dirs)), tuple(sorted(files)), tuple(sorted(reexposed)),
-                    tuple(notes))
+    return Mounts(masks=tuple(sorted(dirs)), file_masks=tuple(sorted(files)),
+                  reexposed=tuple(sorted(reexposed)),
+                  ro_binds=tuple(os.path.realpath(p) for p in packages), notes=tuple(notes))
 
 
 def _quote(path: str) -> str:
@@ -147,17 +145,18 @@ def _quote(path: str) -> str:
 def early_insert(spec: WrapperSpec) -> tuple[str, ...]:
     """The arguments inserted right after Lake's ``--ro-bind / /``: parent paths first, and
     at one path the mask before the re-exposure, so each mount lands where it means to."""
+    mounts = spec.mounts
     ops: list[tuple[tuple[str, ...], int, tuple[str, ...]]] = [
-        *((Path(p).parts, 0, ("--tmpfs", p)) for p in spec.masks),
-        *((Path(p).parts, 0, ("--ro-bind", "/dev/null", p)) for p in spec.file_masks),
-        *((Path(p).parts, 1, ("--ro-bind", p, p)) for p in spec.reexposed),
+        *((Path(p).parts, 0, ("--tmpfs", p)) for p in mounts.masks),
+        *((Path(p).parts, 0, ("--ro-bind", "/dev/null", p)) for p in mounts.file_masks),
+        *((Path(p).parts, 1, ("--ro-bind", p, p)) for p in mounts.reexposed),
     ]
     return tuple(a for _, _, args in sorted(ops) for a in args)
 
 
 def late_insert(spec: WrapperSpec) -> tuple[str, ...]:
     """The arguments inserted after Lake's last mount argument: the shared packages."""
-    return tuple(a for path in spec.ro_binds for a in ("--ro-bind", path, path))
+    return tuple(a for path in spec.mounts.ro_binds for a in ("--ro-bind", path, path))
 
 
 def wrapper_insert(spec: WrapperSpec) -> tuple[str, ...]:

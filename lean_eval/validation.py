@@ -15,12 +15,21 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from lean_eval import catalog
+from lean_eval import benchmark_source, catalog
 from lean_eval.declarations import Declaration, declarations
+from lean_eval.decoding import strict_json, toml_table
 from lean_eval.documents import CatalogFinding as Finding
 from lean_eval.documents import CatalogReport
 from lean_eval.errors import CatalogError
 from lean_eval.lakefile import lakefile_faults
+from lean_eval.pins import pin_differences
+from lean_eval.problem import (
+    PROBLEM_ID,
+    Problem,
+    hole_differences,
+    manifest_errors,
+    parse_config,
+)
 from lean_eval.sets import parse_set, set_faults, set_files
 
 # A theorem hole may be an `instance` of a Prop-valued class (Lean makes it a theorem).
@@ -36,7 +45,7 @@ def _decls(files: Mapping[str, bytes], path: str) -> dict[str, Declaration]:
     return {d.name: d for d in declarations(_text(files, path))} if path in files else {}
 
 
-def _lean_findings(pid: str, problem: catalog.Problem,
+def _lean_findings(pid: str, problem: Problem,
                    files: Mapping[str, bytes]) -> list[Finding]:
     prefix = f"workspaces/{pid}/"
     found: list[Finding] = []
@@ -81,7 +90,7 @@ def _lean_findings(pid: str, problem: catalog.Problem,
     return found
 
 
-def _repeat_findings(prefix: str, problem: catalog.Problem, challenge: dict[str, Declaration],
+def _repeat_findings(prefix: str, problem: Problem, challenge: dict[str, Declaration],
                      bridge: dict[str, Declaration],
                      starter: dict[str, Declaration]) -> list[Finding]:
     """Bridges and starters may repeat the Challenge's auxiliary (non-hole) declarations, as
@@ -117,12 +126,12 @@ def _problem_findings(pid: str, files: Mapping[str, bytes],
     prefix = f"workspaces/{pid}/"
     found: list[Finding] = []
     try:
-        problem = catalog.Problem.model_validate(catalog.toml_table(files[manifest], manifest))
+        problem = Problem.model_validate(toml_table(files[manifest], manifest))
         if problem.id != pid:
             found.append(Finding(path=manifest, message=f"id {problem.id!r} differs from the "
                                                         "file name"))
     except ValidationError as exc:
-        return [Finding(path=manifest, message=m) for m in catalog.manifest_errors(exc)]
+        return [Finding(path=manifest, message=m) for m in manifest_errors(exc)]
     except CatalogError as exc:
         return [Finding(path=manifest, message=str(exc))]
     try:
@@ -153,16 +162,16 @@ def _problem_findings(pid: str, files: Mapping[str, bytes],
                      for n in sorted(set(digests) | set(recorded))
                      if recorded.get(n) != digests.get(n))
     try:
-        found.extend(Finding(path=p, message=m) for p, m in catalog.pin_differences(pid, files))
+        found.extend(Finding(path=p, message=m) for p, m in pin_differences(pid, files))
         found.extend(Finding(path=p, message=m)
                      for p, m in catalog.forbidden_imports(pid, files, reserved))
     except CatalogError as exc:
         found.append(Finding(path=prefix, message=str(exc)))
     if prefix + "config.json" in files:
         try:
-            config = catalog.parse_config(files[prefix + "config.json"], prefix + "config.json")
+            config = parse_config(files[prefix + "config.json"], prefix + "config.json")
             found.extend(Finding(path=prefix + "config.json", message=f"{m} ({manifest})")
-                         for m in catalog.hole_differences(problem, config))
+                         for m in hole_differences(problem, config))
             found.extend(Finding(path=prefix + "config.json",
                                  message=f"{key} {module!r} is not a module of the workspace")
                          for key, module in (("challenge_module", config.challenge_module),
@@ -179,7 +188,7 @@ def _lakefile_findings(pid: str, files: Mapping[str, bytes]) -> list[Finding]:
     if path not in files:
         return []
     try:
-        table = catalog.toml_table(files[path], path)
+        table = toml_table(files[path], path)
     except CatalogError as exc:
         return [Finding(path=path, message=str(exc))]
     present = {n.removeprefix(f"workspaces/{pid}/") for n in files
@@ -189,8 +198,8 @@ def _lakefile_findings(pid: str, files: Mapping[str, bytes]) -> list[Finding]:
 
 def _revision(files: Mapping[str, bytes], pid: str) -> int | None:
     try:
-        return catalog.Problem.model_validate(
-            catalog.toml_table(files[f"problems/{pid}.toml"], pid)).statement_revision
+        return Problem.model_validate(
+            toml_table(files[f"problems/{pid}.toml"], pid)).statement_revision
     except (ValidationError, CatalogError):
         return None  # reported with the manifest
 
@@ -219,7 +228,7 @@ def validate_catalog(root: Path) -> CatalogReport:
     root = root.resolve()
     if not root.is_dir():
         raise CatalogError(f"benchmark directory {root} does not exist")
-    files = catalog.tree_files(root)
+    files = benchmark_source.tree_files(root, catalog.TRUSTED_PATHS)
     found: list[Finding] = [Finding(path=name, message="missing")
                             for name in catalog.ROOT_PIN_FILES if name not in files]
     if found:
@@ -231,8 +240,8 @@ def validate_catalog(root: Path) -> CatalogReport:
         reserved = ()
         found.append(Finding(path=catalog.BENCHMARK_CONFIG, message=str(exc)))
     try:
-        index = catalog.strict_json(files.get("workspaces/index.json", b"{}"),
-                                    "workspaces/index.json")
+        index = strict_json(files.get("workspaces/index.json", b"{}"),
+                            "workspaces/index.json")
     except CatalogError as exc:
         index = {}
         found.append(Finding(path="workspaces/index.json", message=str(exc)))
@@ -258,7 +267,7 @@ def validate_catalog(root: Path) -> CatalogReport:
     found.extend(Finding(path="workspaces/index.json", message=f"lists {p!r}, not a problem")
                  for p in sorted(problems_index) if p not in ids)
     for pid in ids:
-        if not catalog.PROBLEM_ID.match(pid):
+        if not PROBLEM_ID.match(pid):
             found.append(Finding(path=f"problems/{pid}.toml", message="invalid problem id"))
             continue
         found.extend(_problem_findings(pid, files, problems_index, reserved))

@@ -21,7 +21,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import FormatError, VerificationError
 
-from lean_eval import attest, catalog, intake, report
+from lean_eval import attest, intake, report
+from lean_eval.decoding import strict_json
 from lean_eval.errors import CatalogError, LeanEvalError
 from lean_eval.limits import IntakeLimits
 from lean_eval.verdict import PairSummary, Verdict
@@ -77,7 +78,7 @@ def _open(envelope_file: Path) -> Envelope:
         data = handle.read(ENVELOPE_MAX + 1)
     if len(data) > ENVELOPE_MAX:
         raise ValueError(f"larger than {ENVELOPE_MAX} bytes")
-    raw = catalog.strict_json(data, str(envelope_file))
+    raw = strict_json(data, str(envelope_file))
     if not isinstance(raw, dict):
         raise ValueError("not a JSON object")
     # from_dict rewrites the signatures it is given: hand it copies

@@ -19,8 +19,8 @@ from lean_eval import atomic, driver, lock, process
 from lean_eval.atomic import write_bytes_atomic
 
 
-def outcome() -> process.Outcome:
-    return process.Outcome(returncode=0, signal=None, timed_out=False, duration=0.1,
+def outcome() -> process.ProcessResult:
+    return process.ProcessResult(returncode=0, signal=None, timed_out=False, duration=0.1,
                            stdout=b"built\n", stderr=b"", stdout_truncated=False,
                            stderr_truncated=False, orphans_killed=0)
 

@@ -25,6 +25,7 @@ from test_parallel import PROBLEM
 
 from lean_eval import lock, sandbox
 from lean_eval.cli import main
+from lean_eval.verdict import Mounts
 
 STARTER = (REPO / "workspaces" / PROBLEM / "Submission.lean").read_text(encoding="utf-8")
 MANY = 5000
@@ -40,7 +41,7 @@ def test_five_thousand_submissions_in_one_run_computing_the_masks_once(
     mask_calls: list[int] = []
     real_masks = sandbox.run_masks
 
-    def counted(**kwargs: Any) -> sandbox.RunMasks:
+    def counted(**kwargs: Any) -> Mounts:
         mask_calls.append(1)
         return real_masks(**kwargs)
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lean_eval import catalog, driver, process, resources
+from lean_eval import driver, problem, process, resources
 from lean_eval.errors import TrustedConfigError
 
-CONFIG = catalog.ComparatorConfig(challenge_module="Challenge", solution_module="Solution",
+CONFIG = problem.ComparatorConfig(challenge_module="Challenge", solution_module="Solution",
                                   theorem_names=("t",), permitted_axioms=("propext",))
 NANODA = Path("/tc/bin/nanoda_bin")
 ACCEPT_OUT = "\n".join([
@@ -25,8 +25,8 @@ ACCEPT_OUT = "\n".join([
 
 
 def outcome(stdout: str = "", stderr: str = "", returncode: int | None = 0,
-            signal: int | None = None, timed_out: bool = False) -> process.Outcome:
-    return process.Outcome(returncode=returncode, signal=signal, timed_out=timed_out,
+            signal: int | None = None, timed_out: bool = False) -> process.ProcessResult:
+    return process.ProcessResult(returncode=returncode, signal=signal, timed_out=timed_out,
                            duration=1.0, stdout=stdout.encode(), stderr=stderr.encode(),
                            stdout_truncated=False, stderr_truncated=False, orphans_killed=0)
 
@@ -45,7 +45,7 @@ def test_forced_config_always_names_the_bundled_nanoda(
         raw["enable_nanoda"] = enable
     if kernels is not None:
         raw["external_kernels"] = kernels
-    config = catalog.parse_config(json.dumps(raw).encode(), "config.json")
+    config = problem.parse_config(json.dumps(raw).encode(), "config.json")
     forced = driver.forced_config(config, NANODA)
     assert "enable_nanoda" not in forced
     assert forced["external_kernels"]["nanoda"] == [str(NANODA)]  # type: ignore[index]
@@ -72,7 +72,7 @@ def test_forced_config_always_names_the_bundled_nanoda(
 )
 def test_trusted_config_is_decoded_strictly(text: str, fragment: str) -> None:
     with pytest.raises(TrustedConfigError, match=fragment):
-        catalog.parse_config(text.encode(), "config.json")
+        problem.parse_config(text.encode(), "config.json")
 
 
 def test_accepts_only_with_every_required_line() -> None:
@@ -263,7 +263,7 @@ def test_the_comparators_own_judgement_stays_the_message() -> None:
 
 
 def test_last_phase_follows_lakes_kernel_order() -> None:
-    two = catalog.ComparatorConfig(challenge_module="Challenge", solution_module="Solution",
+    two = problem.ComparatorConfig(challenge_module="Challenge", solution_module="Solution",
                                    theorem_names=("t",), permitted_axioms=(),
                                    external_kernels={"aaa": ("/k",)})
     stdout = (BUILD_RAN + "Exporting #[t] from Solution\n"

@@ -44,7 +44,7 @@ from conftest import (
     write_tree,
 )
 
-from lean_eval import intake, pair, sandbox, verdict, workspace
+from lean_eval import intake, pair, sandbox, tree_removal, verdict, workspace
 from lean_eval.cli import main
 from lean_eval.errors import OutputError
 
@@ -220,10 +220,10 @@ def test_remove_tree_copes_with_depth_permissions_links_and_vanishing(outside: P
     victim.mkdir()
     (victim / "keep").write_text("keep")
     (root / "workspace" / ".lake" / "link").symlink_to(victim)
-    assert workspace.remove_tree(root) == ()
+    assert tree_removal.remove_tree(root) == ()
     assert not root.exists()
     assert (victim / "keep").read_text() == "keep"  # the link was removed, not followed
-    assert workspace.remove_tree(root) == ()  # already gone: nothing to do, no error
+    assert tree_removal.remove_tree(root) == ()  # already gone: nothing to do, no error
 
 
 def test_negative_control_shutil_rmtree_fails_on_the_same_tree(outside: Path) -> None:
@@ -231,7 +231,7 @@ def test_negative_control_shutil_rmtree_fails_on_the_same_tree(outside: Path) ->
     _deep_tree(root, 1500)
     with pytest.raises((RecursionError, OSError)):
         shutil.rmtree(root)
-    assert workspace.remove_tree(root) == ()
+    assert tree_removal.remove_tree(root) == ()
 
 
 def test_remove_tree_reports_what_it_cannot_remove_and_never_raises(outside: Path) -> None:
@@ -241,7 +241,7 @@ def test_remove_tree_reports_what_it_cannot_remove_and_never_raises(outside: Pat
     (root / "sub").mkdir(parents=True)
     os.chmod(outside, 0o500)  # nothing under it can be unlinked, not even by chmod of the tree
     try:
-        left = workspace.remove_tree(root)
+        left = tree_removal.remove_tree(root)
     finally:
         os.chmod(outside, 0o755)  # noqa: S103 - restoring the fixture's own mode
     assert left and str(root) in left[0]

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lean_eval import archive as archive_module
+from lean_eval import archive_stream
 from lean_eval.errors import UsageError
 from lean_eval.intake import Intake, IntakeLimits, ProblemEntry, read_submission
 from lean_eval.limits import SKIPPED_NAMES
@@ -169,14 +169,14 @@ def test_total_bytes_counts_every_member(tmp_path: Path) -> None:
 
 def _count_decoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     counter = [0]
-    real = archive_module._Stream._more
+    real = archive_stream.Stream._more
 
-    def more(self: archive_module._Stream) -> bytes:
+    def more(self: archive_stream.Stream) -> bytes:
         data = real(self)
         counter[0] += len(data)
         return data
 
-    monkeypatch.setattr(archive_module._Stream, "_more", more)
+    monkeypatch.setattr(archive_stream.Stream, "_more", more)
     return counter
 
 
@@ -397,15 +397,15 @@ def test_link_and_special_members_elsewhere_are_reported(
 
 
 def test_link_members_are_never_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = archive_module._Stream.exact
+    real = archive_stream.Stream.exact
     seen: list[str] = []
 
-    def exact(self: archive_module._Stream, size: int, what: str) -> bytes:
+    def exact(self: archive_stream.Stream, size: int, what: str) -> bytes:
         if "member data" in what:
             seen.append(what)
         return real(self, size, what)
 
-    monkeypatch.setattr(archive_module._Stream, "exact", exact)
+    monkeypatch.setattr(archive_stream.Stream, "exact", exact)
     members = [*good("P2"), file("P1/Submission.lean"),
                *(special(f"{where}{i}", kind, target)
                  for i, (kind, target, _) in enumerate(LINK_KINDS.values())

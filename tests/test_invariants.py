@@ -23,6 +23,7 @@ from conftest import (
 )
 
 from lean_eval import sandbox
+from lean_eval.verdict import Mounts
 
 
 def _pair_dir(work: Path, sub: str, problem: str) -> Path:
@@ -68,7 +69,7 @@ def test_a_build_cannot_read_other_submissions_or_verdicts(run_eval: RunEval,
 
 def test_negative_control_without_wrapper_masks_the_leak_is_seen(
         run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox, "run_masks", lambda **k: sandbox.RunMasks((), (), (), ()))
+    monkeypatch.setattr(sandbox, "run_masks", lambda **k: Mounts())
     log, secret = _leak_run(run_eval, outside)
     assert log.count(secret) >= 2  # the input and the sibling workspace
     assert '"schema_version"' in log  # alice's verdict

@@ -20,6 +20,7 @@ from conftest import (
 
 from lean_eval import batch, progress, sandbox, workspace
 from lean_eval.cli import main
+from lean_eval.verdict import Mounts
 
 PROBLEM = "two_plus_two"
 
@@ -110,8 +111,8 @@ def test_two_live_pairs_cannot_read_each_others_workspace(
 
 def test_negative_control_without_the_run_masks_a_live_pair_reads_the_other(
         run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def no_masks(**_: object) -> sandbox.RunMasks:
-        return sandbox.RunMasks((), (), (), ())
+    def no_masks(**_: object) -> Mounts:
+        return Mounts()
 
     monkeypatch.setattr(sandbox, "run_masks", no_masks)
     assert _leaks(run_eval, outside) != []

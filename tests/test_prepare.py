@@ -20,7 +20,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from lean_eval import bubblewrap, prepare
+from lean_eval import bubblewrap, download, prepare
 from lean_eval.cli import main
 from lean_eval.errors import PrepareError
 from tests.conftest import BWRAP_FLOOR, REPO, RunEval, correct, make_submission
@@ -29,7 +29,7 @@ FIXTURES = REPO / "tests" / "fixtures" / "prepare"
 TOOLCHAIN = (REPO / "lean-toolchain").read_text().strip()
 
 
-def elan_archive(path: Path) -> prepare.Archive:
+def elan_archive(path: Path) -> download.Archive:
     """A tar.gz holding the fake elan as `elan-init`, and the pin that matches it."""
     data = (FIXTURES / "fake-elan").read_bytes()
     buffer = io.BytesIO()
@@ -38,7 +38,7 @@ def elan_archive(path: Path) -> prepare.Archive:
         member.size, member.mode = len(data), 0o755
         tar.addfile(member, io.BytesIO(data))
     path.write_bytes(buffer.getvalue())
-    return prepare.Archive(name=path.name, url="https://example.invalid/never-fetched",
+    return download.Archive(name=path.name, url="https://example.invalid/never-fetched",
                            sha256=hashlib.sha256(buffer.getvalue()).hexdigest())
 
 
@@ -334,7 +334,7 @@ def _with_elan(machine: Machine, script: str | None = None) -> None:
 
 def test_an_elan_download_failure_says_what_to_pass_offline(tmp_path: Path) -> None:
     machine = Machine(tmp_path)
-    unreachable = prepare.Archive(name=prepare.ELAN.name,
+    unreachable = download.Archive(name=prepare.ELAN.name,
                                   url=f"file://{tmp_path}/nowhere/{prepare.ELAN.name}",
                                   sha256=prepare.ELAN.sha256)
     with pytest.raises(prepare.StepFailedError) as caught:

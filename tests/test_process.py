@@ -16,7 +16,7 @@ import pytest
 
 from lean_eval import process
 from lean_eval.errors import ProcessStartError
-from lean_eval.process import Outcome, run, run_capture
+from lean_eval.process import ProcessResult, run, run_capture
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 
@@ -67,7 +67,7 @@ def _sh(
     timeout: float | None = 60.0,
     grace: float = 5.0,
     rlimits: Limits = None,
-) -> Outcome:
+) -> ProcessResult:
     return run(
         ("/bin/sh", "-c", script),
         env=PATH_ENV,
@@ -85,7 +85,7 @@ def _py(
     grace: float = 5.0,
     output_cap: int = 256 * 1024,
     rlimits: Limits = None,
-) -> Outcome:
+) -> ProcessResult:
     return run(
         (PY, "-I", "-c", code, *args),
         env={},
@@ -402,7 +402,7 @@ def test_parallel_callers_each_reap_their_own_orphans() -> None:
     markers = [_marker() for _ in range(4)]
     sleep = _tool("sleep")
 
-    def one(marker: str) -> Outcome:
+    def one(marker: str) -> ProcessResult:
         return _sh(f"setsid {sleep} {marker} & sleep 0.3; exit 0", timeout=60.0)
 
     with ThreadPoolExecutor(max_workers=4) as pool:

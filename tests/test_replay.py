@@ -55,8 +55,8 @@ def test_comparator_argv_adds_paranoid_only_when_asked() -> None:
                                  timeout=1.0, writable_roots=()).paranoid is False
 
 
-def _outcome(stdout: str, returncode: int = 0, stderr: str = "") -> process.Outcome:
-    return process.Outcome(returncode=returncode, signal=None, timed_out=False, duration=1.0,
+def _outcome(stdout: str, returncode: int = 0, stderr: str = "") -> process.ProcessResult:
+    return process.ProcessResult(returncode=returncode, signal=None, timed_out=False, duration=1.0,
                            stdout=stdout.encode(), stderr=stderr.encode(),
                            stdout_truncated=False, stderr_truncated=False, orphans_killed=0)
 
@@ -73,9 +73,9 @@ HEAD = ["Resolving dependencies", "Building Challenge", "Exporting #[t] from Cha
 
 
 def test_paranoid_acceptance_needs_every_bundled_checker() -> None:
-    from lean_eval import catalog
+    from lean_eval import problem
 
-    config = catalog.ComparatorConfig(challenge_module="Challenge", solution_module="Solution",
+    config = problem.ComparatorConfig(challenge_module="Challenge", solution_module="Solution",
                                       theorem_names=("t",), permitted_axioms=())
     full = "\n".join([*HEAD, *_kernels(*PARANOID_ORDER), driver.OKAY_LINE])
     got = driver.classify(_outcome(full), config, 10, paranoid=True)
@@ -101,9 +101,9 @@ def test_checker_line_is_the_line_the_driver_parses(result: str) -> None:
 
 
 def driver_config() -> Any:
-    from lean_eval import catalog
+    from lean_eval import problem
 
-    return catalog.ComparatorConfig(challenge_module="C", solution_module="S",
+    return problem.ComparatorConfig(challenge_module="C", solution_module="S",
                                     theorem_names=("t",), permitted_axioms=())
 
 

@@ -25,7 +25,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_process import _marker, _processes_with
 
-from lean_eval import memory, process, resources
+from lean_eval import cgroup, process, procfs, resources
 from lean_eval.errors import ProcessStartError
 from lean_eval.resources import PairLimits
 
@@ -33,9 +33,9 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Li
 
 PY = sys.executable
 ENV = {"PATH": "/usr/bin:/bin"}
-CGROUP = resources.cgroup_parent() is not None
+CGROUP = cgroup.cgroup_parent() is not None
 needs_cgroup = pytest.mark.skipif(not CGROUP, reason=f"no cgroup v2 group for the harness here: "
-                                  f"{resources.unavailable_reason()}")
+                                  f"{cgroup.unavailable_reason()}")
 P = "two_plus_two"
 MECHANISMS = ["watchdog", pytest.param("cgroup_v2", marks=needs_cgroup)]
 
@@ -50,7 +50,7 @@ def storm(marker: str, count: int = 400) -> str:
     return (f"i=0; while [ $i -lt {count} ]; do sleep {marker} & i=$((i+1)); done; wait")
 
 
-def _run(script: str, limits: PairLimits | None, timeout: float = 60) -> process.Outcome:
+def _run(script: str, limits: PairLimits | None, timeout: float = 60) -> process.ProcessResult:
     return process.run(("/bin/sh", "-c", script), env=ENV, cwd=Path("/"), timeout=timeout,
                        limits=limits)
 
@@ -71,14 +71,14 @@ def test_exceeded_by_names_the_limit_passed(memory: int, tasks: int, limit_m: in
 
 def test_descendants_follow_parent_links_only() -> None:
     table = {2: (1, 1), 3: (2, 1), 4: (3, 5), 5: (1, 1), 6: (99, 1)}
-    assert sorted(resources.descendants(2, table)) == [3, 4]
-    assert sorted(resources.descendants(1, table)) == [2, 3, 4, 5]
+    assert sorted(procfs.descendants(2, table)) == [3, 4]
+    assert sorted(procfs.descendants(1, table)) == [2, 3, 4, 5]
 
 
 WALK = """
 import os, sys
 sys.path.insert(0, sys.argv[1])
-from lean_eval import resources as r
+from lean_eval import procfs as r
 root = os.getppid()  # the shell, with its sleepers and this process below it
 table = r.process_table()
 print(sorted(r.tree_usage(root)[2]) == sorted(r.descendants(root, table)),
@@ -89,7 +89,7 @@ print(sorted(r.tree_usage(root)[2]) == sorted(r.descendants(root, table)),
 def test_walking_the_tree_finds_what_a_full_scan_finds(tmp_path: Path) -> None:
     script = tmp_path / "walk.py"
     script.write_text(WALK)
-    repo = Path(resources.__file__).resolve().parents[1]
+    repo = Path(procfs.__file__).resolve().parents[1]
     out = _run(f"for i in 1 2 3 4 5; do sleep 5 & done; {PY} {script} {repo}; kill $(jobs -p)",
                None)
     assert out.stdout.split() == [b"True", b"6"], out
@@ -114,7 +114,7 @@ def test_parent_group_enables_memory_and_pids(tmp_path: Path) -> None:
     own = _fake_group(tmp_path / "own")
     (own / f"lean-eval-{os.getpid()}").mkdir()
     _fake_group(own / f"lean-eval-{os.getpid()}", "memory pids")
-    parent = resources.make_parent(own)
+    parent = cgroup.make_parent(own)
     assert parent == own / f"lean-eval-{os.getpid()}"
     assert (own / "cgroup.subtree_control").read_text() == "+memory +pids"
     assert (parent / "cgroup.subtree_control").read_text() == "+memory +pids"
@@ -123,7 +123,7 @@ def test_parent_group_enables_memory_and_pids(tmp_path: Path) -> None:
 def _busy_until(monkeypatch: pytest.MonkeyPatch, own: Path, moved: bool) -> None:
     """Enabling controllers in ``own`` fails while it holds processes (the kernel's EBUSY):
     here, until the harness has moved to its leaf (or forever, when others live there too)."""
-    enable = resources._enable
+    enable = cgroup._enable
 
     def fake(group: Path) -> None:
         leaf = own / f"lean-eval-harness-{os.getpid()}" / "cgroup.procs"
@@ -131,7 +131,7 @@ def _busy_until(monkeypatch: pytest.MonkeyPatch, own: Path, moved: bool) -> None
             raise OSError(16, "Device or resource busy")
         enable(group)
 
-    monkeypatch.setattr(resources, "_enable", fake)
+    monkeypatch.setattr(cgroup, "_enable", fake)
 
 
 def test_a_harness_in_a_busy_group_moves_itself_into_a_leaf(
@@ -139,7 +139,7 @@ def test_a_harness_in_a_busy_group_moves_itself_into_a_leaf(
     own = _fake_group(tmp_path / "own")
     _fake_group(own / f"lean-eval-{os.getpid()}", "memory pids")
     _busy_until(monkeypatch, own, moved=True)
-    parent = resources.make_parent(own)
+    parent = cgroup.make_parent(own)
     leaf = own / f"lean-eval-harness-{os.getpid()}"
     assert (leaf / "cgroup.procs").read_text() == str(os.getpid())
     assert (own / "cgroup.subtree_control").read_text() == "+memory +pids"
@@ -151,7 +151,7 @@ def test_a_group_shared_with_others_gives_up_and_moves_back(
     own = _fake_group(tmp_path / "own")
     _busy_until(monkeypatch, own, moved=False)
     with pytest.raises(OSError, match="busy"):
-        resources.make_parent(own)
+        cgroup.make_parent(own)
     assert (own / "cgroup.procs").read_text() == str(os.getpid())  # back where it was
     assert not (own / f"lean-eval-{os.getpid()}").exists()
 
@@ -159,13 +159,13 @@ def test_a_group_shared_with_others_gives_up_and_moves_back(
 def test_a_group_without_the_controllers_is_refused(tmp_path: Path) -> None:
     own = _fake_group(tmp_path / "own", "hugetlb")
     with pytest.raises(OSError, match="does not offer memory and pids"):
-        resources.make_parent(own)
+        cgroup.make_parent(own)
 
 
 def test_pair_group_limits_and_events(tmp_path: Path) -> None:
     parent = tmp_path / "parent"
     parent.mkdir()
-    group = resources.make_pair_group(parent, PairLimits(1 << 28, 64))
+    group = cgroup.make_pair_group(parent, 1 << 28, 64)
     assert (group.path / "memory.max").read_text() == str(1 << 28)
     assert (group.path / "pids.max").read_text() == "64"
     assert group.exceeded() is None
@@ -251,7 +251,7 @@ def test_a_hog_and_a_storm_end_resource_exhausted_beside_an_accepted_pair(
     running inside the sandbox during the Solution build."""
     standin_only(run_eval, "the payloads are -- standin-io: lines")
     if mechanism == "watchdog":  # as on a machine without a usable cgroup v2 group
-        monkeypatch.setattr(resources, "cgroup_parent", lambda: None)
+        monkeypatch.setattr(cgroup, "cgroup_parent", lambda: None)
     expected = "cgroup_v2" if mechanism == "auto" and CGROUP else "watchdog"
     marker = _marker()
     subs = outside / "subs"
@@ -284,7 +284,7 @@ def test_a_hog_and_a_storm_end_resource_exhausted_beside_an_accepted_pair(
 
 def _writable_cgroup2() -> Path | None:
     try:
-        own = resources.own_cgroup2()
+        own = cgroup.own_cgroup2()
     except OSError:
         return None
     return own if os.access(own / "cgroup.procs", os.W_OK) and os.access(own, os.W_OK) else None
@@ -301,12 +301,13 @@ def test_the_child_joins_its_pair_group_before_exec_and_the_group_is_removed(
     parent = own / f"lean-eval-test-{os.getpid()}-{secrets.token_hex(4)}"
     parent.mkdir()
     try:
-        def bare_group(under: Path, limits: PairLimits) -> resources.PairGroup:
+        def bare_group(under: Path, memory: int | None,
+                       processes: int | None) -> cgroup.PairGroup:
             (under / "pair").mkdir()
-            return resources.PairGroup(under / "pair")
+            return cgroup.PairGroup(under / "pair")
 
-        monkeypatch.setattr(resources, "cgroup_parent", lambda: parent)
-        monkeypatch.setattr(resources, "make_pair_group", bare_group)
+        monkeypatch.setattr(cgroup, "cgroup_parent", lambda: parent)
+        monkeypatch.setattr(cgroup, "make_pair_group", bare_group)
         out = process.run(("/bin/cat", "/proc/self/cgroup"), env={}, cwd=Path("/"), timeout=30,
                           limits=PairLimits(1 << 30, 64))
         mine = next(ln for ln in Path("/proc/self/cgroup").read_text().splitlines()
@@ -332,15 +333,15 @@ SHARED_HOLDERS = {
 def test_shared_pages_a_process_touches_are_counted_and_were_invisible_before(
         kind: str) -> None:
     """The watchdog's measure counts shared anonymous and memfd pages; the old one (resident
-    minus shared, kept as ``_statm_private``) is the negative control: it misses them."""
+    minus shared, kept as ``statm_private``) is the negative control: it misses them."""
     size = 256 << 20
     code = SHARED_HOLDERS[kind].format(n=size) + "; print('ready', flush=True); input()"
     with subprocess.Popen((PY, "-c", code), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           env=ENV) as holder:
         try:
             assert holder.stdout is not None and holder.stdout.readline() == b"ready\n"
-            assert memory.process_memory(holder.pid) >= size
-            assert memory.statm_private(holder.pid) < size // 4  # what the old one saw
+            assert procfs.process_memory(holder.pid) >= size
+            assert procfs.statm_private(holder.pid) < size // 4  # what the old one saw
         finally:
             holder.kill()
 
@@ -359,7 +360,7 @@ def test_a_build_touching_a_gib_of_shared_memory_ends_resource_exhausted(
     it stays accepted. Negative control (run by hand): with the old measure the pair is
     accepted."""
     standin_only(run_eval, "the payloads are -- standin-io: lines")
-    monkeypatch.setattr(resources, "cgroup_parent", lambda: None)
+    monkeypatch.setattr(cgroup, "cgroup_parent", lambda: None)
     marker = _marker()
     subs = outside / "subs"
     make_submission(subs, "good", {P: {"Submission.lean": correct(P)}})

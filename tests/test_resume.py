@@ -71,8 +71,8 @@ def _harness_pid(marker: str) -> int | None:
 
 
 def _in_background(argv: tuple[str, ...], timeout: float,
-                   grace: float = 5.0) -> tuple[threading.Thread, list[process.Outcome]]:
-    outcomes: list[process.Outcome] = []
+                   grace: float = 5.0) -> tuple[threading.Thread, list[process.ProcessResult]]:
+    outcomes: list[process.ProcessResult] = []
 
     def target() -> None:
         outcomes.append(process.run(argv, env=_env(), cwd=REPO, timeout=timeout, grace=grace))
@@ -83,7 +83,7 @@ def _in_background(argv: tuple[str, ...], timeout: float,
 
 
 def _wait_for_verdicts(out: Path, count: int, thread: threading.Thread,
-                       outcomes: list[process.Outcome], limit: float = 90) -> None:
+                       outcomes: list[process.ProcessResult], limit: float = 90) -> None:
     deadline = time.monotonic() + limit
     while len(list(out.glob("*/*.json"))) < count:
         assert thread.is_alive(), f"the run ended early: {outcomes}"

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lean_eval import sandbox
+from lean_eval.verdict import Mounts
 
 LAKE_ARGS = [
     "--ro-bind", "/", "/", "--tmpfs", "/home", "--tmpfs", "/root", "--tmpfs", "/run/user",
@@ -26,6 +27,11 @@ LAKE_ARGS = [
     "--chdir", "/w/p", "--", "/tc/bin/lake", "build", "Solution",
 ]
 MOUNT_END = LAKE_ARGS.index("--setenv")
+
+
+def wrapper_spec(bwrap: Path, **mounts: tuple[str, ...]) -> sandbox.WrapperSpec:
+    """A spec with ``mounts`` as the run's mask set (its fields by name)."""
+    return sandbox.WrapperSpec(bwrap=bwrap, mounts=Mounts(**mounts))
 
 
 @pytest.fixture
@@ -45,9 +51,9 @@ def run_wrapper(tmp_path: Path, spec: sandbox.WrapperSpec,
 
 
 def test_insert_is_exact() -> None:
-    spec = sandbox.WrapperSpec(bwrap=Path("/usr/bin/bwrap"), ro_binds=("/pk",),
-                               masks=("/srv/in", "/srv/out"), file_masks=("/srv/a.tar",),
-                               reexposed=("/srv/in/bench",))
+    spec = wrapper_spec(bwrap=Path("/usr/bin/bwrap"), ro_binds=("/pk",),
+                        masks=("/srv/in", "/srv/out"), file_masks=("/srv/a.tar",),
+                        reexposed=("/srv/in/bench",))
     assert sandbox.early_insert(spec) == (
         "--ro-bind", "/dev/null", "/srv/a.tar", "--tmpfs", "/srv/in",
         "--ro-bind", "/srv/in/bench", "/srv/in/bench", "--tmpfs", "/srv/out",
@@ -58,8 +64,8 @@ def test_insert_is_exact() -> None:
 
 
 def test_early_insert_orders_parents_first_and_masks_before_reexposure() -> None:
-    spec = sandbox.WrapperSpec(bwrap=Path("/b"), masks=("/srv/x/bench/subs", "/srv/x", "/srv/y"),
-                               reexposed=("/srv/x/bench", "/srv/y"))
+    spec = wrapper_spec(bwrap=Path("/b"), masks=("/srv/x/bench/subs", "/srv/x", "/srv/y"),
+                        reexposed=("/srv/x/bench", "/srv/y"))
     assert sandbox.early_insert(spec) == (
         "--tmpfs", "/srv/x", "--ro-bind", "/srv/x/bench", "/srv/x/bench",
         "--tmpfs", "/srv/x/bench/subs", "--tmpfs", "/srv/y", "--ro-bind", "/srv/y", "/srv/y",
@@ -67,8 +73,8 @@ def test_early_insert_orders_parents_first_and_masks_before_reexposure() -> None
 
 
 def test_wrapper_text_embeds_absolute_bwrap_and_reads_no_environment() -> None:
-    text = sandbox.wrapper_text(sandbox.WrapperSpec(bwrap=Path("/opt/bw/bin/bwrap"),
-                                                    masks=("/srv/x y",)))
+    text = sandbox.wrapper_text(wrapper_spec(bwrap=Path("/opt/bw/bin/bwrap"),
+                                             masks=("/srv/x y",)))
     assert text.startswith("#!/bin/sh\n")
     assert "exec /opt/bw/bin/bwrap \"$@\"" in text
     assert "'/srv/x y'" in text
@@ -77,9 +83,9 @@ def test_wrapper_text_embeds_absolute_bwrap_and_reads_no_environment() -> None:
 
 def test_wrapper_puts_masks_after_the_root_bind_and_packages_after_the_last_mount(
         tmp_path: Path, echo_bwrap: Path) -> None:
-    spec = sandbox.WrapperSpec(bwrap=echo_bwrap, ro_binds=("/pk",),
-                               masks=("/srv/sub's dir",), file_masks=("/srv/a.tar",),
-                               reexposed=("/srv/sub's dir/tc",))
+    spec = wrapper_spec(bwrap=echo_bwrap, ro_binds=("/pk",),
+                        masks=("/srv/sub's dir",), file_masks=("/srv/a.tar",),
+                        reexposed=("/srv/sub's dir/tc",))
     done = run_wrapper(tmp_path, spec, LAKE_ARGS)
     assert done.returncode == 0, done.stderr
     expected = (LAKE_ARGS[:3] + list(sandbox.early_insert(spec)) + LAKE_ARGS[3:MOUNT_END]
@@ -90,7 +96,7 @@ def test_wrapper_puts_masks_after_the_root_bind_and_packages_after_the_last_moun
 def test_wrapper_finds_the_root_bind_after_non_mount_options(
         tmp_path: Path, echo_bwrap: Path) -> None:
     args = ["--clearenv", "--ro-bind", "/", "/", "--bind", "/w", "/w", "--", "/bin/true"]
-    spec = sandbox.WrapperSpec(bwrap=echo_bwrap, masks=("/m",), ro_binds=("/pk",))
+    spec = wrapper_spec(bwrap=echo_bwrap, masks=("/m",), ro_binds=("/pk",))
     out = json.loads(run_wrapper(tmp_path, spec, args).stdout)
     assert out == ["--clearenv", "--ro-bind", "/", "/", "--tmpfs", "/m", "--bind", "/w", "/w",
                    "--ro-bind", "/pk", "/pk", "--", "/bin/true"]
@@ -107,8 +113,7 @@ def test_wrapper_mounts_added_do_not_grow_with_the_batch(outside: Path) -> None:
         out = base / "out" / "o"
         masks = sandbox.run_masks(scoring_root=base / "work", out_dir=out, inputs=inputs,
                                   private=sandbox.default_private_roots(inputs, out), keep=())
-        spec = sandbox.WrapperSpec(bwrap=Path("/b"), masks=masks.masks,
-                                   file_masks=masks.file_masks, reexposed=masks.reexposed)
+        spec = sandbox.WrapperSpec(bwrap=Path("/b"), mounts=masks)
         return len(sandbox.wrapper_insert(spec))
     assert count(10) == count(1000) == 8
 
@@ -126,7 +131,7 @@ def test_wrapper_mounts_added_do_not_grow_with_the_batch(outside: Path) -> None:
     ],
 )
 def test_wrapper_fails_closed(tmp_path: Path, echo_bwrap: Path, args: list[str]) -> None:
-    done = run_wrapper(tmp_path, sandbox.WrapperSpec(bwrap=echo_bwrap, masks=("/m",)), args)
+    done = run_wrapper(tmp_path, wrapper_spec(bwrap=echo_bwrap, masks=("/m",)), args)
     assert done.returncode == 126
     assert done.stderr.startswith(f"{sandbox.WRAPPER_TAG}: ")
     assert done.stdout == ""
@@ -134,12 +139,12 @@ def test_wrapper_fails_closed(tmp_path: Path, echo_bwrap: Path, args: list[str])
 
 def test_wrapper_refuses_newlines_in_paths() -> None:
     with pytest.raises(ValueError, match="newline"):
-        sandbox.wrapper_text(sandbox.WrapperSpec(bwrap=Path("/b"), masks=("/a\nb",)))
+        sandbox.wrapper_text(wrapper_spec(bwrap=Path("/b"), masks=("/a\nb",)))
 
 
 def test_wrapper_refuses_a_lake_without_root_bind_even_with_nothing_to_insert(
         tmp_path: Path, echo_bwrap: Path) -> None:
-    done = run_wrapper(tmp_path, sandbox.WrapperSpec(bwrap=echo_bwrap),
+    done = run_wrapper(tmp_path, wrapper_spec(bwrap=echo_bwrap),
                        ["--bind", "/", "/", "--", "/bin/true"])
     assert done.returncode == 126 and done.stdout == ""
 

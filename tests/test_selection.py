@@ -182,8 +182,8 @@ def test_select_is_the_intersection_of_set_status_and_tag(
 
 
 def test_the_in_memory_index_is_the_committed_one() -> None:
-    from lean_eval import catalog, index
+    from lean_eval import benchmark_source, catalog, index
     from tests.conftest import REPO
 
-    assert index.render(index.index_of(catalog.tree_files(REPO))) == (
-        REPO / "workspaces" / "index.json").read_bytes()
+    files = benchmark_source.tree_files(REPO, catalog.TRUSTED_PATHS)
+    assert index.render(index.index_of(files)) == (REPO / "workspaces" / "index.json").read_bytes()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from lean_eval import catalog, starter
+from lean_eval import catalog, pins, starter
 from lean_eval.cli import main
 from tests.conftest import CORRECT, PROBLEMS, REPO, RunEval
 
@@ -151,7 +151,7 @@ def test_writes_the_lake_manifest_derived_for_a_workspace_without_one(bench_copy
     code, _, err = start(bench_copy, "double_def", str(outside / "mine"))
     assert code == 0, err
     written = outside / "mine" / "double_def" / "lake-manifest.json"
-    expected = catalog.derived_lake_manifest(
+    expected = pins.derived_lake_manifest(
         (bench_copy / "lake-manifest.json").read_bytes(),
         (bench_copy / "workspaces" / "double_def" / "lakefile.toml").read_bytes(), "lakefile")
     assert written.read_bytes() == expected

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         intake,
         prepare,
         probe,
+        problem,
         progress,
         report,
         selfcheck,
@@ -57,6 +58,7 @@ else:
     intake = _Deferred("lean_eval.intake")
     prepare = _Deferred("lean_eval.prepare")
     probe = _Deferred("lean_eval.probe")
+    problem = _Deferred("lean_eval.problem")
     progress = _Deferred("lean_eval.progress")
     report = _Deferred("lean_eval.report")
     selfcheck = _Deferred("lean_eval.selfcheck")
@@ -68,5 +70,5 @@ else:
     release_incompatibility = _deferred("lean_eval.toolchain", "release_incompatibility")
 
 __all__ = ["api", "batch", "catalog", "check_release", "documents", "driver", "intake", "prepare",
-           "probe", "progress", "release_incompatibility", "report", "selfcheck", "session",
-           "starter", "validation", "verdict"]
+           "probe", "problem", "progress", "release_incompatibility", "report", "selfcheck",
+           "session", "starter", "validation", "verdict"]

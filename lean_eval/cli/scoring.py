@@ -12,7 +12,7 @@ from typing import NoReturn
 
 import click
 
-from lean_eval.cli.deferred import api, catalog, documents, driver, progress, selfcheck
+from lean_eval.cli.deferred import api, documents, driver, problem, progress, selfcheck
 from lean_eval.cli.exits import EXIT_FAULT, EXIT_SETUP, Worded, Wording
 from lean_eval.cli.group import Console, warn
 from lean_eval.cli.options import (
@@ -239,7 +239,7 @@ def test(workspace: Path | None, timeout: float, keep_work: bool, toolchain: Pat
     try:
         if not (ws / "config.json").is_file():
             raise UsageError(f"{ws} has no config.json; is it a lean-eval workspace?")
-        config = catalog.parse_config((ws / "config.json").read_bytes(), f"{ws}/config.json")
+        config = problem.parse_config((ws / "config.json").read_bytes(), f"{ws}/config.json")
         name = (ws / "lean-toolchain").read_text(encoding="utf-8").strip() \
             if (ws / "lean-toolchain").is_file() else ""
         tools = resolve_tools(name, toolchain, bwrap_path, allow_bwrap, env,

@@ -1,7 +1,12 @@
-"""How much memory a process and a pair's sandboxes hold, as the watchdog counts it (design
-§5.5 Limits; lean_eval.resources sums it over a pair's tree).
+"""What ``/proc`` says about processes: the process table, a tree's processes and threads, and
+the memory a tree and its sandboxes hold as the watchdog counts it (design §5.5 Limits;
+lean_eval.resources enforces the limits with it).
 
 Invariants:
+- A tree is walked through the kernel's ``/proc/<pid>/task/<tid>/children`` lists, so its cost
+  is the tree's, not the machine's; kernels without them (no CONFIG_PROC_CHILDREN) get one pass
+  over ``/proc/<pid>/stat`` of every process. Zombies are never listed. Tasks count threads,
+  like ``pids.max``.
 - A process counts its anonymous and shared-memory pages proportionally to their sharers
   (``Pss_Anon + Pss_Shmem`` of ``/proc/<pid>/smaps_rollup``): ``MAP_SHARED`` anonymous
   mappings, memfds and mapped ``/dev/shm`` files count, once across the processes sharing them;
@@ -9,7 +14,9 @@ Invariants:
   shared memory) is only the fallback where smaps_rollup cannot be read.
 - ``private_tmpfs`` adds what the tmpfs mounts private to the pair's sandboxes hold
   (PRIVATE_TMPFS of every mount namespace in the tree other than the harness's own, by
-  ``statvfs``, each mount once): pages stored there and mapped by no process count too.
+  ``statvfs``, each mount once): pages stored there and mapped by no process count too. A tmpfs
+  page both stored and mapped counts twice: the error is on the safe side.
+- A process that is gone, or a file of it that cannot be read, counts nothing.
 - This module imports no third-party package: the reaper imports it through lean_eval.resources.
 """
 
@@ -17,9 +24,78 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 
 PRIVATE_TMPFS = ("dev", "dev/shm", "tmp", "run", "var")  # tmpfs mounts of Lake's sandbox steps
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def process_table() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, number of threads) of every live process, from /proc/<pid>/stat."""
+    table: dict[int, tuple[int, int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 17 and fields[0] not in (b"Z", b"X"):
+            table[int(entry.name)] = (int(fields[1]), int(fields[17]))
+    return table
+
+
+def descendants(root: int, table: dict[int, tuple[int, int]]) -> list[int]:
+    """Every process below ``root`` in ``table`` (pure)."""
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found: list[int] = []
+    frontier = [root]
+    while frontier:
+        below = [c for p in frontier for c in children.get(p, ())]
+        found += below
+        frontier = below
+    return found
+
+
+def _tree(root: int) -> dict[int, int]:
+    """pid -> number of threads of every process below ``root``, walking the kernel's
+    ``/proc/<pid>/task/<tid>/children`` lists: the cost is the tree's, not the machine's."""
+    found: dict[int, int] = {}
+    frontier = [root]
+    while frontier:
+        below: list[int] = []
+        for pid in frontier:
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            if pid != root:
+                found[pid] = len(tids)
+            for tid in tids:
+                with (contextlib.suppress(OSError, ValueError),
+                      open(f"/proc/{pid}/task/{tid}/children", "rb") as f):
+                    below += map(int, f.read().split())
+        frontier = [pid for pid in below if pid not in found]
+    return found
+
+
+_WALKABLE = os.path.exists(f"/proc/self/task/{threading.get_native_id()}/children")
+
+
+def tree_usage(root: int) -> tuple[int, int, list[int]]:
+    """(memory bytes as the module invariants count it, tasks, pids) of the tree below ``root``."""
+    if _WALKABLE:
+        threads = _tree(root)
+    else:  # kernels without CONFIG_PROC_CHILDREN: one pass over every process
+        table = process_table()
+        threads = {pid: table[pid][1] for pid in descendants(root, table)}
+    pids = list(threads)
+    memory = sum(map(process_memory, pids)) + private_tmpfs(pids)
+    return memory, sum(threads.values()), pids
 
 
 def process_memory(pid: int) -> int:

@@ -1,0 +1,56 @@
+"""Strict decoding of trusted JSON and TOML: what the benchmark and the harness's own documents
+are read with.
+
+Invariants:
+- ``strict_json`` refuses duplicate keys, NaN and Infinity and non-UTF-8 input, raising
+  TrustedConfigError naming ``what``: a trusted document that two readers could read
+  differently is never used.
+- ``toml_table`` refuses non-UTF-8 input and malformed TOML, raising CatalogError naming
+  ``what``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from lean_eval.errors import CatalogError, TrustedConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name} is not allowed")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"duplicate key {key!r}")
+        seen[key] = value
+    return seen
+
+
+def strict_json(data: bytes, what: str) -> Any:
+    """Decode JSON rejecting duplicate keys, NaN/Infinity and non-UTF-8 input."""
+    try:
+        return json.loads(
+            data.decode("utf-8"),
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_reject_constant,
+        )
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise TrustedConfigError(f"{what}: {exc}") from exc
+
+
+def toml_table(data: bytes, what: str) -> dict[str, Any]:
+    """Decode a TOML document (UTF-8) into its top-level table."""
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise CatalogError(f"{what}: {exc}") from exc
