@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from lean_eval import disk, driver, intake, lock, pair, resume, sandbox, tree_removal
+from lean_eval.atomic import sync_filesystem, write_model
 from lean_eval.catalog import Catalog
 from lean_eval.errors import OutputError, UsageError
 from lean_eval.interrupt import Stop, signals, terminate_children
@@ -71,8 +72,6 @@ from lean_eval.verdict import (
     Tally,
     Verdict,
     compact_pairs,
-    sync_filesystem,
-    write_model,
 )
 
 __all__ = ["Progress", "RunOptions", "Tools", "check_inputs", "identity", "not_probed",
