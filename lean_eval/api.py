@@ -29,7 +29,6 @@ from lean_eval import batch, inputs, precheck, report, session
 from lean_eval.catalog import Catalog
 from lean_eval.disk import DEFAULT_DISK_BYTES as DEFAULT_DISK_LIMIT
 from lean_eval.disk import DEFAULT_DISK_FILES, DEFAULT_DISK_RESERVE
-from lean_eval.documents import ProbeEntry
 from lean_eval.driver import DEFAULT_MAX_FILE_BYTES
 from lean_eval.errors import (
     CatalogError,
@@ -51,6 +50,7 @@ from lean_eval.errors import (
 )
 from lean_eval.limits import DEFAULT_LIMITS, IntakeLimits
 from lean_eval.precheck import ProblemCheck, SubmissionCheck
+from lean_eval.probe_result import ProbeResult
 from lean_eval.report import Run
 from lean_eval.resources import DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_LIMIT
 from lean_eval.run import RunOptions, not_probed
@@ -64,7 +64,7 @@ __all__ = [
     "DEFAULT_MAX_PROCESSES", "DEFAULT_MAX_WRITTEN_FILE_BYTES", "DEFAULT_MEMORY_LIMIT",
     "DEFAULT_TIMEOUT", "Catalog", "CatalogError", "DigestMismatchError", "ExportRefusedError",
     "IntakeLimits", "LeanEvalError", "MergeRefusedError", "OutputError", "OutputRefusedError",
-    "PairSummary", "PrepareError", "ProbeEntry", "ProbesFailedError", "ProblemCheck",
+    "PairSummary", "PrepareError", "ProbeResult", "ProbesFailedError", "ProblemCheck",
     "ProcessStartError", "Progress", "ReplayRefusedError", "Run", "SandboxUnavailableError",
     "SetupError", "SigningKeyError", "SubmissionCheck", "Summary", "ToolchainError",
     "TrustedConfigError", "UsageError", "Verdict", "load_catalog", "read_output", "score",
@@ -107,7 +107,7 @@ def score(submissions: Sequence[StrPath], out: StrPath, *,
           private: Sequence[StrPath] = (), sign_key: StrPath | None = None,
           env: Mapping[str, str],
           on_progress: Callable[[Progress], None] | None = None,
-          on_probes: Callable[[tuple[ProbeEntry, ...]], None] | None = None,
+          on_probes: Callable[[tuple[ProbeResult, ...]], None] | None = None,
           on_warning: Callable[[str], None] | None = None) -> Summary:
     """Score every (submission, problem) pair, as ``lean-eval run-eval`` does.
 

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from lean_eval import disk, driver, intake, workspace
+from lean_eval.atomic import write_bytes_atomic, write_model
 from lean_eval.catalog import ProblemWorkspace
 from lean_eval.errors import OutputError
 from lean_eval.verdict import (
@@ -57,8 +58,6 @@ from lean_eval.verdict import (
     SubmissionRef,
     Timings,
     Verdict,
-    write_bytes_atomic,
-    write_model,
 )
 
 MESSAGE_CAP = 2000

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from lean_eval import batch, driver, intake, outputs, report, resume
+from lean_eval.atomic import write_model
 from lean_eval.catalog import Catalog
 from lean_eval.errors import ReplayRefusedError, UsageError
 from lean_eval.inputs import Submission, check_ids
@@ -43,7 +44,7 @@ from lean_eval.replay_report import (
 from lean_eval.run import RunOptions, Tools, identity
 from lean_eval.scheduler import Progress
 from lean_eval.shard import Shard
-from lean_eval.verdict import Identity, Preflight, Summary, Verdict, write_model
+from lean_eval.verdict import Identity, Preflight, Summary, Verdict
 
 Pair = tuple[str, str]
 # The identity that gives a verdict its meaning; paths differ between machines and are not

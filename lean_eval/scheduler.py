@@ -39,12 +39,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 from lean_eval import disk, intake, pair, resume, sizing
+from lean_eval.atomic import write_model
 from lean_eval.catalog import Catalog
 from lean_eval.context import run_context
 from lean_eval.errors import OutputError
 from lean_eval.interrupt import Stop, terminate_children
 from lean_eval.run import Planned, RunOptions, Tools
-from lean_eval.verdict import Identity, PairSummary, Preflight, Verdict, write_model
+from lean_eval.verdict import Identity, PairSummary, Preflight, Verdict
 
 OUTCOMES = ("accepted", "rejected", "invalid_submission", "unchanged", "error")
 _POLL = 0.2

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
-from lean_eval import bubblewrap, catalog, documents, inputs, lock, probe, process, verdict
+from lean_eval import bubblewrap, catalog, inputs, lock, probe, process, verdict
 from lean_eval.errors import CatalogError, LeanEvalError, SetupError, UsageError
+from lean_eval.probe_result import ProbeResult
 from lean_eval.run import Tools, not_probed
+from lean_eval.selection import select_catalog
 from lean_eval.sets import Selection
 from lean_eval.shard import Shard, parse_shard
 from lean_eval.summary import write_refusal
@@ -72,8 +73,6 @@ def load_selected(benchmark: Path | None, revision: str | None, only: frozenset[
                   selection: Selection) -> catalog.Catalog:
     """:func:`load`, narrowed to ``only`` (``--problem``) and ``selection`` (``--set``,
     ``--status``, ``--tag``) together."""
-    from lean_eval.selection import select_catalog
-
     if selection.is_everything:
         return load(benchmark, revision, only)
     return select_catalog(load(benchmark, revision, None), selection, only)
@@ -197,22 +196,17 @@ def _pinned_name(benchmark: Path) -> str | None:
 
 
 def run_probes(tools: Tools, env: Mapping[str, str], work_dir: Path | None,
-               names: Sequence[str] = ()) -> tuple[documents.ProbeEntry, ...]:
+               names: Sequence[str] = ()) -> tuple[ProbeResult, ...]:
     """Each probe (``names``, default all) in turn, timed, in a scratch directory removed
     afterwards."""
     if work_dir is not None:
         work_dir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="lean-eval-probes-", dir=work_dir))
     ctx = probe.ProbeContext(tools=tools, caller_env=dict(env), scratch=scratch)
-    entries = []
     try:
-        for name in names or probe.PROBE_NAMES:
-            started = time.monotonic()
-            (result,) = probe.run_probes(ctx, [name])
-            entries.append(documents.probe_entry(result, time.monotonic() - started))
+        return probe.run_probes(ctx, names or probe.PROBE_NAMES)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return tuple(entries)
 
 
 class ProbesFailedError(SetupError):
@@ -225,7 +219,7 @@ class ProbesFailedError(SetupError):
 
 
 def preflight(tools: Tools, env: Mapping[str, str], work_dir: Path | None,
-              on_probes: Callable[[tuple[documents.ProbeEntry, ...]], None] | None = None,
+              on_probes: Callable[[tuple[ProbeResult, ...]], None] | None = None,
               needed: bool = True) -> verdict.Preflight:
     """Run every probe before any pair is scored; the record every verdict carries.
 
@@ -239,10 +233,7 @@ def preflight(tools: Tools, env: Mapping[str, str], work_dir: Path | None,
     entries = run_probes(tools, env, work_dir)
     record = not_probed(tools).model_copy(update={
         "skipped": False,
-        "probes": tuple(verdict.ProbeOutcome(
-            name=e.name, status=e.status, message=e.message, seconds=e.seconds,
-            checks=tuple(verdict.ProbeCheckOutcome(name=c.name, ok=c.ok, evidence=c.evidence)
-                         for c in e.checks)) for e in entries)})
+        "probes": tuple(e.outcome() for e in entries)})
     if on_probes is not None:
         on_probes(entries)
     failed = [e for e in entries if e.status != "pass"]

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from lean_eval import intake, lock, resume
+from lean_eval.atomic import sync_filesystem, write_model
 from lean_eval.catalog import Catalog
 from lean_eval.errors import OutputError
 from lean_eval.run import REFUSED_SUMMARY, Planned, Tools, identity
@@ -32,8 +33,6 @@ from lean_eval.verdict import (
     Summary,
     Tally,
     compact_pairs,
-    sync_filesystem,
-    write_model,
 )
 
 _TALLY = {"accepted": "solved", "rejected": "rejected", "invalid_submission": "invalid",

@@ -17,9 +17,10 @@ from test_resume import _argv, _harness_pid, _in_background, _verdicts, _wait_fo
 from test_signing import _keypair
 
 from lean_eval import outputs
+from lean_eval.atomic import sync_filesystem
 from lean_eval.cli import main
 from lean_eval.errors import OutputRefusedError
-from lean_eval.verdict import Summary, sync_filesystem
+from lean_eval.verdict import Summary
 
 PROBLEMS = sorted(p.name for p in (REPO / "workspaces").iterdir() if p.is_dir())
 SOLVED = "two_plus_two"

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from lean_eval import merge, shard
+from lean_eval.atomic import file_umask, write_model
 from lean_eval.cli import main
 from lean_eval.errors import MergeRefusedError
 from lean_eval.verdict import (
@@ -31,8 +32,6 @@ from lean_eval.verdict import (
     Timings,
     Verdict,
     compact_pairs,
-    file_umask,
-    write_model,
 )
 
 PROBLEMS = ("add_comm_explicit", "double_def", "two_plus_two")
@@ -387,14 +386,14 @@ def test_a_merge_of_2_of_3_shards_says_so_in_the_summary_and_every_report_format
 
 
 def test_a_complete_merge_reports_nothing_unscored(tmp_path: Path) -> None:
-    from lean_eval import report
+    from lean_eval import report, report_formats
 
     merge.merge(shards_of(tmp_path, 3), tmp_path / "m")
     run = report.load_run(tmp_path / "m")
     assert run.summary.not_scored_pairs == () and run.summary.missing_shards == ()
-    assert "Not scored" not in report.render(run, "markdown")
-    assert 'errors="0"' in report.render(run, "junit")
-    assert "not scored" not in report.render(run, "table")
+    assert "Not scored" not in report_formats.render(run, "markdown")
+    assert 'errors="0"' in report_formats.render(run, "junit")
+    assert "not scored" not in report_formats.render(run, "table")
 
 
 def test_run_eval_shards_merged_partially_then_whole(run_eval: Any, outside: Path) -> None:

@@ -9,8 +9,9 @@ import pytest
 from click.testing import CliRunner
 from conftest import BWRAP_FLOOR, CORRECT, STANDIN
 
-from lean_eval import documents, intake, lock, session
+from lean_eval import intake, lock, session
 from lean_eval.cli import main
+from lean_eval.probe_result import ProbeResult
 from lean_eval.run import REFUSED_SUMMARY
 
 UNSANDBOXED = """#!/bin/sh
@@ -93,8 +94,8 @@ def test_a_broken_sandbox_stops_the_run_before_any_pair_is_scored(
 def _failing_probes(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every probe reports fail at once (the probe runner run-eval and the API share replaced;
     nothing runs)."""
-    entry = documents.ProbeEntry(name="sandbox_engaged", status="fail", proves="the sandbox",
-                                 message="writes reached the host", seconds=0.0, checks=())
+    entry = ProbeResult(name="sandbox_engaged", status="fail", proves="the sandbox",
+                        message="writes reached the host", seconds=0.0, checks=())
     monkeypatch.setattr(session, "run_probes", lambda *a, **k: (entry,))
 
 

@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lean_eval.cli.deferred import catalog, documents, run, session
+from lean_eval.cli.deferred import catalog, run, session
 from lean_eval.cli.group import Console, warn
 
 if TYPE_CHECKING:
+    from lean_eval.probe_result import ProbeResult
     from lean_eval.verdict import Preflight
 
 
@@ -76,12 +77,12 @@ def setup(benchmark: Path | None, toolchain: Path | None, bwrap_path: str | None
 
 
 def run_probes(tools: run.Tools, env: dict[str, str], work_dir: Path | None,
-               names: tuple[str, ...] = ()) -> tuple[documents.ProbeEntry, ...]:
+               names: tuple[str, ...] = ()) -> tuple[ProbeResult, ...]:
     """Each probe in turn, timed, in a scratch directory removed afterwards."""
     return session.run_probes(tools, env, work_dir, names)
 
 
-def print_probes(entries: Sequence[documents.ProbeEntry], console: Console,
+def print_probes(entries: Sequence[ProbeResult], console: Console,
                  verbose: int) -> None:
     """One line per probe; every check under -v; a failing probe's failing checks in full."""
     colour = {"pass": "green", "fail": "red", "error": "bold yellow"}
@@ -97,7 +98,7 @@ def print_probes(entries: Sequence[documents.ProbeEntry], console: Console,
                           f"{check.evidence}", markup=False, highlight=False, soft_wrap=True)
 
 
-def show_probes(entries: Sequence[documents.ProbeEntry], quiet: bool, verbose: int) -> None:
+def show_probes(entries: Sequence[ProbeResult], quiet: bool, verbose: int) -> None:
     """The preflight's probe lines on stderr; a failure is printed even under -q: it is the
     error that stops the run."""
     print_probes([e for e in entries if e.status != "pass"] if quiet else entries,
