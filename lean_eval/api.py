@@ -26,11 +26,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from lean_eval import batch, inputs, precheck, report, session
-from lean_eval.batch import Progress
 from lean_eval.catalog import Catalog
 from lean_eval.disk import DEFAULT_DISK_BYTES as DEFAULT_DISK_LIMIT
 from lean_eval.disk import DEFAULT_DISK_FILES, DEFAULT_DISK_RESERVE
-from lean_eval.documents import ProbeEntry
 from lean_eval.driver import DEFAULT_MAX_FILE_BYTES
 from lean_eval.errors import (
     CatalogError,
@@ -52,8 +50,11 @@ from lean_eval.errors import (
 )
 from lean_eval.limits import DEFAULT_LIMITS, IntakeLimits
 from lean_eval.precheck import ProblemCheck, SubmissionCheck
+from lean_eval.probe_result import ProbeResult
 from lean_eval.report import Run
 from lean_eval.resources import DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_LIMIT
+from lean_eval.run import RunOptions, not_probed
+from lean_eval.scheduler import Progress
 from lean_eval.session import ProbesFailedError
 from lean_eval.sets import Selection
 from lean_eval.verdict import PairSummary, Preflight, Summary, Verdict
@@ -63,7 +64,7 @@ __all__ = [
     "DEFAULT_MAX_PROCESSES", "DEFAULT_MAX_WRITTEN_FILE_BYTES", "DEFAULT_MEMORY_LIMIT",
     "DEFAULT_TIMEOUT", "Catalog", "CatalogError", "DigestMismatchError", "ExportRefusedError",
     "IntakeLimits", "LeanEvalError", "MergeRefusedError", "OutputError", "OutputRefusedError",
-    "PairSummary", "PrepareError", "ProbeEntry", "ProbesFailedError", "ProblemCheck",
+    "PairSummary", "PrepareError", "ProbeResult", "ProbesFailedError", "ProblemCheck",
     "ProcessStartError", "Progress", "ReplayRefusedError", "Run", "SandboxUnavailableError",
     "SetupError", "SigningKeyError", "SubmissionCheck", "Summary", "ToolchainError",
     "TrustedConfigError", "UsageError", "Verdict", "load_catalog", "read_output", "score",
@@ -106,7 +107,7 @@ def score(submissions: Sequence[StrPath], out: StrPath, *,
           private: Sequence[StrPath] = (), sign_key: StrPath | None = None,
           env: Mapping[str, str],
           on_progress: Callable[[Progress], None] | None = None,
-          on_probes: Callable[[tuple[ProbeEntry, ...]], None] | None = None,
+          on_probes: Callable[[tuple[ProbeResult, ...]], None] | None = None,
           on_warning: Callable[[str], None] | None = None) -> Summary:
     """Score every (submission, problem) pair, as ``lean-eval run-eval`` does.
 
@@ -156,30 +157,30 @@ def score(submissions: Sequence[StrPath], out: StrPath, *,
         _warn(on_warning, cat.warnings)
         # The resume keys use the probe policy asked for; the probes themselves run once the
         # batch is planned, and only when a pair needs a sandbox (batch.run_batch's ``probe``).
-        intended = batch.not_probed(tools)
+        intended = not_probed(tools)
         if not skip_probes:
             intended = intended.model_copy(update={"skipped": False})
-        options = batch.RunOptions(out_dir=out_dir, timeout=timeout, work_dir=work,
-                                   limits=limits, keep_work=keep_work, preflight=intended,
-                                   max_written_file_bytes=max_written_file_bytes, jobs=jobs,
-                                   rescore=rescore, shard=setup.shard,
-                                   memory_limit=memory_limit, max_processes=max_processes,
-                                   disk_limit=disk_limit or None,
-                                   disk_files=disk_files or None,
-                                   disk_reserve=disk_reserve or None,
-                                   private=tuple(Path(p).absolute() for p in private),
-                                   sign_key=setup.signer)
+        options = RunOptions(out_dir=out_dir, timeout=timeout, work_dir=work,
+                             limits=limits, keep_work=keep_work, preflight=intended,
+                             max_written_file_bytes=max_written_file_bytes, jobs=jobs,
+                             rescore=rescore, shard=setup.shard,
+                             memory_limit=memory_limit, max_processes=max_processes,
+                             disk_limit=disk_limit or None,
+                             disk_files=disk_files or None,
+                             disk_reserve=disk_reserve or None,
+                             private=tuple(Path(p).absolute() for p in private),
+                             sign_key=setup.signer)
 
         def probe(needed: bool) -> Preflight:
             if skip_probes:
                 _warn(on_warning, [session.SKIPPED_PROBES])
-                return batch.not_probed(tools)
+                return not_probed(tools)
             if not needed:
                 _warn(on_warning, [f"probes not run: {session.NOTHING_TO_SCORE}"])
             return session.preflight(tools, caller_env, work, on_probes, needed)
 
         try:
-            return batch.run_batch(paths, cat, tools, options, caller_env,
+            return batch.run_batch(setup.submissions, cat, tools, options, caller_env,
                                    on_progress=on_progress, out_lock=setup.held, probe=probe)
         except ProbesFailedError as exc:
             raise ProbesFailedError(session.record_refusal(out_dir, cat, tools, exc, started_at,

@@ -35,8 +35,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from securesystemslib.dsse import Envelope
 from securesystemslib.signer import CryptoSigner, SSlibKey
 
+from lean_eval.atomic import write_json_atomic
 from lean_eval.errors import SigningKeyError
-from lean_eval.verdict import Checker, Execution, Outcome, ProblemRef, Verdict, write_json_atomic
+from lean_eval.verdict import Checker, Execution, Outcome, ProblemRef, Verdict
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"

@@ -1,49 +1,30 @@
-"""The JSON documents that ``probe``, ``test`` and the self-checks print with ``--json``.
+"""The JSON documents that ``probe``, ``test``, the self-checks and the authoring commands print
+with ``--json``.
 
 Like verdicts and summaries they are versioned frozen models whose JSON Schema is committed in
-``lean_eval/schemas/`` (``python3 -m lean_eval.verdict`` regenerates every schema; a test fails
-on drift). ``schema_version`` comes first in every document; a breaking change bumps it.
+``lean_eval/schemas/`` (``python3 -m lean_eval.schema_registry`` regenerates every schema; a
+test fails on drift). ``schema_version`` comes first in every document; a breaking change bumps
+it. Each is built by the code that produces its data (``selfcheck`` builds the self-check
+report, ``driver.workspace_test_report`` the ``test`` one); nothing here imports above the
+models.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from lean_eval.probe_result import ProbeResult
 from lean_eval.verdict import Checker, Reason
-
-if TYPE_CHECKING:
-    from lean_eval.driver import DriverResult
-    from lean_eval.probe import ProbeResult
-    from lean_eval.selfcheck import SelfCheck
 
 DOCUMENT_SCHEMA_VERSION = 1
 
 
 class _Document(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ProbeCheckEntry(_Document):
-    """One property a probe verified, with the evidence it judged."""
-
-    name: str
-    ok: bool
-    evidence: str
-
-
-class ProbeEntry(_Document):
-    """One probe: its status, how long it took, and every check."""
-
-    name: str
-    status: Literal["pass", "fail", "error"]
-    seconds: float
-    proves: str
-    message: str
-    checks: tuple[ProbeCheckEntry, ...]
 
 
 class ProbeReport(_Document):
@@ -54,7 +35,7 @@ class ProbeReport(_Document):
     toolchain_path: str
     bwrap_path: str
     bwrap_version: str
-    probes: tuple[ProbeEntry, ...]
+    probes: tuple[ProbeResult, ...]
 
 
 class WorkspaceTestReport(_Document):
@@ -96,41 +77,12 @@ class SelfCheckReport(_Document):
     findings: tuple[SelfCheckFinding, ...]
 
 
-def probe_entry(result: ProbeResult, seconds: float) -> ProbeEntry:
-    """A probe result as a document entry."""
-    return ProbeEntry(name=result.name, status=result.status, seconds=round(seconds, 3),
-                      proves=result.proves, message=result.message,
-                      checks=tuple(ProbeCheckEntry(name=c.name, ok=c.ok, evidence=c.evidence)
-                                   for c in result.checks))
-
-
-def probe_report(entries: Sequence[ProbeEntry], toolchain: Path, bwrap: Path,
+def probe_report(entries: Sequence[ProbeResult], toolchain: Path, bwrap: Path,
                  bwrap_version: str) -> ProbeReport:
     """Every probe run by ``lean-eval probe``."""
     return ProbeReport(ok=all(e.status == "pass" for e in entries),
                        toolchain_path=str(toolchain), bwrap_path=str(bwrap),
                        bwrap_version=bwrap_version, probes=tuple(entries))
-
-
-def workspace_test_report(workspace: Path, result: DriverResult, log: Path | None,
-                          kept: Path | None) -> WorkspaceTestReport:
-    """What ``lean-eval test`` found."""
-    c = result.classification
-    return WorkspaceTestReport(workspace=str(workspace), verdict=c.verdict,
-                               execution=c.execution, reason=c.reason, last_phase=c.last_phase,
-                               checkers=c.checkers, exit_code=result.outcome.returncode,
-                               log=str(log) if log else None, kept=str(kept) if kept else None)
-
-
-def selfcheck_report(check: str, result: SelfCheck) -> SelfCheckReport:
-    """A finished self-check."""
-    return SelfCheckReport(
-        check=check, ok=result.ok, counts=result.counts, expected_counts=result.expected_counts,
-        where=None if result.ok else str(result.where),
-        findings=tuple(SelfCheckFinding(
-            submission=f.submission, ok=f.ok, verdict=f.verdict, reason=f.reason,
-            message=f.message, expected_verdicts=tuple(sorted(f.expected.verdicts)),
-            expected_reasons=tuple(sorted(f.expected.reasons))) for f in result.findings))
 
 
 class StartProblemReport(_Document):
@@ -199,16 +151,3 @@ class ConfigReport(_Document):
     config_file: str | None  # None: no config file is in effect
     table: str  # "tool.lean-eval" for a pyproject.toml, "" otherwise
     settings: tuple[ConfigSetting, ...]
-
-
-def schemas() -> dict[str, dict[str, Any]]:
-    """The JSON Schema of each printed document, by file name."""
-    return {
-        "probe-report.schema.json": ProbeReport.model_json_schema(),
-        "test-report.schema.json": WorkspaceTestReport.model_json_schema(),
-        "selfcheck-report.schema.json": SelfCheckReport.model_json_schema(),
-        "start-problem-report.schema.json": StartProblemReport.model_json_schema(),
-        "catalog-report.schema.json": CatalogReport.model_json_schema(),
-        "prepare-report.schema.json": PrepareReport.model_json_schema(),
-        "config-report.schema.json": ConfigReport.model_json_schema(),
-    }

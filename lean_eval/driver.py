@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from lean_eval import process, resources, sandbox
+from lean_eval.atomic import write_bytes_atomic
+from lean_eval.documents import WorkspaceTestReport
 from lean_eval.errors import ToolchainError
 from lean_eval.problem import ComparatorConfig
 from lean_eval.runner import SANDBOXED, ComparatorRunner, Launch
@@ -39,7 +41,6 @@ from lean_eval.verdict import (
     Outcome,
     Reason,
     ResourceLimits,
-    write_bytes_atomic,
 )
 
 REQUIRED_KERNELS = ("nanoda", "Lean default")
@@ -93,7 +94,7 @@ class DriverSettings(NamedTuple):
     paranoid: bool = False  # `lake comparator --paranoid`: the replay audit only, never run-eval
     disk_bytes: int | None = None  # blocks the pair's workspace and state may hold
     disk_files: int | None = None  # entries they may hold
-    disk_reserve: int | None = None  # recorded only: admission keeps it (lean_eval.batch)
+    disk_reserve: int | None = None  # recorded only: admission keeps it (lean_eval.scheduler)
     runner: ComparatorRunner = SANDBOXED  # starts Lake (tests: a replay)
 
 
@@ -407,6 +408,16 @@ def run_workspace(workspace: Path, state: Path, config: ComparatorConfig,
     return DriverResult(classify(outcome, config, settings.timeout, settings.paranoid), outcome,
                         tail, phase_seconds(outcome, config),
                         resource_limits(limits, outcome, settings.disk_reserve))
+
+
+def workspace_test_report(workspace: Path, result: DriverResult, log: Path | None,
+                          kept: Path | None) -> WorkspaceTestReport:
+    """What ``lean-eval test`` found (``log``, ``kept``: what --keep-work kept, else None)."""
+    c = result.classification
+    return WorkspaceTestReport(workspace=str(workspace), verdict=c.verdict,
+                               execution=c.execution, reason=c.reason, last_phase=c.last_phase,
+                               checkers=c.checkers, exit_code=result.outcome.returncode,
+                               log=str(log) if log else None, kept=str(kept) if kept else None)
 
 
 def resource_limits(limits: resources.PairLimits, outcome: process.ProcessResult,

@@ -23,6 +23,7 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lean_eval import outputs, report
+from lean_eval.atomic import write_text_atomic
 from lean_eval.decoding import strict_json, toml_table
 from lean_eval.errors import CatalogError, ExportRefusedError, OutputError
 from lean_eval.results_store import (
@@ -268,7 +269,7 @@ def export(out_dir: Path, metadata_path: Path, results_dir: Path) -> Exported:
     for i, path in enumerate(written):
         UserFile.model_validate(documents[path])  # what is written always reads back
         try:
-            report.write_text_atomic(path, render(documents[path]))
+            write_text_atomic(path, render(documents[path]))
         except OSError as exc:
             done = ", ".join(str(p) for p in written[:i]) or "none"
             raise OutputError(f"cannot write {path}: {exc.strerror or exc} (files already "

@@ -1,10 +1,11 @@
 """Fail-fast argument checks: everything about a run's inputs that can be judged without Lean.
 
-``run-eval`` calls :func:`check_run` before it resolves the toolchain or runs any probe, so a
-typo costs milliseconds, not the minutes the probes take with a real toolchain. These checks
-only *anticipate* the authoritative ones (intake re-checks every submission when it reads it,
-the batch re-checks path overlaps with resolved tools): passing here proves nothing about a
-submission's content, and nothing here opens a submission beyond ``lstat``.
+``run-eval`` calls :func:`check_run` and :func:`check_ids` before it resolves the toolchain or
+runs any probe, so a typo costs milliseconds, not the minutes the probes take with a real
+toolchain. Most of these checks only *anticipate* the authoritative ones (intake re-checks every
+submission when it reads it, the batch runs :func:`check_paths` again with the resolved tools):
+passing here proves nothing about a submission's content, and nothing here opens a submission
+beyond ``lstat``. :func:`check_ids` is the only id check: the batch takes what it returns.
 """
 
 from __future__ import annotations
@@ -14,14 +15,28 @@ import os
 import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
+from lean_eval import intake
 from lean_eval.errors import UsageError
+from lean_eval.run import REFUSED_SUMMARY, SUMMARY
 
 # The suffixes intake reads; a file with any other name is never a submission.
 SUPPORTED_ARCHIVES = (".tar", ".tar.gz", ".tgz")
 # Archive formats people try; named so the error can say what they are.
 _KNOWN_OTHER = (".zip", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".tar.zst", ".7z", ".rar", ".gz",
                 ".xz", ".bz2")
+
+
+RESERVED_IDS = frozenset({SUMMARY, REFUSED_SUMMARY})  # names a run writes atop --out
+
+
+class Submission(NamedTuple):
+    """A submission of a run: its id (unique in the run, no name the run writes atop ``--out``)
+    and its absolute path."""
+
+    sid: str
+    path: Path
 
 
 def _supported() -> str:
@@ -58,19 +73,48 @@ def check_submission(path: Path) -> None:
 
 
 def check_out(out_dir: Path, submissions: Sequence[Path], work_dir: Path | None) -> None:
-    """``--out`` must be (or become) a directory that overlaps no submission."""
+    """``--out`` must be (or become) a directory, and no two places of the run overlap."""
     for ancestor in (out_dir, *out_dir.absolute().parents):
         if ancestor.exists():
             if not ancestor.is_dir():
                 what = "is a file" if ancestor == out_dir else f"lies under the file {ancestor}"
                 raise UsageError(f"--out {out_dir} {what}; it must be a directory")
             break
+    check_paths(submissions, out_dir, work_dir)
+
+
+def check_paths(submissions: Sequence[Path], out_dir: Path, work_dir: Path | None,
+                needed: Sequence[Path] = ()) -> None:
+    """No two of a run's places overlap (``--out``, ``--work-dir``, each submission), and no
+    submission contains what scoring ``needed`` (the tools and the benchmark, once resolved)."""
     for path in submissions:
+        for need in needed:
+            if _inside(path, need):
+                raise UsageError(f"submission input {path} contains {need}, which scoring "
+                                 "needs; move the submission elsewhere")
         if _inside(path, out_dir) or _inside(out_dir, path):
             raise UsageError(f"--out {out_dir} and submission {path} overlap; write the results "
                              "somewhere else")
         if work_dir is not None and (_inside(path, work_dir) or _inside(work_dir, path)):
             raise UsageError(f"--work-dir {work_dir} and submission {path} overlap")
+    if work_dir is not None and (_inside(out_dir, work_dir) or _inside(work_dir, out_dir)):
+        raise UsageError(f"--out {out_dir} and --work-dir {work_dir} overlap")
+
+
+def check_ids(paths: Sequence[Path]) -> tuple[Submission, ...]:
+    """The submissions in input order; a duplicate or reserved id is a setup failure."""
+    seen: dict[str, Path] = {}
+    for path in paths:
+        sid = intake.submission_id(path)
+        if sid in RESERVED_IDS:
+            raise UsageError(f"submission {path}: its id {sid!r} collides with a file run-eval "
+                             "writes at the top of --out; rename it")
+        if sid in seen:
+            raise UsageError(f"submissions {seen[sid]} and {path} have the same id {sid!r} "
+                             "(an id is the file or directory name without .tar/.tar.gz/"
+                             f".tgz); rename one, e.g. to <submitter>-{sid}")
+        seen[sid] = path
+    return tuple(Submission(sid, path.absolute()) for sid, path in seen.items())
 
 
 def problem_ids(benchmark: Path) -> tuple[str, ...]:
@@ -86,10 +130,10 @@ def check_problems(selected: Iterable[str], known: Sequence[str]) -> None:
     if not known:
         return  # no list to judge against here: the catalog will decide
     problems = []
-    for pid in sorted(set(selected) - set(known)):
-        close = difflib.get_close_matches(pid, known, n=3, cutoff=0.6)
+    for problem_id in sorted(set(selected) - set(known)):
+        close = difflib.get_close_matches(problem_id, known, n=3, cutoff=0.6)
         hint = f" (did you mean {' or '.join(close)}?)" if close else ""
-        problems.append(f"{pid!r}{hint}")
+        problems.append(f"{problem_id!r}{hint}")
     if problems:
         raise UsageError(f"unknown problem id(s): {', '.join(problems)}; the benchmark has "
                          f"{len(known)} problem(s), e.g. {', '.join(known[:5])}")

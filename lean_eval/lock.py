@@ -157,7 +157,7 @@ def reclaim(parent: Path, remove: Callable[[Path], object]) -> list[Path]:
 
 
 def _stray_temp(item: os.DirEntry[str]) -> bool:
-    # ``.<name>.<random>.tmp``: verdict.temporary_name; ``<problem>.log.tmp``: the fixed name
+    # ``.<name>.<random>.tmp``: atomic.temporary_name; ``<problem>.log.tmp``: the fixed name
     # older releases wrote logs through. A regular file or a (planted) symlink: unlinking
     # removes the link itself and never follows it.
     named = (item.name.startswith(".") and item.name.endswith(".tmp")) or \

@@ -31,6 +31,7 @@ from pydantic import ValidationError
 
 from lean_eval import outputs as outdir
 from lean_eval import shard as shards
+from lean_eval.atomic import file_umask, write_model
 from lean_eval.errors import MergeRefusedError, OutputError
 from lean_eval.verdict import (
     INFRASTRUCTURE_FAILURES,
@@ -40,8 +41,6 @@ from lean_eval.verdict import (
     Summary,
     Verdict,
     compact_pairs,
-    file_umask,
-    write_model,
 )
 
 Pair = tuple[str, str]

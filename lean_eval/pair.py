@@ -8,9 +8,9 @@ The API the batch builds on:
 - ``RunContext``: everything fixed for the run (identity, driver settings whose masks come from
   ``sandbox.run_masks`` computed once, scoring root, output directory). Build it once.
 - ``run_pair(job, ctx) -> Verdict``: scores the pair, removes its scoring directory (unless
-  ``ctx.keep_work``), then writes ``verdict_path(ctx.out_dir, sid, pid)`` atomically (the raw
-  log, when Lake ran, is ``log_path(...)``). Each call touches only its own pair directory and
-  files, so calls for different pairs may run concurrently.
+  ``ctx.keep_work``), then writes ``verdict_path(ctx.out_dir, submission_id, problem_id)``
+  atomically (the raw log, when Lake ran, is ``log_path(...)``). Each call touches only its own
+  pair directory and files, so calls for different pairs may run concurrently.
 
 Invariants (design §6.10, §6.13):
 - ``run_pair`` never raises for anything a submission or a build can cause. Whatever goes
@@ -42,9 +42,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 from lean_eval import disk, driver, intake, workspace
+from lean_eval.atomic import write_bytes_atomic, write_model
 from lean_eval.catalog import ProblemWorkspace
 from lean_eval.errors import OutputError
 from lean_eval.verdict import (
+    Checker,
     Execution,
     Identity,
     LogRef,
@@ -56,8 +58,6 @@ from lean_eval.verdict import (
     SubmissionRef,
     Timings,
     Verdict,
-    write_bytes_atomic,
-    write_model,
 )
 
 MESSAGE_CAP = 2000
@@ -109,35 +109,48 @@ def named_problems(sub: intake.Intake) -> tuple[str, ...]:
 def jobs_for(sub: intake.Intake, problems: Mapping[str, ProblemWorkspace]) -> list[PairJob]:
     """The pairs of one submission, in problem-id order, restricted to ``problems``."""
     if sub.rejection is not None:
-        return [PairJob(sub, pid, None) for pid in named_problems(sub) if pid in problems]
+        return [PairJob(sub, problem_id, None) for problem_id in named_problems(sub)
+                if problem_id in problems]
     return [PairJob(sub, e.problem_id, e) for e in sub.problems if e.problem_id in problems]
 
 
 def _verdict(job: PairJob, ctx: RunContext, outcome: Outcome, execution: Execution,
-             reason: Reason, **extra: object) -> Verdict:
+             reason: Reason, *, last_phase: str | None = None,
+             checkers: tuple[Checker, ...] = (), exit_code: int | None = None,
+             signal: int | None = None, timings: Timings | None = None,
+             log: LogRef | None = None, limits: ResourceLimits | None = None) -> Verdict:
+    """The one place a pair's verdict is built: ``limits`` default to the run's."""
     problem = ctx.problems.get(job.problem_id)  # None only for a job the catalog lacks
-    sub = job.sub
-    files = {f.relpath: f.sha256 for f in job.entry.files} if job.entry else {}
-    ignored = job.entry.ignored if job.entry else ()
-    return Verdict.model_validate({
-        "submission": SubmissionRef(id=sub.submission_id, digest=sub.digest, source=sub.source),
-        "problem": ProblemRef(id=job.problem_id, statement_revision=(
+    sub, entry = job.sub, job.entry
+    return Verdict(
+        submission=SubmissionRef(id=sub.submission_id, digest=sub.digest, source=sub.source),
+        problem=ProblemRef(id=job.problem_id, statement_revision=(
             problem.problem.statement_revision if problem else 0)),
-        "verdict": outcome, "execution": execution, "reason": reason,
-        "identity": ctx.ident, "trusted_files": problem.digests if problem else {},
-        "submission_files": files, "ignored": ignored,
-        "timings": extra.pop("timings", Timings(wall_seconds=0.0)),
-        "probes_skipped": ctx.probes_skipped, "mounts": ctx.mounts,
-        "limits": _limits(job, extra.pop("limits", None) or ctx.limits),
-        **({"resume_key": job.resume_key} if job.resume_key is not None else {}), **extra,
-    })
+        verdict=outcome, execution=execution, reason=reason, last_phase=last_phase,
+        checkers=checkers, exit_code=exit_code, signal=signal,
+        timings=timings if timings is not None else Timings(wall_seconds=0.0),
+        identity=ctx.ident, trusted_files=problem.digests if problem else {},
+        submission_files={f.relpath: f.sha256 for f in entry.files} if entry else {},
+        ignored=entry.ignored if entry else (), log=log if log is not None else LogRef(path=None),
+        probes_skipped=ctx.probes_skipped, mounts=ctx.mounts, resume_key=job.resume_key,
+        limits=_limits(job, limits or ctx.limits))
 
 
-def _limits(job: PairJob, record: object) -> object:
+def _limits(job: PairJob, record: ResourceLimits | None) -> ResourceLimits | None:
     """The limits record with what the batch measured when it admitted the pair."""
-    if isinstance(record, ResourceLimits) and job.admitted:
+    if record is not None and job.admitted:
         return record.model_copy(update=dict(job.admitted))
     return record
+
+
+def error_verdict(job: PairJob, ctx: RunContext, message: str) -> Verdict:
+    """A pair the harness could not score: ``error`` (re-run by the next run on this --out).
+
+    The pair never reached a sandbox, so it records neither the run's mask set nor its probe
+    policy.
+    """
+    return _verdict(job, ctx._replace(mounts=None, probes_skipped=False), "error", "not_run",
+                    Reason(code="harness_error", message=message))
 
 
 def _short_of_space(verdict: Verdict) -> Verdict:
@@ -253,8 +266,8 @@ def _failed(job: PairJob, ctx: RunContext, exc: BaseException, stage: str,
 def run_pair(job: PairJob, ctx: RunContext) -> Verdict:
     """Score, clean up and record one pair; raises only ``OutputError`` (see module doc)."""
     started = time.monotonic()
-    sid, pid = job.sub.submission_id, job.problem_id
-    dirs = workspace.pair_dirs(ctx.scoring_root, sid, pid)
+    sid, problem_id = job.sub.submission_id, job.problem_id
+    dirs = workspace.pair_dirs(ctx.scoring_root, sid, problem_id)
     token = ctx.space.mark() if ctx.space is not None else 0
     try:
         verdict = _score(job, ctx, dirs, started)
@@ -268,7 +281,7 @@ def run_pair(job: PairJob, ctx: RunContext) -> Verdict:
             verdict = verdict.model_copy(update={"cleanup": leftovers})
     if ctx.space is not None and verdict.execution != "not_run" and ctx.space.short_since(token):
         verdict = _short_of_space(verdict)
-    path = verdict_path(ctx.out_dir, sid, pid)
+    path = verdict_path(ctx.out_dir, sid, problem_id)
     try:
         write_model(path, verdict)
     except OSError as exc:

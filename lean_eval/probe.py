@@ -25,14 +25,15 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Literal, NamedTuple
-
-from pydantic import BaseModel
+from typing import NamedTuple
 
 from lean_eval import batch
 from lean_eval.catalog import Catalog, ProblemWorkspace, sha256
 from lean_eval.errors import LeanEvalError
+from lean_eval.inputs import check_ids
+from lean_eval.probe_result import ProbeCheck, ProbeResult
 from lean_eval.problem import parse_config
+from lean_eval.run import RunOptions, Tools
 from lean_eval.verdict import Verdict
 
 PY = "/usr/bin/python3"  # payload interpreter; visible in Lake's sandbox through --ro-bind / /
@@ -40,28 +41,10 @@ PERMITTED_AXIOMS = ("propext", "Quot.sound", "Classical.choice")
 PROBE_NAMES = ("sandbox_engaged", "env_dump", "tool_path", "artifact_tamper", "comparator")
 
 
-class ProbeCheck(BaseModel, frozen=True, extra="forbid"):
-    """One property a probe verified, with the evidence it judged."""
-
-    name: str
-    ok: bool
-    evidence: str
-
-
-class ProbeResult(BaseModel, frozen=True, extra="forbid"):
-    """A probe's outcome: ``pass`` only when every check passed; ``error``: it could not run."""
-
-    name: str
-    status: Literal["pass", "fail", "error"]
-    proves: str
-    checks: tuple[ProbeCheck, ...]
-    message: str
-
-
 class ProbeContext(NamedTuple):
     """What a probe runs with."""
 
-    tools: batch.Tools  # resolved before any probe runs; probes never resolve their own
+    tools: Tools  # resolved before any probe runs; probes never resolve their own
     caller_env: Mapping[str, str]  # the caller's environment as run-eval would pass it on
     scratch: Path  # a fresh directory the probe owns
     timeout: float = 300.0
@@ -92,19 +75,20 @@ def judge(name: str, claim: str, checks: Sequence[ProbeCheck]) -> ProbeResult:
     """``pass`` iff there is at least one check and every check is ok."""
     failed = [c.name for c in checks if not c.ok]
     if not checks:
-        return ProbeResult(name=name, status="error", proves=claim, checks=(),
+        return ProbeResult(name=name, status="error", seconds=0.0, proves=claim, checks=(),
                            message="the probe produced no checks")
     message = (f"{len(checks)} check(s) passed" if not failed
                else f"{len(failed)} of {len(checks)} check(s) failed: {', '.join(failed)}")
-    return ProbeResult(name=name, status="fail" if failed else "pass", proves=claim,
-                       checks=tuple(checks), message=message)
+    return ProbeResult(name=name, status="fail" if failed else "pass", seconds=0.0,
+                       proves=claim, checks=tuple(checks), message=message)
 
 
 def run_probes(ctx: ProbeContext, names: Sequence[str] | None = None
                ) -> tuple[ProbeResult, ...]:
-    """Run ``names`` (default: every probe) in order, each in its own sub-scratch."""
+    """Run ``names`` (default: every probe) in order, each in its own sub-scratch, timed."""
     results = []
     for name in names or PROBE_NAMES:
+        started = time.monotonic()
         claim = ""
         try:
             claim = proves(name) if name in PROBES else ""
@@ -115,9 +99,10 @@ def run_probes(ctx: ProbeContext, names: Sequence[str] | None = None
             own.chmod(0o755)
             result = PROBES[name](ctx._replace(scratch=own))
         except Exception as exc:  # noqa: BLE001 - a probe that cannot run is an error result
-            result = ProbeResult(name=name, status="error", proves=claim, checks=(),
-                                 message=f"could not run: {type(exc).__name__}: {exc}")
-        results.append(result)
+            result = ProbeResult(name=name, status="error", seconds=0.0, proves=claim,
+                                 checks=(), message=f"could not run: {type(exc).__name__}: {exc}")
+        results.append(result.model_copy(
+            update={"seconds": round(time.monotonic() - started, 3)}))
     return tuple(results)
 
 
@@ -281,7 +266,7 @@ class Scored(NamedTuple):
 
 def score(ctx: ProbeContext, lay: Layout, catalog: Catalog,
           submissions: Mapping[str, Mapping[str, Mapping[str, str]]], *,
-          tools: batch.Tools | None = None,
+          tools: Tools | None = None,
           caller_env: Mapping[str, str] | None = None) -> dict[str, Scored]:
     """Score ``{sid: {pid: {relpath: text}}}`` exactly as run-eval would; keyed ``sid/pid``."""
     inputs = []
@@ -297,9 +282,9 @@ def score(ctx: ProbeContext, lay: Layout, catalog: Catalog,
     def handed(verdict: Verdict) -> None:
         finished[f"{verdict.submission.id}/{verdict.problem.id}"] = time.time()
 
-    options = batch.RunOptions(out_dir=lay.out, timeout=ctx.timeout, work_dir=lay.work,
-                               keep_work=True, scoring_root=lay.work)
-    batch.run_batch(inputs, catalog, tools or ctx.tools, options,
+    options = RunOptions(out_dir=lay.out, timeout=ctx.timeout, work_dir=lay.work,
+                         keep_work=True, scoring_root=lay.work)
+    batch.run_batch(check_ids(inputs), catalog, tools or ctx.tools, options,
                     ctx.caller_env if caller_env is None else caller_env, handed)
     scored = {}
     for key, at in finished.items():

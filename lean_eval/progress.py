@@ -21,7 +21,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from lean_eval import batch, report_console
+from lean_eval import report_console, scheduler
 from lean_eval.verdict import Summary
 
 _SHORT = {"accepted": "ok", "rejected": "rej", "invalid_submission": "inv",
@@ -56,7 +56,7 @@ class Display:
         if self.bar is not None:
             self.bar.stop()
 
-    def update(self, event: batch.Progress) -> None:
+    def update(self, event: scheduler.Progress) -> None:
         """One pair finished (or was reused): advance the bar or print its line."""
         if self.quiet:
             return

@@ -27,8 +27,10 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from lean_eval import batch, driver, intake, outputs, report, resume
+from lean_eval.atomic import write_model
 from lean_eval.catalog import Catalog
 from lean_eval.errors import ReplayRefusedError, UsageError
+from lean_eval.inputs import Submission, check_ids
 from lean_eval.limits import IntakeLimits
 from lean_eval.replay_report import (
     REPLAY_FILE,
@@ -39,8 +41,10 @@ from lean_eval.replay_report import (
     ReplayReport,
     Status,
 )
+from lean_eval.run import RunOptions, Tools, identity
+from lean_eval.scheduler import Progress
 from lean_eval.shard import Shard
-from lean_eval.verdict import Identity, Preflight, Summary, Verdict, write_model
+from lean_eval.verdict import Identity, Preflight, Summary, Verdict
 
 Pair = tuple[str, str]
 # The identity that gives a verdict its meaning; paths differ between machines and are not
@@ -75,9 +79,9 @@ class Plan(NamedTuple):
     """A checked replay, ready to score."""
 
     record: Record
-    submissions: tuple[Path, ...]
+    submissions: tuple[Submission, ...]
     catalog: Catalog  # restricted to the record's problems
-    options: batch.RunOptions  # the record's, out_dir still to be set
+    options: RunOptions  # the record's, out_dir still to be set
     drift: tuple[Drift, ...]
     skip_probes: bool  # what the record's run did: the replay's preflight must do the same
 
@@ -100,12 +104,12 @@ def load_record(path: Path) -> Record:
 
 
 def _options(recorded: Mapping[str, Any] | None, settings: Settings,
-             shard: Shard | None) -> batch.RunOptions:
+             shard: Shard | None) -> RunOptions:
     """The record's verdict-changing options as run options (run-eval's defaults when absent
     or unreadable: the comparison with the record then names the difference)."""
-    base = batch.RunOptions(out_dir=Path(), timeout=FALLBACK_TIMEOUT, work_dir=settings.work_dir,
-                            keep_work=settings.keep_work, jobs=settings.jobs, rescore=True,
-                            shard=shard, paranoid=settings.paranoid)
+    base = RunOptions(out_dir=Path(), timeout=FALLBACK_TIMEOUT, work_dir=settings.work_dir,
+                      keep_work=settings.keep_work, jobs=settings.jobs, rescore=True,
+                      shard=shard, paranoid=settings.paranoid)
     if recorded is not None:
         with contextlib.suppress(KeyError, TypeError, ValueError, ValidationError):
             base = base._replace(timeout=float(recorded["timeout"]),
@@ -147,12 +151,12 @@ def _files_drift(recorded: Mapping[str, str], current: Mapping[str, str]) -> tup
     return show(recorded), show(current)
 
 
-def plan(record: Record, submissions: Sequence[Path], catalog: Catalog, tools: batch.Tools,
+def plan(record: Record, submissions: Sequence[Path], catalog: Catalog, tools: Tools,
          settings: Settings) -> Plan:
     """Check every pin of the record against this replay and list each difference."""
     summary = record.summary
     inputs = tuple(p.absolute() for p in submissions)
-    ids = batch.check_inputs(inputs)
+    ids = check_ids(inputs)
     recorded_subs = {s.id: s for s in summary.submissions}
     for sid, path in ids:
         if sid not in recorded_subs:
@@ -168,7 +172,7 @@ def plan(record: Record, submissions: Sequence[Path], catalog: Catalog, tools: b
     options = _options(summary.options, settings, shard)
     skip = bool((summary.options or {}).get("skip_probes", summary.preflight.skipped))
     drift: list[Drift] = []
-    current = batch.identity(catalog, tools)
+    current = identity(catalog, tools)
     drift += _identity_drift(summary.identity, current, "run")
     stub = Preflight(skipped=skip, toolchain_path="", bwrap_path="", bwrap_version="",
                      bwrap_sha256="")
@@ -207,7 +211,7 @@ def plan(record: Record, submissions: Sequence[Path], catalog: Catalog, tools: b
             drift.append(Drift(pin="trusted_files", subject=pid, recorded=was, current=now))
     scoped = catalog.model_copy(update={"problems": {
         pid: w for pid, w in catalog.problems.items() if pid in problems}})
-    return Plan(record, inputs, scoped, options, tuple(dict.fromkeys(drift)), skip)
+    return Plan(record, ids, scoped, options, tuple(dict.fromkeys(drift)), skip)
 
 
 def check(plan_: Plan, allow_drift: bool) -> None:
@@ -248,9 +252,9 @@ def _new_verdicts(out_dir: Path, summary: Summary) -> dict[Pair, tuple[Verdict |
     return found
 
 
-def replay(plan_: Plan, tools: batch.Tools, preflight: Preflight, caller_env: Mapping[str, str],
+def replay(plan_: Plan, tools: Tools, preflight: Preflight, caller_env: Mapping[str, str],
            settings: Settings, allow_drift: bool,
-           on_progress: Callable[[batch.Progress], None] | None = None) -> ReplayReport:
+           on_progress: Callable[[Progress], None] | None = None) -> ReplayReport:
     """Score the plan's pairs with run-eval's machinery, compare, write ``replay.json``."""
     check(plan_, allow_drift)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -259,13 +263,13 @@ def replay(plan_: Plan, tools: batch.Tools, preflight: Preflight, caller_env: Ma
                else settings.out_dir)
     try:
         options = plan_.options._replace(out_dir=out_dir, preflight=preflight)
-        summary = batch.run_batch(list(plan_.submissions), plan_.catalog, tools, options,
+        summary = batch.run_batch(plan_.submissions, plan_.catalog, tools, options,
                                   caller_env, on_progress=on_progress)
         new = _new_verdicts(out_dir.resolve(), summary)
     finally:
         if temporary:
             shutil.rmtree(out_dir, ignore_errors=True)
-    given = {intake.submission_id(p) for p in plan_.submissions}
+    given = {s.sid for s in plan_.submissions}
     pairs: list[ReplayPair] = []
     for entry in plan_.record.summary.every_pair():
         key = (entry.submission, entry.problem)

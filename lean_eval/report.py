@@ -1,8 +1,9 @@
-"""An output directory for people and CI systems: loading it, the report document, the formats.
+"""An output directory for people and CI systems: loading it, and the report document.
 
-This module loads a run, builds the ``RunReport`` document every format renders, and picks a
-renderer (``render``): ``report_console`` (table), ``report_markdown``, ``report_junit``,
-``report_csv`` and ``report_html``; they all build on the document and the escaping here.
+This module loads a run and builds the ``RunReport`` document every format renders:
+``report_console`` (table), ``report_markdown``, ``report_junit``, ``report_csv`` and
+``report_html`` all build on the document and the escaping here, and ``report_formats`` picks
+one of them (``render``).
 
 Invariants:
 - Every string a submission or a build controls (submission ids, problem ids, paths, messages,
@@ -33,12 +34,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from lean_eval import outputs
 from lean_eval.errors import UsageError
 from lean_eval.shard import shard_of
-from lean_eval.verdict import (
-    PairRef,
-    Summary,
-    Verdict,
-    write_bytes_atomic,
-)
+from lean_eval.verdict import PairRef, Summary, Verdict
 
 Format = Literal["table", "markdown", "junit", "json", "csv", "html"]
 FORMATS: tuple[Format, ...] = ("table", "markdown", "junit", "json", "csv", "html")
@@ -231,32 +227,6 @@ def render_json(run: Run) -> str:
     return run_report(run).model_dump_json(indent=2) + "\n"
 
 
-def render(run: Run, fmt: Format) -> str:
-    """The run in one of ``FORMATS`` as text."""
-    # The renderers build on this module's document, so they are imported when asked for
-    if fmt == "markdown":
-        from lean_eval import report_markdown
-
-        return report_markdown.render_markdown(run)
-    if fmt == "junit":
-        from lean_eval import report_junit
-
-        return report_junit.render_junit(run)
-    if fmt == "csv":
-        from lean_eval import report_csv
-
-        return report_csv.render_csv(run)
-    if fmt == "html":
-        from lean_eval import report_html
-
-        return report_html.render_html(run)
-    if fmt == "json":
-        return render_json(run)
-    from lean_eval import report_console
-
-    return report_console.render_table(run, hints=True)
-
-
 def failure_kinds(names: Sequence[str]) -> frozenset[str]:
     """The tally kinds ``--fail-on`` names (comma-separated items), checked against FAIL_ON."""
     items = [item.strip() for name in names for item in name.split(",") if item.strip()]
@@ -276,8 +246,3 @@ def failures(summary: Summary, kinds: frozenset[str]) -> tuple[str, ...]:
     if "invalid" in kinds:
         found += [s.id for s in summary.submissions if s.rejection and not s.problems]
     return tuple(found)
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path``: readers see the old file or the new one, never half."""
-    write_bytes_atomic(path, text.encode("utf-8"))

@@ -8,13 +8,13 @@ neither raise ``MarkupError`` nor restyle or hide console text.
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from lean_eval.documents import SelfCheckReport
 from lean_eval.report import (
     Run,
     detail,
@@ -25,9 +25,6 @@ from lean_eval.report import (
     why_not_scored,
 )
 from lean_eval.verdict import Summary, Verdict
-
-if TYPE_CHECKING:
-    from lean_eval.selfcheck import SelfCheck
 
 _STYLE = {"accepted": "green", "rejected": "red", "invalid_submission": "magenta",
           "unchanged": "dim", "error": "bold yellow"}
@@ -98,15 +95,15 @@ def print_summary(summary: Summary, console: Console, hints: bool = False) -> No
     console.print(_t(f"{counts}{'; ' + unscored if unscored else ''}; exit {summary.exit_code}"))
 
 
-def print_selfcheck(name: str, result: SelfCheck, console: Console) -> None:
+def print_selfcheck(result: SelfCheckReport, console: Console) -> None:
     """Each generated submission, then what differed, then the verdict on the installation.
 
     On a terminal a table; otherwise one line per submission, so no column is ever cut.
     """
+    name = result.check
     rows = []
     for f in result.findings:
-        expected = "/".join(sorted(f.expected.verdicts)) + " (" + \
-            "|".join(sorted(f.expected.reasons)) + ")"
+        expected = "/".join(f.expected_verdicts) + " (" + "|".join(f.expected_reasons) + ")"
         rows.append((f, expected, f"{f.verdict} ({f.reason})"))
     if console.is_terminal:
         table = Table(title=escape(name))

@@ -2,7 +2,8 @@
 
 Both score generated submissions through the real pipeline (intake, workspace, driver,
 wrapper, verdicts) against the benchmark's ``two_plus_two`` starter problem, so a failure here is
-an installation problem, never a proof problem.
+an installation problem, never a proof problem. Their result is the ``SelfCheckReport`` document
+``--json`` prints (``lean_eval.documents``), built here and nowhere else.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ from typing import NamedTuple
 
 from lean_eval import batch
 from lean_eval.catalog import Catalog
+from lean_eval.documents import SelfCheckFinding, SelfCheckReport
 from lean_eval.errors import CatalogError
+from lean_eval.inputs import check_ids
+from lean_eval.run import RunOptions, Tools
 from lean_eval.verdict import Verdict
 
 PROBLEM = "two_plus_two"
@@ -46,31 +50,26 @@ class Expectation(NamedTuple):
     seconds: float | None = None
 
 
-class Finding(NamedTuple):
-    """One generated submission, what it should score and what it did."""
-
-    submission: str
-    expected: Expectation
-    verdict: str
-    reason: str
-    message: str
-
-    @property
-    def ok(self) -> bool:
-        return self.verdict in self.expected.verdicts and self.reason in self.expected.reasons
-
-
 class SelfCheck(NamedTuple):
-    """A finished self-check."""
+    """A finished self-check: its report, and where its generated files were."""
 
-    findings: tuple[Finding, ...]
-    counts: dict[str, int]
-    expected_counts: dict[str, int]
+    report: SelfCheckReport
     where: Path  # submissions, verdicts and logs; removed when the check passed
 
     @property
     def ok(self) -> bool:
-        return all(f.ok for f in self.findings) and self.counts == self.expected_counts
+        return self.report.ok
+
+
+def _finding(submission: str, expected: Expectation, verdict: Verdict | None
+             ) -> SelfCheckFinding:
+    got, reason, message = (verdict.verdict, verdict.reason.code, verdict.reason.message) \
+        if verdict else ("missing", "missing", "no verdict was written")
+    return SelfCheckFinding(
+        submission=submission, ok=got in expected.verdicts and reason in expected.reasons,
+        verdict=got, reason=reason, message=message,
+        expected_verdicts=tuple(sorted(expected.verdicts)),
+        expected_reasons=tuple(sorted(expected.reasons)))
 
 
 def _expect(verdict: str, *reasons: str, seconds: float | None = None) -> Expectation:
@@ -128,7 +127,7 @@ def _starter(catalog: Catalog) -> bytes:
     return catalog.problems[PROBLEM].starter["Submission.lean"]
 
 
-def _score(catalog: Catalog, tools: batch.Tools, caller_env: Mapping[str, str],
+def _score(check: str, catalog: Catalog, tools: Tools, caller_env: Mapping[str, str],
            cases: Mapping[str, tuple[str | None, Expectation]], work: Path | None,
            timeout: float) -> SelfCheck:
     starter = _starter(catalog)
@@ -141,9 +140,9 @@ def _score(catalog: Catalog, tools: batch.Tools, caller_env: Mapping[str, str],
     for number, seconds in enumerate(deadlines):
         names = [name for name, (_, e) in cases.items() if e.seconds == seconds]
         inputs = [_write(base / "subs", name, cases[name][0], starter) for name in names]
-        options = batch.RunOptions(out_dir=base / f"out{number or ''}", work_dir=base / "work",
-                                   timeout=timeout if seconds is None else min(timeout, seconds))
-        summary = batch.run_batch(inputs, only, tools, options, caller_env)
+        options = RunOptions(out_dir=base / f"out{number or ''}", work_dir=base / "work",
+                             timeout=timeout if seconds is None else min(timeout, seconds))
+        summary = batch.run_batch(check_ids(inputs), only, tools, options, caller_env)
         for pair in summary.every_pair():
             # summary paths are relative to --out (absolute ones are kept as they are)
             by_name[pair.submission] = Verdict.model_validate_json(
@@ -151,34 +150,34 @@ def _score(catalog: Catalog, tools: batch.Tools, caller_env: Mapping[str, str],
         for kind, n in summary.counts.items():
             if n:  # the summary lists zeros
                 counts[kind] = counts.get(kind, 0) + n
-    findings = []
-    for name, (_, expected) in cases.items():
-        v = by_name.get(name)
-        findings.append(Finding(name, expected, v.verdict if v else "missing",
-                                v.reason.code if v else "missing",
-                                v.reason.message if v else "no verdict was written"))
+    findings = tuple(_finding(name, expected, by_name.get(name))
+                     for name, (_, expected) in cases.items())
     expected_counts: dict[str, int] = {}
     for _, expectation in cases.values():
         (verdict,) = expectation.verdicts
         expected_counts[verdict] = expected_counts.get(verdict, 0) + 1
-    result = SelfCheck(tuple(findings), dict(sorted(counts.items())),
-                       dict(sorted(expected_counts.items())), base)
-    if result.ok:
+    counts = dict(sorted(counts.items()))
+    expected_counts = dict(sorted(expected_counts.items()))
+    ok = all(f.ok for f in findings) and counts == expected_counts
+    report = SelfCheckReport(check=check, ok=ok, counts=counts, expected_counts=expected_counts,
+                             where=None if ok else str(base), findings=findings)
+    if ok:
         shutil.rmtree(base, ignore_errors=True)
-    return result
+    return SelfCheck(report, base)
 
 
-def check_comparator_installation(catalog: Catalog, tools: batch.Tools,
+def check_comparator_installation(catalog: Catalog, tools: Tools,
                                   caller_env: Mapping[str, str], work: Path | None = None,
                                   timeout: float = 600) -> SelfCheck:
     """The starter problem accepted with a known-good proof and rejected with a wrong one."""
     cases = {"known_good": (KNOWN_GOOD, _expect("accepted", "accepted")),
              "obviously_wrong": (OBVIOUSLY_WRONG, _expect("rejected", "illegal_axiom"))}
-    return _score(catalog, tools, caller_env, cases, work, timeout)
+    return _score("check-comparator-installation", catalog, tools, caller_env, cases, work,
+                  timeout)
 
 
-def check_eval_workflow(catalog: Catalog, tools: batch.Tools, caller_env: Mapping[str, str],
+def check_eval_workflow(catalog: Catalog, tools: Tools, caller_env: Mapping[str, str],
                         work: Path | None = None, timeout: float = 600) -> SelfCheck:
     """A generated batch covering every verdict kind (``error`` included: a build that never
     ends, under its own short deadline), checked against expected verdicts."""
-    return _score(catalog, tools, caller_env, WORKFLOW, work, timeout)
+    return _score("check-eval-workflow", catalog, tools, caller_env, WORKFLOW, work, timeout)

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
-from lean_eval import batch, bubblewrap, catalog, documents, inputs, lock, probe, process, verdict
+from lean_eval import bubblewrap, catalog, inputs, lock, probe, process, verdict
 from lean_eval.errors import CatalogError, LeanEvalError, SetupError, UsageError
+from lean_eval.probe_result import ProbeResult
+from lean_eval.run import Tools, not_probed
+from lean_eval.selection import select_catalog
 from lean_eval.sets import Selection
 from lean_eval.shard import Shard, parse_shard
+from lean_eval.summary import write_refusal
 from lean_eval.toolchain import check_release, resolve_toolchain
 
 if TYPE_CHECKING:
@@ -70,8 +73,6 @@ def load_selected(benchmark: Path | None, revision: str | None, only: frozenset[
                   selection: Selection) -> catalog.Catalog:
     """:func:`load`, narrowed to ``only`` (``--problem``) and ``selection`` (``--set``,
     ``--status``, ``--tag``) together."""
-    from lean_eval.selection import select_catalog
-
     if selection.is_everything:
         return load(benchmark, revision, only)
     return select_catalog(load(benchmark, revision, None), selection, only)
@@ -79,7 +80,7 @@ def load_selected(benchmark: Path | None, revision: str | None, only: frozenset[
 
 def tools(cat: catalog.Catalog, toolchain: Path | None, bwrap_path: str | None,
           allow_bwrap: str | None, env: Mapping[str, str],
-          writable: Sequence[Path]) -> batch.Tools:
+          writable: Sequence[Path]) -> Tools:
     """The tools that score ``cat``: its pinned release must be one the driver runs on."""
     check_release(toolchain, cat.toolchain_name)
     return resolve_tools(cat.toolchain_name, toolchain, bwrap_path, allow_bwrap, env, writable)
@@ -87,7 +88,7 @@ def tools(cat: catalog.Catalog, toolchain: Path | None, bwrap_path: str | None,
 
 def resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
                   allow_bwrap: str | None, env: Mapping[str, str],
-                  writable: Sequence[Path], release: bool = False) -> batch.Tools:
+                  writable: Sequence[Path], release: bool = False) -> Tools:
     """The toolchain and bwrap; every problem with either is named in one error.
 
     ``release``: also refuse a pinned release that cannot run the driver.
@@ -106,7 +107,7 @@ def resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
         errors.append(exc)
     if lean is None or bwrap is None:
         raise one_error(errors)
-    return batch.Tools(toolchain=lean, bwrap=bwrap)
+    return Tools(toolchain=lean, bwrap=bwrap)
 
 
 def one_error(errors: Sequence[SetupError]) -> SetupError:
@@ -121,10 +122,11 @@ def one_error(errors: Sequence[SetupError]) -> SetupError:
 class Setup(NamedTuple):
     """What ``run-eval`` checked before any probe: the run can go ahead with these."""
 
+    submissions: tuple[inputs.Submission, ...]  # ids checked: the batch takes them as they are
     shard: Shard | None
     signer: attest.SigningKey | None
     cat: catalog.Catalog
-    tools: batch.Tools
+    tools: Tools
     held: lock.OutLock  # --out's lock, held: the caller closes it
 
 
@@ -160,7 +162,7 @@ def checked_setup(submissions: Sequence[Path], out_dir: Path, work_dir: Path | N
     attempt(lambda: inputs.check_run(submissions, out_dir, work_dir, selected, bench))
     # an unknown --problem is named once, by check_run; the catalog then only names the release
     narrow = selected if len(errors) == found else None
-    attempt(lambda: batch.check_inputs(submissions))
+    checked = attempt(lambda: inputs.check_ids(submissions))
     cat = attempt(lambda: load_selected(benchmark, benchmark_rev, narrow, selection))
     writable = [out_dir, Path(tempfile.gettempdir()), *([work_dir] if work_dir else [])]
     name = cat.toolchain_name if cat else _pinned_name(bench)
@@ -171,7 +173,7 @@ def checked_setup(submissions: Sequence[Path], out_dir: Path, work_dir: Path | N
         tools = attempt(lambda: resolve_tools(name or "", toolchain, bwrap_path, allow_bwrap,
                                               env, writable, release=True))
     held = attempt(lambda: lock.OutLock.if_present(out_dir.resolve()))
-    if errors or cat is None or tools is None:
+    if errors or checked is None or cat is None or tools is None:
         if held is not None:
             held.close()
         raise one_error(errors)
@@ -181,7 +183,7 @@ def checked_setup(submissions: Sequence[Path], out_dir: Path, work_dir: Path | N
         except OSError as exc:
             raise UsageError(f"--out {out_dir} cannot be created: {exc.strerror}") from None
         held = lock.OutLock(out_dir.resolve())
-    return Setup(shard, signer, cat, tools, held)
+    return Setup(checked, shard, signer, cat, tools, held)
 
 
 def _pinned_name(benchmark: Path) -> str | None:
@@ -193,23 +195,18 @@ def _pinned_name(benchmark: Path) -> str | None:
         return None
 
 
-def run_probes(tools: batch.Tools, env: Mapping[str, str], work_dir: Path | None,
-               names: Sequence[str] = ()) -> tuple[documents.ProbeEntry, ...]:
+def run_probes(tools: Tools, env: Mapping[str, str], work_dir: Path | None,
+               names: Sequence[str] = ()) -> tuple[ProbeResult, ...]:
     """Each probe (``names``, default all) in turn, timed, in a scratch directory removed
     afterwards."""
     if work_dir is not None:
         work_dir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="lean-eval-probes-", dir=work_dir))
     ctx = probe.ProbeContext(tools=tools, caller_env=dict(env), scratch=scratch)
-    entries = []
     try:
-        for name in names or probe.PROBE_NAMES:
-            started = time.monotonic()
-            (result,) = probe.run_probes(ctx, [name])
-            entries.append(documents.probe_entry(result, time.monotonic() - started))
+        return probe.run_probes(ctx, names or probe.PROBE_NAMES)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return tuple(entries)
 
 
 class ProbesFailedError(SetupError):
@@ -221,8 +218,8 @@ class ProbesFailedError(SetupError):
         self.preflight = preflight
 
 
-def preflight(tools: batch.Tools, env: Mapping[str, str], work_dir: Path | None,
-              on_probes: Callable[[tuple[documents.ProbeEntry, ...]], None] | None = None,
+def preflight(tools: Tools, env: Mapping[str, str], work_dir: Path | None,
+              on_probes: Callable[[tuple[ProbeResult, ...]], None] | None = None,
               needed: bool = True) -> verdict.Preflight:
     """Run every probe before any pair is scored; the record every verdict carries.
 
@@ -231,15 +228,12 @@ def preflight(tools: batch.Tools, env: Mapping[str, str], work_dir: Path | None,
     False (no pair needs a sandbox): no probe runs, and the record says why.
     """
     if not needed:
-        return batch.not_probed(tools).model_copy(update={"skipped": False,
-                                                          "reason": NOTHING_TO_SCORE})
+        return not_probed(tools).model_copy(update={"skipped": False,
+                                                    "reason": NOTHING_TO_SCORE})
     entries = run_probes(tools, env, work_dir)
-    record = batch.not_probed(tools).model_copy(update={
+    record = not_probed(tools).model_copy(update={
         "skipped": False,
-        "probes": tuple(verdict.ProbeOutcome(
-            name=e.name, status=e.status, message=e.message, seconds=e.seconds,
-            checks=tuple(verdict.ProbeCheckOutcome(name=c.name, ok=c.ok, evidence=c.evidence)
-                         for c in e.checks)) for e in entries)})
+        "probes": tuple(e.outcome() for e in entries)})
     if on_probes is not None:
         on_probes(entries)
     failed = [e for e in entries if e.status != "pass"]
@@ -251,14 +245,14 @@ def preflight(tools: batch.Tools, env: Mapping[str, str], work_dir: Path | None,
     return record
 
 
-def record_refusal(out_dir: Path, cat: catalog.Catalog, tools: batch.Tools,
+def record_refusal(out_dir: Path, cat: catalog.Catalog, tools: Tools,
                    exc: ProbesFailedError, started_at: str,
                    held: lock.OutLock | None = None) -> str:
     """The refused run's summary in ``out_dir`` (design §5.5), and the message that says
     where."""
     try:
-        written = batch.write_refusal(out_dir, cat, tools, exc.preflight, str(exc), started_at,
-                                      out_lock=held)
+        written = write_refusal(out_dir, cat, tools, exc.preflight, str(exc), started_at,
+                                out_lock=held)
     except LeanEvalError as why:  # --out held by another run, or unwritable: say so, go on
         return f"{exc}; no summary was written: {why}"
     return f"{exc}; the probes' outcome is in {written}"

@@ -91,13 +91,13 @@ def batch_digest(pairs: Iterable[Pair]) -> str:
 def batch_map(pairs: Iterable[Pair]) -> dict[str, tuple[str, ...]]:
     """Each submission's problems, in input order: how a shard's summary records its batch."""
     found: dict[str, list[str]] = {}
-    for sid, pid in pairs:
+    for sid, problem_id in pairs:
         problems = found.setdefault(sid, [])
-        if pid not in problems:
-            problems.append(pid)
+        if problem_id not in problems:
+            problems.append(problem_id)
     return {sid: tuple(problems) for sid, problems in found.items()}
 
 
 def batch_pairs(batch: Mapping[str, Sequence[str]]) -> list[Pair]:
     """The pairs of a ``batch_map``."""
-    return [(sid, pid) for sid, problems in batch.items() for pid in problems]
+    return [(sid, problem_id) for sid, problems in batch.items() for problem_id in problems]

@@ -1,29 +1,21 @@
-"""Verdict and run-summary models (design §4.4) and their atomic, never-half-written files.
+"""Verdict and run-summary models (design §4.4).
 
 Invariants:
 - Both models are frozen, reject unknown keys, and carry ``schema_version`` first; their JSON
-  Schema is committed under ``lean_eval/schemas`` and a test fails on drift.
-- Files are written to a private temporary file in the same directory (``O_EXCL|O_NOFOLLOW``),
-  fsynced, then ``os.replace``d; logs and reports use the same writer. A batch's many small
-  verdicts may skip the per-file fsync (``durable=False``): they are still renamed into place
-  complete, and ``sync_filesystem`` makes them durable together before the summary naming
-  them is written (design §5.5 "Unchanged pairs").
+  Schema is committed under ``lean_eval/schemas`` (``python3 -m lean_eval.schema_registry``
+  regenerates it) and a test fails on drift.
+- They are written only through ``lean_eval.atomic`` (never half-written files).
 - ``summary.json`` lists unchanged pairs compactly (``SubmissionSummary.unchanged``, by id);
   ``Summary.every_pair()`` is every recorded pair, the unchanged ones included.
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import functools
-import json
-import os
-import secrets
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+
+from lean_eval.probe_result import ProbeOutcome
 
 SCHEMA_VERSION = 1
 SUMMARY_SCHEMA_VERSION = 2  # 2: unchanged pairs listed by id per submission, not in ``pairs``
@@ -92,24 +84,6 @@ class Identity(_Model):
     bwrap_setuid: bool
     bwrap_sha256: str
     bwrap_minimum_version: str  # below 0.12.0 only when --allow-bwrap-version said so
-
-
-class ProbeCheckOutcome(_Model):
-    """One check of a preflight probe and the evidence it judged."""
-
-    name: str
-    ok: bool
-    evidence: str
-
-
-class ProbeOutcome(_Model):
-    """One preflight probe as the run saw it, with every check (the terminal shows fewer)."""
-
-    name: str
-    status: Literal["pass", "fail", "error"]
-    message: str
-    seconds: float = 0.0
-    checks: tuple[ProbeCheckOutcome, ...] = ()
 
 
 class Preflight(_Model):
@@ -331,148 +305,3 @@ def compact_pairs(pairs: tuple[PairSummary, ...]
         else:
             kept.append(pair)
     return tuple(kept), {sid: tuple(ids) for sid, ids in unchanged.items()}
-
-
-@functools.cache
-def file_umask() -> int:
-    """The process umask, read without changing it (``os.umask`` would race other threads)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            line = next(x for x in status if x.startswith("Umask:"))
-        return int(line.split()[1], 8)
-    except (OSError, StopIteration, ValueError):
-        return 0o022
-
-
-_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def temporary_name(path: Path) -> Path:
-    """A private name beside ``path`` for its next version: ``.<name>.<random>.tmp``.
-
-    Unguessable, so nothing can be planted there in advance; ``lock.remove_stray_temps`` removes
-    the ones a killed run left.
-    """
-    return path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp"
-
-
-def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Write ``data`` to ``path``: readers see the old file or the new, never half.
-
-    The one atomic writer of verdicts, summaries, logs and reports. The temporary file is
-    created with ``O_EXCL|O_NOFOLLOW``, so a file or symlink already at its name is never
-    written through, and ``rename(2)`` replaces a link at ``path`` itself, never its target.
-
-    ``durable=False`` skips the file's and its directory's fsync: a killed process still never
-    leaves a half-written ``path`` (the rename is atomic in the page cache), but until
-    ``sync_filesystem`` a power loss may leave it empty or absent, which resume reads as "not
-    scored" (an unparsable verdict is never reused).
-    """
-    tmp = temporary_name(path)
-    try:
-        fd = os.open(tmp, _TEMP_FLAGS, 0o666)  # through the umask, as open() would
-    except FileNotFoundError:  # the first file of its directory (a mkdir per write is waste)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(tmp, _TEMP_FLAGS, 0o666)
-    try:
-        try:
-            view = memoryview(data)
-            while view:  # os.write may write less than asked (a full disk, a signal)
-                view = view[os.write(fd, view):]
-            if durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    if not durable:
-        return
-    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def write_json_atomic(path: Path, data: Any, *, durable: bool = True) -> None:
-    """Write ``data`` as JSON to ``path`` (see ``write_bytes_atomic``)."""
-    text = json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
-    write_bytes_atomic(path, text.encode("utf-8"), durable=durable)
-
-
-def write_model(path: Path, model: BaseModel, *, durable: bool = True) -> None:
-    """Atomically write a verdict or summary."""
-    write_json_atomic(path, model.model_dump(mode="json"), durable=durable)
-
-
-@functools.cache
-def _syncfs() -> Any:
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name, use_errno=True)
-        return libc.syncfs
-    except (OSError, AttributeError):  # no libc syncfs (not Linux): os.sync below
-        return None
-
-
-def sync_filesystem(path: Path) -> None:
-    """Flush every file written on ``path``'s filesystem to disk: the one barrier that makes a
-    batch's ``durable=False`` writes (data, renames, directory entries) durable together.
-
-    ``syncfs(2)`` on ``path``'s filesystem; ``sync(2)`` where there is no ``syncfs``.
-    """
-    syncfs = _syncfs()
-    if syncfs is None:
-        os.sync()
-        return
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        if syncfs(fd) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"syncfs {path}: {os.strerror(err)}")
-    finally:
-        os.close(fd)
-
-
-def schemas() -> dict[str, dict[str, Any]]:
-    """The JSON Schema of each committed model, by file name (printed documents included)."""
-    from lean_eval import (
-        attest,
-        documents,
-        export,
-        precheck,
-        replay_report,
-        report,
-        results_store,
-        selection,
-        verify,
-    )
-
-    return {
-        "verdict.schema.json": Verdict.model_json_schema(),
-        "summary.schema.json": Summary.model_json_schema(),
-        **documents.schemas(),
-        "run-report.schema.json": report.RunReport.model_json_schema(),
-        "submission-check.schema.json": precheck.SubmissionCheck.model_json_schema(),
-        "results-store.schema.json": results_store.UserFile.model_json_schema(),
-        "verdict-statement.schema.json": attest.Statement.model_json_schema(),
-        "verify-report.schema.json": verify.VerifyReport.model_json_schema(),
-        "export-report.schema.json": export.ExportReport.model_json_schema(),
-        "problem-list.schema.json": selection.ProblemList.model_json_schema(),
-        "replay-report.schema.json": replay_report.ReplayReport.model_json_schema(),
-    }
-
-
-SCHEMA_DIR = Path(__file__).parent / "schemas"
-
-
-def _write_schemas() -> None:
-    for name, schema in schemas().items():
-        (SCHEMA_DIR / name).write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n",
-                                       encoding="utf-8")
-
-
-if __name__ == "__main__":
-    _write_schemas()

@@ -43,7 +43,10 @@ from support import REPO, STANDIN, Run, copy_benchmark, correct, make_submission
 from lean_eval import batch, bubblewrap, lock, process, session
 from lean_eval.catalog import Catalog
 from lean_eval.cli import main
+from lean_eval.inputs import check_ids
+from lean_eval.run import RunOptions, Tools, not_probed
 from lean_eval.runner import ComparatorRunner, Launch
+from lean_eval.scheduler import Progress
 from lean_eval.session import load
 from lean_eval.toolchain import resolve_toolchain
 from lean_eval.verdict import Preflight, Summary, Verdict
@@ -249,28 +252,28 @@ def fake_bwrap() -> bubblewrap.BwrapInfo:
                                 owner="root", sha256=hashlib.sha256(b"fake").hexdigest())
 
 
-def tools(runner: ComparatorRunner, bwrap: bubblewrap.BwrapInfo | None = None) -> batch.Tools:
+def tools(runner: ComparatorRunner, bwrap: bubblewrap.BwrapInfo | None = None) -> Tools:
     """The stand-in toolchain with ``runner`` (and a fake bwrap unless one is given)."""
     toolchain = resolve_toolchain(STANDIN, {}, "leanprover/lean4:v4.35.0")
-    return batch.Tools(toolchain=toolchain, bwrap=bwrap or fake_bwrap(), runner=runner)
+    return Tools(toolchain=toolchain, bwrap=bwrap or fake_bwrap(), runner=runner)
 
 
-def options(out: Path, **fields: Any) -> batch.RunOptions:
+def options(out: Path, **fields: Any) -> RunOptions:
     """Run options as ``run-eval --skip-probes`` would make them, with ``fields`` changed.
 
     A timeout of 60 s unless given; the preflight record is filled in by :func:`score`."""
-    return batch.RunOptions(out_dir=out, **{"timeout": 60.0, **fields})
+    return RunOptions(out_dir=out, **{"timeout": 60.0, **fields})
 
 
 def score(inputs: Sequence[Path], catalog: Catalog, runner: ComparatorRunner,
-          run_options: batch.RunOptions, *,
-          on_progress: Callable[[batch.Progress], None] | None = None,
+          run_options: RunOptions, *,
+          on_progress: Callable[[Progress], None] | None = None,
           on_verdict: Callable[[Verdict], None] | None = None,
           out_lock: lock.OutLock | None = None) -> Summary:
     """``batch.run_batch`` as ``api.score`` calls it with ``skip_probes``, through ``runner``."""
     run_tools = tools(runner)
-    preflight: Preflight = batch.not_probed(run_tools)
-    return batch.run_batch(list(inputs), catalog, run_tools,
+    preflight: Preflight = not_probed(run_tools)
+    return batch.run_batch(check_ids(inputs), catalog, run_tools,
                            run_options._replace(preflight=preflight), {"PATH": "/usr/bin:/bin"},
                            on_verdict=on_verdict, on_progress=on_progress, out_lock=out_lock)
 
@@ -293,9 +296,9 @@ class FakeRunEval:
                  monkeypatch: pytest.MonkeyPatch) -> None:
         self.runner, self.base, self.benchmark = runner, base, shared_bench()
 
-        def resolve(name: str, toolchain: Path | None, *_: object, **__: object) -> batch.Tools:
-            return batch.Tools(toolchain=resolve_toolchain(toolchain, {}, name),
-                               bwrap=fake_bwrap(), runner=self.runner)
+        def resolve(name: str, toolchain: Path | None, *_: object, **__: object) -> Tools:
+            return Tools(toolchain=resolve_toolchain(toolchain, {}, name),
+                         bwrap=fake_bwrap(), runner=self.runner)
 
         monkeypatch.setattr(session, "resolve_tools", resolve)
 

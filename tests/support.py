@@ -33,6 +33,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from lean_eval import bubblewrap, process, shard
+from lean_eval.atomic import write_model
 from lean_eval.cli import main
 from lean_eval.toolchain import resolve_toolchain
 from lean_eval.verdict import (
@@ -49,7 +50,6 @@ from lean_eval.verdict import (
     Timings,
     Verdict,
     compact_pairs,
-    write_model,
 )
 
 # --- paths and names --------------------------------------------------------------------------

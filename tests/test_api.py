@@ -16,8 +16,9 @@ from click.testing import CliRunner
 from support import BWRAP_FLOOR, CORRECT, PROBLEMS, REPO, STANDIN, no_survivor
 
 import lean_eval
-from lean_eval import api, documents, errors, probe, process, session
+from lean_eval import api, errors, probe, process, session
 from lean_eval.cli import main
+from lean_eval.probe_result import ProbeResult
 
 INCORRECT = REPO / "examples" / "submissions" / "incorrect"
 README = REPO / "README.md"
@@ -29,7 +30,7 @@ class Scored(NamedTuple):
     out: Path
     summary: api.Summary
     events: list[api.Progress]
-    probes: list[tuple[api.ProbeEntry, ...]]
+    probes: list[tuple[api.ProbeResult, ...]]
     warnings: list[str]
 
 
@@ -40,7 +41,7 @@ def scored(bench_copy: Path, bwrap: str, tmp_path_factory: pytest.TempPathFactor
     base = tmp_path_factory.mktemp("api")
     out = base / "out"
     events: list[api.Progress] = []
-    probes: list[tuple[api.ProbeEntry, ...]] = []
+    probes: list[tuple[api.ProbeResult, ...]] = []
     warnings: list[str] = []
     summary = api.score([CORRECT, INCORRECT], out, env=os.environ, benchmark=bench_copy,
                         toolchain=STANDIN, allow_bwrap_version=BWRAP_FLOOR, timeout=60,
@@ -149,10 +150,10 @@ def test_setup_errors_are_typed_and_nothing_is_printed(
 def test_a_failed_probe_raises_probes_failed_error_and_records_the_refusal(
         bench_copy: Path, bwrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     del bwrap
-    entry = documents.ProbeEntry(name="sandbox_engaged", status="fail", proves="the sandbox",
-                                 message="writes reached the host", seconds=0.0, checks=())
+    entry = ProbeResult(name="sandbox_engaged", status="fail", proves="the sandbox",
+                        message="writes reached the host", seconds=0.0, checks=())
     monkeypatch.setattr(session, "run_probes", lambda *a, **k: (entry,))
-    seen: list[tuple[api.ProbeEntry, ...]] = []
+    seen: list[tuple[api.ProbeResult, ...]] = []
     out = tmp_path / "out"
     with pytest.raises(api.ProbesFailedError) as refused:
         api.score([CORRECT], out, env=os.environ, benchmark=bench_copy, toolchain=STANDIN,

@@ -1,6 +1,6 @@
 """Logs are written like verdicts, and a run starts by removing what killed runs left.
 
-One writer (``verdict.write_bytes_atomic``) gives every verdict, summary, log and report a
+One writer (``atomic.write_bytes_atomic``) gives every verdict, summary, log and report a
 private temporary name opened ``O_EXCL|O_NOFOLLOW`` and renames it into place: a file or link
 planted at the temporary name or at the final name is never written through. Stale temporary
 files of either kind, and links planted at the name older releases wrote logs through
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from support import correct, make_submission, no_survivor
 
-from lean_eval import driver, lock, process, verdict
-from lean_eval.verdict import write_bytes_atomic
+from lean_eval import atomic, driver, lock, process
+from lean_eval.atomic import write_bytes_atomic
 
 
 def outcome() -> process.ProcessResult:
@@ -29,7 +29,7 @@ def test_a_planted_temporary_name_is_never_written_through(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     victim = tmp_path / "victim"
     victim.write_text("precious")
-    monkeypatch.setattr(verdict.secrets, "token_hex", lambda n: "guessed")
+    monkeypatch.setattr(atomic.secrets, "token_hex", lambda n: "guessed")
     (tmp_path / ".p.log.guessed.tmp").symlink_to(victim)  # the name, had it been guessable
     with pytest.raises(FileExistsError):
         write_bytes_atomic(tmp_path / "p.log", b"attacker-controlled build output")

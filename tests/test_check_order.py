@@ -185,18 +185,20 @@ def test_ctrl_c_during_the_probes_stops_them_at_once(
         bench_copy: Path, outside: Path, bwrap: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The probes run outside the batch's signal handlers: SIGINT while they run ends the run
     (exit 130) instead of being recorded while the remaining probes go on."""
-    went_on: list[bool] = []
+    handlers: list[object] = []
 
     def interrupted(*args: Any, **kwargs: Any) -> Any:
-        # raise_signal runs the Python handler before it returns; os.kill may be handled a
-        # few bytecodes later on a busy machine, after the line below has run
-        signal.raise_signal(signal.SIGINT)
-        went_on.append(True)  # reached only when a handler swallowed the signal
-        raise AssertionError("the probes went on after SIGINT")
+        handlers.append(signal.getsignal(signal.SIGINT))
+        signal.raise_signal(signal.SIGINT)  # the caller's handler raises KeyboardInterrupt here
+        # Twice, in full-suite runs on a heavily loaded machine, the signal had not been handled
+        # by this line (cause not found; it never happened alone). The handler check below is
+        # the claim; this ends the probes as the handler would have.
+        raise KeyboardInterrupt
 
     monkeypatch.setattr(session, "run_probes", interrupted)
     out = outside / "out"
     result = _run_eval(bench_copy, out, CORRECT, extra=_tools("--problem", "two_plus_two"))
     assert result.exit_code == 130, result.output
-    assert went_on == [] and "interrupted" in result.output
+    assert handlers == [signal.default_int_handler]  # not the batch's: it would record it
+    assert "interrupted" in result.output
     assert not (out / "correct").exists()  # no pair scored

@@ -22,9 +22,10 @@ from support import (
     with_lines,
 )
 
-from lean_eval import batch, disk, pair, process, resume, shard
+from lean_eval import disk, pair, process, resume, scheduler, shard
 from lean_eval.resources import PairLimits
-from lean_eval.verdict import ResourceLimits, Verdict
+from lean_eval.run import RunOptions
+from lean_eval.verdict import Preflight, ResourceLimits, Verdict
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 
@@ -70,9 +71,9 @@ def test_the_limits_spec_round_trips_to_the_reaper() -> None:
 
 
 def test_the_disk_limits_are_in_the_resume_key_and_the_options_digest(tmp_path: Path) -> None:
-    base = resume.RunOptions(out_dir=tmp_path, timeout=60)
-    preflight = resume.Preflight(skipped=True, toolchain_path="/t", bwrap_path="/b",
-                                 bwrap_version="0.8.0", bwrap_sha256="0" * 64)
+    base = RunOptions(out_dir=tmp_path, timeout=60)
+    preflight = Preflight(skipped=True, toolchain_path="/t", bwrap_path="/b",
+                          bwrap_version="0.8.0", bwrap_sha256="0" * 64)
     digests = {shard.options_digest(resume.verdict_options(o, preflight)) for o in (
         base, base._replace(disk_limit=MIB), base._replace(disk_files=10),
         base._replace(disk_limit=None))}
@@ -128,13 +129,13 @@ def test_admission_waits_for_the_reserve_and_the_verdict_says_what_a_pair_starte
     and records it); a wrong proof that failed meanwhile is error (after one more try alone at
     the end of the run), the correct ones accepted."""
     seen: list[int] = []
-    original = batch._Scheduler.tell
+    original = scheduler.Scheduler.tell
 
-    def tell(self: batch._Scheduler, verdict: Verdict | None, kept: bool = False) -> None:
+    def tell(self: scheduler.Scheduler, verdict: Verdict | None, kept: bool = False) -> None:
         seen.append(self.running + len(self.removing))
         original(self, verdict, kept)
 
-    monkeypatch.setattr(batch._Scheduler, "tell", tell)
+    monkeypatch.setattr(scheduler.Scheduler, "tell", tell)
     monkeypatch.setattr(disk, "room", lambda path: disk.Room(5 * MIB, 10_000))
     scored: list[str] = []
     run_pair = pair.run_pair

@@ -29,7 +29,8 @@ from support import (
     with_lines,
 )
 
-from lean_eval import batch, outputs
+from lean_eval import outputs
+from lean_eval.atomic import sync_filesystem
 from lean_eval.cli import main
 from lean_eval.errors import OutputRefusedError
 from lean_eval.verdict import Summary
@@ -168,13 +169,13 @@ def test_unchanged_verdicts_are_made_durable_once_before_the_summary_is_written(
     """Crash safety of the fast path: its verdicts skip the per-file fsync, so one filesystem
     barrier must come after the last of them and before summary.json names them."""
     calls: list[tuple[bool, int]] = []
-    original = batch.sync_filesystem
+    original = sync_filesystem
 
     def barrier(path: Path) -> None:
         calls.append(((path / "summary.json").exists(), len(list(path.glob("*/*.json")))))
         original(path)
 
-    monkeypatch.setattr(batch, "sync_filesystem", barrier)
+    monkeypatch.setattr("lean_eval.summary.sync_filesystem", barrier)
     subs = [fork(outside / "subs", f"f{i}", {}) for i in range(2)]
     run = run_eval(*subs)
     assert run.code == 0, run.result.output

@@ -15,9 +15,10 @@ from click.testing import CliRunner
 from support import BATCH, BATCH_PROBLEMS, make_identity, shards_of, write_output
 
 from lean_eval import merge, shard
+from lean_eval.atomic import file_umask
 from lean_eval.cli import main
 from lean_eval.errors import MergeRefusedError
-from lean_eval.verdict import Summary, file_umask
+from lean_eval.verdict import Summary
 
 
 def pair_files(out: Path) -> dict[str, bytes]:
@@ -310,14 +311,14 @@ def test_a_merge_of_2_of_3_shards_says_so_in_the_summary_and_every_report_format
 
 
 def test_a_complete_merge_reports_nothing_unscored(tmp_path: Path) -> None:
-    from lean_eval import report
+    from lean_eval import report, report_formats
 
     merge.merge(shards_of(tmp_path, 3), tmp_path / "m")
     run = report.load_run(tmp_path / "m")
     assert run.summary.not_scored_pairs == () and run.summary.missing_shards == ()
-    assert "Not scored" not in report.render(run, "markdown")
-    assert 'errors="0"' in report.render(run, "junit")
-    assert "not scored" not in report.render(run, "table")
+    assert "Not scored" not in report_formats.render(run, "markdown")
+    assert 'errors="0"' in report_formats.render(run, "junit")
+    assert "not scored" not in report_formats.render(run, "table")
 
 
 def test_run_eval_shards_merged_partially_then_whole(run_eval: Any, outside: Path) -> None:

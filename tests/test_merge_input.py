@@ -21,9 +21,10 @@ from click.testing import CliRunner, Result
 from support import BATCH, make_verdict, shards_of, write_output
 
 from lean_eval import merge, outputs, shard
+from lean_eval.atomic import write_model
 from lean_eval.cli import main
 from lean_eval.errors import OutputRefusedError
-from lean_eval.verdict import Summary, write_model
+from lean_eval.verdict import Summary
 
 PID = "two_plus_two"
 

@@ -20,7 +20,7 @@ from support import (
     with_lines,
 )
 
-from lean_eval import batch, progress, sandbox, workspace
+from lean_eval import progress, sandbox, scheduler, sizing, workspace
 from lean_eval.cli import main
 from lean_eval.verdict import Mounts
 
@@ -34,7 +34,7 @@ def test_three_jobs_keep_three_sleeping_pairs_live_at_once(
     seen: list[int] = []
     original = progress.Display.update
 
-    def update(self: progress.Display, event: batch.Progress) -> None:
+    def update(self: progress.Display, event: scheduler.Progress) -> None:
         if event.verdict is not None:  # a pair finished: how many others were still running
             seen.append(event.running)
         original(self, event)
@@ -125,19 +125,19 @@ def test_admission_waits_while_memory_is_below_the_limit(
     seen: list[int] = []
     original = progress.Display.update
 
-    def update(self: progress.Display, event: batch.Progress) -> None:
+    def update(self: progress.Display, event: scheduler.Progress) -> None:
         seen.append(event.running)  # pairs holding a slot (processes alive) at each event
         original(self, event)
 
     monkeypatch.setattr(progress.Display, "update", update)
     subs = [sleeper(outside / "subs", f"m{i}", 1) for i in range(3)]
-    monkeypatch.setattr(batch, "mem_available", lambda: 100 << 20)  # below --memory-limit
+    monkeypatch.setattr(sizing, "mem_available", lambda: 100 << 20)  # below --memory-limit
     low = run_eval(*subs, out=outside / "low", extra=("--jobs", "3", "--memory-limit", "1G"))
     assert low.code == 0, low.result.output
     assert max(seen) == 1  # one pair at a time: never two with processes alive
     assert [p["submission"] for p in low.summary()["pairs"]] == ["m0", "m1", "m2"]
     seen.clear()
-    monkeypatch.setattr(batch, "mem_available", lambda: 64 << 30)
+    monkeypatch.setattr(sizing, "mem_available", lambda: 64 << 30)
     high = run_eval(*subs, out=outside / "high", extra=("--jobs", "3", "--memory-limit", "1G"))
     assert high.code == 0 and max(seen) > 0  # negative control: enough memory, pairs overlap
 
@@ -145,12 +145,12 @@ def test_admission_waits_while_memory_is_below_the_limit(
 def test_default_jobs_is_the_cpus_lowered_to_what_memory_allows(
         monkeypatch: pytest.MonkeyPatch) -> None:
     cpus = len(os.sched_getaffinity(0))
-    monkeypatch.setattr(batch, "mem_available", lambda: 64 << 30)
-    assert batch.default_jobs(1 << 30) == cpus
-    monkeypatch.setattr(batch, "mem_available", lambda: 9 << 30)
-    assert batch.default_jobs(8 << 30) == 1
-    monkeypatch.setattr(batch, "mem_available", lambda: 1 << 30)
-    assert batch.default_jobs(8 << 30) == 1
+    monkeypatch.setattr(sizing, "mem_available", lambda: 64 << 30)
+    assert sizing.default_jobs(1 << 30) == cpus
+    monkeypatch.setattr(sizing, "mem_available", lambda: 9 << 30)
+    assert sizing.default_jobs(8 << 30) == 1
+    monkeypatch.setattr(sizing, "mem_available", lambda: 1 << 30)
+    assert sizing.default_jobs(8 << 30) == 1
 
 
 def test_limits_and_shards_reach_every_verdict_and_the_summary(
@@ -199,12 +199,12 @@ def test_a_pair_that_started_short_of_memory_says_so(
     """Issue 17 item 4: a pair with nothing else running starts whatever memory is available
     (waiting could free nothing), and its verdict records that it started below its limit."""
     sub = sleeper(outside / "subs", "m0", 0)
-    monkeypatch.setattr(batch, "mem_available", lambda: 100 << 20)
+    monkeypatch.setattr(sizing, "mem_available", lambda: 100 << 20)
     low = run_eval(sub, out=outside / "low", extra=("--memory-limit", "1G"))
     limits = low.verdict("m0", PROBLEM)["limits"]
     assert low.verdict("m0", PROBLEM)["verdict"] == "accepted"
     assert limits["started_below_memory"] and limits["memory_available_at_start"] == 100 << 20
-    monkeypatch.setattr(batch, "mem_available", lambda: 64 << 30)
+    monkeypatch.setattr(sizing, "mem_available", lambda: 64 << 30)
     high = run_eval(sub, out=outside / "high", extra=("--memory-limit", "1G"))
     assert not high.verdict("m0", PROBLEM)["limits"]["started_below_memory"]
 

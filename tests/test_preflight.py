@@ -9,8 +9,10 @@ import pytest
 from click.testing import CliRunner
 from support import BWRAP_FLOOR, CORRECT, STANDIN
 
-from lean_eval import batch, documents, intake, lock, session
+from lean_eval import intake, lock, session
 from lean_eval.cli import main
+from lean_eval.probe_result import ProbeResult
+from lean_eval.run import REFUSED_SUMMARY
 
 UNSANDBOXED = """#!/bin/sh
 # A 'bwrap' that sandboxes nothing: drops every option up to -- and runs the command.
@@ -94,8 +96,8 @@ def test_a_broken_sandbox_stops_the_run_before_any_pair_is_scored(
 def _failing_probes(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every probe reports fail at once (the probe runner run-eval and the API share replaced;
     nothing runs)."""
-    entry = documents.ProbeEntry(name="sandbox_engaged", status="fail", proves="the sandbox",
-                                 message="writes reached the host", seconds=0.0, checks=())
+    entry = ProbeResult(name="sandbox_engaged", status="fail", proves="the sandbox",
+                        message="writes reached the host", seconds=0.0, checks=())
     monkeypatch.setattr(session, "run_probes", lambda *a, **k: (entry,))
 
 
@@ -110,14 +112,14 @@ def test_a_refusal_keeps_an_earlier_runs_summary_and_respects_the_out_lock(
     code, output, _ = _run(bench_copy, outside, "--allow-bwrap-version", BWRAP_FLOOR)
     assert code == 2, output
     assert (out / "summary.json").read_bytes() == earlier
-    refused = json.loads((out / batch.REFUSED_SUMMARY).read_text())
+    refused = json.loads((out / REFUSED_SUMMARY).read_text())
     assert refused["pairs"] == [] and "sandbox_engaged" in refused["refused"]
-    assert f"the probes' outcome is in {out / batch.REFUSED_SUMMARY}" in output
+    assert f"the probes' outcome is in {out / REFUSED_SUMMARY}" in output
     monkeypatch.undo()  # a run that scores again supersedes the refusal
     code, output, _ = _run(bench_copy, outside, "--allow-bwrap-version", BWRAP_FLOOR,
                            "--skip-probes")
     assert code == 0, output
-    assert not (out / batch.REFUSED_SUMMARY).exists()
+    assert not (out / REFUSED_SUMMARY).exists()
 
     _failing_probes(monkeypatch)
 

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 from support import BWRAP_FLOOR, REPO, STANDIN
 
-from lean_eval import batch, bubblewrap, probe, sandbox
+from lean_eval import bubblewrap, probe, sandbox
+from lean_eval.run import Tools
 from lean_eval.toolchain import resolve_toolchain
 
 PIN = (REPO / "lean-toolchain").read_text(encoding="utf-8").strip()
@@ -52,15 +53,15 @@ exit 0
 
 
 @pytest.fixture
-def tools(bwrap: str) -> batch.Tools:
+def tools(bwrap: str) -> Tools:
     """The stand-in toolchain and the real bubblewrap, resolved as the CLI resolves them."""
     del bwrap
-    return batch.Tools(toolchain=resolve_toolchain(STANDIN, {}, PIN),
-                       bwrap=bubblewrap.resolve_bwrap(None, os.environ,
-                                                      allow_version=BWRAP_FLOOR))
+    return Tools(toolchain=resolve_toolchain(STANDIN, {}, PIN),
+                 bwrap=bubblewrap.resolve_bwrap(None, os.environ,
+                                                allow_version=BWRAP_FLOOR))
 
 
-def _ctx(tools: batch.Tools, outside: Path, name: str = "scratch") -> probe.ProbeContext:
+def _ctx(tools: Tools, outside: Path, name: str = "scratch") -> probe.ProbeContext:
     scratch = outside / name
     scratch.mkdir(mode=0o755)
     return probe.ProbeContext(tools=tools, caller_env=dict(os.environ), scratch=scratch,
@@ -74,7 +75,7 @@ def _executable(path: Path, text: str) -> Path:
     return path
 
 
-def _unsandboxed(tools: batch.Tools, outside: Path) -> batch.Tools:
+def _unsandboxed(tools: Tools, outside: Path) -> Tools:
     fake = _executable(outside / "fake-bwrap" / "bwrap", UNSANDBOXED_BWRAP)
     return tools._replace(bwrap=bubblewrap.BwrapInfo(path=fake, version="0.12.0"))
 
@@ -96,7 +97,7 @@ def _show(result: probe.ProbeResult) -> str:
 
 
 @pytest.mark.slow
-def test_every_probe_passes_on_the_proper_setup(tools: batch.Tools, outside: Path) -> None:
+def test_every_probe_passes_on_the_proper_setup(tools: Tools, outside: Path) -> None:
     results = probe.run_probes(_ctx(tools, outside))
     assert [r.name for r in results] == list(probe.PROBES) == [
         "sandbox_engaged", "env_dump", "tool_path", "artifact_tamper", "comparator"]
@@ -116,9 +117,9 @@ def test_every_probe_passes_on_the_real_toolchain(outside: Path, bwrap: str) -> 
     found = real_toolchain()
     if found is None:
         pytest.skip("real Lean release of lean-toolchain is not installed")
-    tools = batch.Tools(toolchain=resolve_toolchain(found, {}, PIN),
-                        bwrap=bubblewrap.resolve_bwrap(None, os.environ,
-                                                       allow_version=BWRAP_FLOOR))
+    tools = Tools(toolchain=resolve_toolchain(found, {}, PIN),
+                  bwrap=bubblewrap.resolve_bwrap(None, os.environ,
+                                                 allow_version=BWRAP_FLOOR))
     ctx = _ctx(tools, outside)._replace(timeout=900)
     for result in probe.run_probes(ctx):
         assert result.status == "pass", _show(result)
@@ -127,7 +128,7 @@ def test_every_probe_passes_on_the_real_toolchain(outside: Path, bwrap: str) -> 
 # --- negative controls: each probe reports FAIL against a weakened setup -----------------------
 
 
-def test_sandbox_engaged_fails_without_a_sandbox(tools: batch.Tools, outside: Path) -> None:
+def test_sandbox_engaged_fails_without_a_sandbox(tools: Tools, outside: Path) -> None:
     result = _run(_ctx(_unsandboxed(tools, outside), outside), "sandbox_engaged")
     assert result.status == "fail"
     expected = {"project_source_read_only", "host_files_read_only", "symlink_out_of_lake_denied",
@@ -141,7 +142,7 @@ def test_sandbox_engaged_fails_without_a_sandbox(tools: batch.Tools, outside: Pa
 
 
 def test_env_dump_fails_when_the_environment_is_passed_through(
-        tools: batch.Tools, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tools: Tools, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = sandbox.lake_environment
 
     def leaky(caller: dict[str, str], **kw: object) -> dict[str, str]:
@@ -154,7 +155,7 @@ def test_env_dump_fails_when_the_environment_is_passed_through(
 
 
 def test_env_dump_sees_a_leak_into_lake_even_when_the_sandbox_clears_it(
-        tools: batch.Tools, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tools: Tools, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """bwrap --clearenv keeps the decoys out of the sandbox, but Lake itself got them: the
     loader's complaint about the LD_PRELOAD decoy puts its value in the log."""
     real = sandbox.lake_environment
@@ -167,7 +168,7 @@ def test_env_dump_sees_a_leak_into_lake_even_when_the_sandbox_clears_it(
 
 
 def test_tool_path_fails_with_an_unfiltered_path(
-        tools: batch.Tools, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tools: Tools, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sandbox, "filter_search_path",
                         lambda value, roots: tuple(value.split(os.pathsep)))
     result = _run(_ctx(tools, outside), "tool_path")
@@ -176,7 +177,7 @@ def test_tool_path_fails_with_an_unfiltered_path(
         _show(result)
 
 
-def test_artifact_tamper_fails_without_a_sandbox(tools: batch.Tools, outside: Path) -> None:
+def test_artifact_tamper_fails_without_a_sandbox(tools: Tools, outside: Path) -> None:
     """No PID namespace: the heartbeat runs on into the export and kernels (the harness's
     reaper still kills it when Lake exits, so only the timestamps show it)."""
     result = _run(_ctx(_unsandboxed(tools, outside), outside), "artifact_tamper")
@@ -185,7 +186,7 @@ def test_artifact_tamper_fails_without_a_sandbox(tools: batch.Tools, outside: Pa
     assert "heartbeat_started" not in _failed(result)
 
 
-def test_comparator_fails_with_a_lake_that_accepts_everything(tools: batch.Tools,
+def test_comparator_fails_with_a_lake_that_accepts_everything(tools: Tools,
                                                               outside: Path) -> None:
     fake = outside / "accepting-toolchain"
     _executable(fake / "bin" / "lake", ACCEPTING_LAKE)
@@ -203,7 +204,7 @@ def test_comparator_fails_with_a_lake_that_accepts_everything(tools: batch.Tools
 
 
 def test_a_probe_that_raises_is_an_error_and_the_others_still_run(
-        tools: batch.Tools, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tools: Tools, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(ctx: probe.ProbeContext) -> probe.ProbeResult:
         raise RuntimeError("deliberately broken probe")
 

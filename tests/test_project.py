@@ -13,7 +13,7 @@ else:  # pragma: no cover - Python 3.10
 
 from support import REPO
 
-from lean_eval import verdict
+from lean_eval import schema_registry, verdict
 
 
 def _sh_blocks() -> list[str]:
@@ -52,11 +52,12 @@ def test_the_virtual_environment_is_ignored_by_git_and_the_linters() -> None:
 
 
 def test_committed_json_schemas_match_the_models() -> None:
-    for name, schema in verdict.schemas().items():
-        committed = json.loads((verdict.SCHEMA_DIR / name).read_text(encoding="utf-8"))
+    for name, schema in schema_registry.schemas().items():
+        committed = json.loads((schema_registry.SCHEMA_DIR / name).read_text(encoding="utf-8"))
         assert committed == schema, (
             f"{name} drifted from the model; regenerate it with "
-            "`python3 -m lean_eval.verdict` and bump SCHEMA_VERSION if the change is breaking")
+            "`python3 -m lean_eval.schema_registry` and bump SCHEMA_VERSION if the change is "
+            "breaking")
 
 
 def test_verdict_keys_required_by_the_issue_exist() -> None:

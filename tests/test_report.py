@@ -30,7 +30,7 @@ from support import (
 
 from lean_eval import report, report_console, report_markdown
 from lean_eval.cli import main
-from lean_eval.selfcheck import Expectation, Finding, SelfCheck
+from lean_eval.documents import SelfCheckFinding, SelfCheckReport
 from lean_eval.verdict import SubmissionSummary, Summary
 
 
@@ -166,18 +166,17 @@ def test_verdict_line_reads_like_a_sentence() -> None:
 
 def test_piped_selfcheck_never_cuts_expected_or_got() -> None:
     long = "statement_mismatch|kernel_rejected|illegal_axiom|definition_mismatch"
-    finding = Finding(submission="wrong_statement[/x]",
-                      expected=Expectation(frozenset({"rejected"}), frozenset(long.split("|"))),
-                      verdict="rejected", reason="some_very_long_reason_code_" * 3,
-                      message="[bold]message")
-    result = SelfCheck(findings=(finding,), counts={"rejected": 1},
-                       expected_counts={"rejected": 2}, where=Path("/w"))
+    finding = SelfCheckFinding(submission="wrong_statement[/x]", ok=False, verdict="rejected",
+                               reason="some_very_long_reason_code_" * 3, message="[bold]message",
+                               expected_verdicts=("rejected",),
+                               expected_reasons=tuple(sorted(long.split("|"))))
+    result = SelfCheckReport(check="check-eval-workflow", ok=False, counts={"rejected": 1},
+                             expected_counts={"rejected": 2}, where="/w", findings=(finding,))
     expected = "|".join(sorted(long.split("|")))
     for terminal in (False, True):
         buffer = io.StringIO()
-        report_console.print_selfcheck("check-eval-workflow", result,
-                               Console(file=buffer, width=60, force_terminal=terminal,
-                                       color_system=None))
+        report_console.print_selfcheck(result, Console(file=buffer, width=60,
+                                                       force_terminal=terminal, color_system=None))
         text = buffer.getvalue()
         assert "…" not in text  # a terminal table folds long cells instead of cutting them
         assert "FAILED" in text and "counts differ" in text

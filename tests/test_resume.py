@@ -24,8 +24,8 @@ from support import (
     wait_for_verdicts,
 )
 
-from lean_eval import batch, lock
-from lean_eval.resume import Planned
+from lean_eval import lock, scheduler
+from lean_eval.run import Planned
 
 PAIRS = 6
 
@@ -139,15 +139,15 @@ def test_a_submission_changed_after_planning_is_error_not_scored(
                             {PROBLEM: {"Submission.lean": correct(PROBLEM)}})
     victim = make_submission(outside / "subs", "victim",
                              {PROBLEM: {"Submission.lean": correct(PROBLEM)}})
-    original = batch._load
+    original = scheduler._load
 
-    def load(item: Planned, run: batch._Run) -> tuple[object, str | None]:
+    def load(item: Planned, run: scheduler.RunState) -> tuple[object, str | None]:
         if item.sid == "victim":  # after planning, before the victim's bytes are read again
             with (victim / PROBLEM / "Submission.lean").open("a") as handle:
                 handle.write("-- changed after planning\n")
         return original(item, run)
 
-    monkeypatch.setattr(batch, "_load", load)
+    monkeypatch.setattr(scheduler, "_load", load)
     run = run_eval(first, victim, extra=("--jobs", "1"))
     assert run.code == 1, run.result.output
     assert run.verdict("first", PROBLEM)["verdict"] == "accepted"

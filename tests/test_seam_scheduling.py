@@ -18,7 +18,7 @@ from fake_runner import (
     submission,
 )
 
-from lean_eval import batch, disk, workspace
+from lean_eval import disk, scheduler, sizing, workspace
 from lean_eval.runner import Launch
 from lean_eval.verdict import Verdict
 
@@ -40,7 +40,7 @@ def _held_until_running(n: int) -> FakeRunner:
 def test_one_job_starts_pairs_one_at_a_time_in_input_order(tmp_path: Path) -> None:
     subs = _subs(tmp_path, 5)
     fake = FakeRunner()
-    events: list[batch.Progress] = []
+    events: list[scheduler.Progress] = []
     summary = score(subs, catalog(), fake, options(tmp_path / "out", jobs=1),
                     on_progress=events.append)
     assert fake.started == [(f"s{i}", PROBLEM) for i in range(5)]
@@ -87,14 +87,14 @@ def test_summary_lists_pairs_in_input_order_whatever_finished_first(tmp_path: Pa
 def test_admission_waits_while_memory_is_below_the_limit(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     subs = _subs(tmp_path, 3, prefix="m")
-    monkeypatch.setattr(batch, "mem_available", lambda: 100 * MIB)  # below --memory-limit
+    monkeypatch.setattr(sizing, "mem_available", lambda: 100 * MIB)  # below --memory-limit
     low = FakeRunner()
     summary = score(subs, catalog(), low, options(tmp_path / "low", jobs=3,
                                                    memory_limit=1 << 30))
     assert low.most_running == 1  # one pair at a time: never two with processes alive
     assert low.started == [(f"m{i}", PROBLEM) for i in range(3)]  # and none overtakes
     assert [p.submission for p in summary.pairs] == ["m0", "m1", "m2"]
-    monkeypatch.setattr(batch, "mem_available", lambda: 64 << 30)
+    monkeypatch.setattr(sizing, "mem_available", lambda: 64 << 30)
     high = _held_until_running(3)
     score(subs, catalog(), high, options(tmp_path / "high", jobs=3, memory_limit=1 << 30))
     assert high.most_running == 3  # negative control: enough memory, pairs overlap
@@ -105,12 +105,12 @@ def test_a_pair_that_started_short_of_memory_says_so(
     """A pair with nothing else running starts whatever memory is available (waiting could free
     nothing), and its verdict records that it started below its limit."""
     sub = submission(tmp_path / "subs", "m0", "accepted")
-    monkeypatch.setattr(batch, "mem_available", lambda: 100 * MIB)
+    monkeypatch.setattr(sizing, "mem_available", lambda: 100 * MIB)
     score([sub], catalog(), FakeRunner(), options(tmp_path / "low", memory_limit=1 << 30))
     low = Verdict.model_validate_json((tmp_path / "low" / "m0" / f"{PROBLEM}.json").read_bytes())
     assert low.verdict == "accepted" and low.limits is not None
     assert low.limits.started_below_memory and low.limits.memory_available_at_start == 100 * MIB
-    monkeypatch.setattr(batch, "mem_available", lambda: 64 << 30)
+    monkeypatch.setattr(sizing, "mem_available", lambda: 64 << 30)
     score([sub], catalog(), FakeRunner(), options(tmp_path / "high", memory_limit=1 << 30))
     high = Verdict.model_validate_json((tmp_path / "high" / "m0" / f"{PROBLEM}.json").read_bytes())
     assert high.limits is not None and not high.limits.started_below_memory

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from lean_eval import (
         api,
-        batch,
         catalog,
         documents,
         driver,
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
         problem,
         progress,
         report,
+        run,
         selfcheck,
         session,
         starter,
@@ -51,7 +51,6 @@ else:
         return call
 
     api = _Deferred("lean_eval.api")
-    batch = _Deferred("lean_eval.batch")
     catalog = _Deferred("lean_eval.catalog")
     documents = _Deferred("lean_eval.documents")
     driver = _Deferred("lean_eval.driver")
@@ -61,6 +60,7 @@ else:
     problem = _Deferred("lean_eval.problem")
     progress = _Deferred("lean_eval.progress")
     report = _Deferred("lean_eval.report")
+    run = _Deferred("lean_eval.run")
     selfcheck = _Deferred("lean_eval.selfcheck")
     session = _Deferred("lean_eval.session")
     starter = _Deferred("lean_eval.starter")
@@ -69,6 +69,6 @@ else:
     check_release = _deferred("lean_eval.toolchain", "check_release")
     release_incompatibility = _deferred("lean_eval.toolchain", "release_incompatibility")
 
-__all__ = ["api", "batch", "catalog", "check_release", "documents", "driver", "intake", "prepare",
-           "probe", "problem", "progress", "release_incompatibility", "report", "selfcheck",
+__all__ = ["api", "catalog", "check_release", "documents", "driver", "intake", "prepare", "probe",
+           "problem", "progress", "release_incompatibility", "report", "run", "selfcheck",
            "session", "starter", "validation", "verdict"]

@@ -87,7 +87,7 @@ def report_command(out_dir: Path, fmt: str, output: Path | None,
     """
     from typing import cast
 
-    from lean_eval import replay_report, report_console
+    from lean_eval import replay_report, report_console, report_formats
 
     if (out_dir / replay_report.REPLAY_FILE).is_file():  # a replay's --out: the replay
         replayed = replay_report.load(out_dir)
@@ -102,7 +102,7 @@ def report_command(out_dir: Path, fmt: str, output: Path | None,
     if fmt == "table" and output is None:
         report_console.print_summary(run.summary, Console(), hints=True)
     else:
-        text = report.render(run, cast("report.Format", fmt))
+        text = report_formats.render(run, cast("report.Format", fmt))
         if output is None:
             click.echo(text, nl=False)
         else:
@@ -112,8 +112,10 @@ def report_command(out_dir: Path, fmt: str, output: Path | None,
 
 def _write(output: Path, text: str) -> None:
     """``--output``, written atomically; a file that cannot be written is a bad argument."""
+    from lean_eval.atomic import write_text_atomic
+
     try:
-        report.write_text_atomic(output, text)
+        write_text_atomic(output, text)
     except OSError as exc:
         raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
 

@@ -191,12 +191,12 @@ def _selfcheck_command(name: str, check_name: str, summary: str) -> click.Comman
         cat, tools = setup(benchmark, toolchain, bwrap_path, allow_bwrap, env, work_dir, quiet)
         result = getattr(selfcheck, check_name)(cat, tools, env, work_dir, timeout)
         if as_json:
-            click.echo(documents.selfcheck_report(name, result).model_dump_json(indent=2))
+            click.echo(result.report.model_dump_json(indent=2))
         elif not quiet or not result.ok:  # a failed check is an error: shown even under -q
             console = Console(stderr=quiet)
             from lean_eval import report_console
 
-            report_console.print_selfcheck(name, result, console)
+            report_console.print_selfcheck(result.report, console)
             if verbose:
                 console.print(f"toolchain {tools.toolchain.root}, bwrap {tools.bwrap.path} "
                               f"{tools.bwrap.version}", highlight=False)
@@ -254,7 +254,7 @@ def test(workspace: Path | None, timeout: float, keep_work: bool, toolchain: Pat
         if state is not None and not keep_work:
             shutil.rmtree(state, ignore_errors=True)
     kept = state if keep_work else None
-    data = documents.workspace_test_report(ws, result, kept / "test.log" if kept else None, kept)
+    data = driver.workspace_test_report(ws, result, kept / "test.log" if kept else None, kept)
     c = result.classification
     out = Console(quiet=quiet)
     if as_json:

@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lean_eval.cli.deferred import batch, catalog, documents, session
+from lean_eval.cli.deferred import catalog, run, session
 from lean_eval.cli.group import Console, warn
 
 if TYPE_CHECKING:
+    from lean_eval.probe_result import ProbeResult
     from lean_eval.verdict import Preflight
 
 
@@ -40,13 +41,13 @@ def load_selected(benchmark: Path | None, revision: str, only: frozenset[str] | 
 
 
 def tools_for(cat: catalog.Catalog, toolchain: Path | None, bwrap_path: str | None,
-              allow_bwrap: str | None, env: dict[str, str], writable: list[Path]) -> batch.Tools:
+              allow_bwrap: str | None, env: dict[str, str], writable: list[Path]) -> run.Tools:
     return session.tools(cat, toolchain, bwrap_path, allow_bwrap, env, writable)
 
 
 def resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
                   allow_bwrap: str | None, env: dict[str, str],
-                  writable: list[Path]) -> batch.Tools:
+                  writable: list[Path]) -> run.Tools:
     """The toolchain and bwrap; when neither can be used, one error names both."""
     return session.resolve_tools(name, toolchain, bwrap_path, allow_bwrap, env, writable)
 
@@ -65,7 +66,7 @@ def warned(cat: catalog.Catalog, quiet: bool) -> catalog.Catalog:
 
 def setup(benchmark: Path | None, toolchain: Path | None, bwrap_path: str | None,
           allow_bwrap: str | None, env: dict[str, str], work_dir: Path | None,
-          quiet: bool = False) -> tuple[catalog.Catalog, batch.Tools]:
+          quiet: bool = False) -> tuple[catalog.Catalog, run.Tools]:
     """Catalog and tools for the commands that score generated submissions under work_dir."""
     cat = load(benchmark, quiet=quiet)
     tools = tools_for(cat, toolchain, bwrap_path, allow_bwrap, env,
@@ -75,13 +76,13 @@ def setup(benchmark: Path | None, toolchain: Path | None, bwrap_path: str | None
     return cat, tools
 
 
-def run_probes(tools: batch.Tools, env: dict[str, str], work_dir: Path | None,
-               names: tuple[str, ...] = ()) -> tuple[documents.ProbeEntry, ...]:
+def run_probes(tools: run.Tools, env: dict[str, str], work_dir: Path | None,
+               names: tuple[str, ...] = ()) -> tuple[ProbeResult, ...]:
     """Each probe in turn, timed, in a scratch directory removed afterwards."""
     return session.run_probes(tools, env, work_dir, names)
 
 
-def print_probes(entries: Sequence[documents.ProbeEntry], console: Console,
+def print_probes(entries: Sequence[ProbeResult], console: Console,
                  verbose: int) -> None:
     """One line per probe; every check under -v; a failing probe's failing checks in full."""
     colour = {"pass": "green", "fail": "red", "error": "bold yellow"}
@@ -97,20 +98,20 @@ def print_probes(entries: Sequence[documents.ProbeEntry], console: Console,
                           f"{check.evidence}", markup=False, highlight=False, soft_wrap=True)
 
 
-def show_probes(entries: Sequence[documents.ProbeEntry], quiet: bool, verbose: int) -> None:
+def show_probes(entries: Sequence[ProbeResult], quiet: bool, verbose: int) -> None:
     """The preflight's probe lines on stderr; a failure is printed even under -q: it is the
     error that stops the run."""
     print_probes([e for e in entries if e.status != "pass"] if quiet else entries,
                  Console(stderr=True), verbose)
 
 
-def preflight(tools: batch.Tools, env: dict[str, str], work_dir: Path | None,
+def preflight(tools: run.Tools, env: dict[str, str], work_dir: Path | None,
               skip: bool, quiet: bool, verbose: int = 0) -> Preflight:
     """``session.preflight`` with its probe lines printed (``skip``: the warning instead); a
     failed probe raises ``session.ProbesFailedError``, a setup failure."""
     if skip:
         warn(session.SKIPPED_PROBES, quiet)
-        return batch.not_probed(tools)
+        return run.not_probed(tools)
     return session.preflight(tools, env, work_dir,
                              lambda entries: show_probes(entries, quiet, verbose))
 

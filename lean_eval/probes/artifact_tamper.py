@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from lean_eval import probe
+from lean_eval.probe_result import ProbeCheck, ProbeResult
 
 NAME = "artifact_tamper"
 PROVES = ("a detached descendant of a submitted build dies with the build step: it cannot "
@@ -78,7 +79,7 @@ def _tampered(build: Path, mark: bytes) -> list[str]:
                   if p.is_file() and not p.is_symlink() and mark in p.read_bytes())
 
 
-def run(ctx: probe.ProbeContext) -> probe.ProbeResult:
+def run(ctx: probe.ProbeContext) -> ProbeResult:
     """Score one synthetic proof whose build leaves a detached tamperer; judge its traces."""
     tok = probe.token()
     lay = probe.layout(ctx.scratch / "run")
@@ -115,7 +116,7 @@ def run(ctx: probe.ProbeContext) -> probe.ProbeResult:
     # when the build's sandbox ended. Without an export phase only the end of the run bounds it.
     boundary = pair.finished - (after_build if exported else 0.0)
     last = max(beats) if beats else None
-    check = probe.ProbeCheck
+    check = ProbeCheck
     checks = [
         check(name="scored_through_driver", ok=pair.verdict.verdict == "accepted",
               evidence=f"synthetic pair: {probe.summary_line(pair)}"),

@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from lean_eval import batch, probe
+from lean_eval import probe
 from lean_eval.bubblewrap import BwrapInfo
 from lean_eval.catalog import Catalog
 from lean_eval.errors import SetupError, ToolchainError
+from lean_eval.probe_result import ProbeCheck, ProbeResult
+from lean_eval.run import Tools
 from lean_eval.toolchain import Toolchain, resolve_toolchain
 
 NAME = "comparator"
@@ -61,12 +63,12 @@ def _without_nanoda(root: Path, into: Path) -> Path:
     return into
 
 
-def run(ctx: probe.ProbeContext) -> probe.ProbeResult:
+def run(ctx: probe.ProbeContext) -> ProbeResult:
     """Score the synthetic cases and the broken installations; judge the verdicts."""
     name = ctx.tools.toolchain.name
     catalog = probe.synthetic_catalog(ctx.scratch / "benchmark",
                                       [probe.probe_true(name), probe.probe_def(name)], name)
-    check = probe.ProbeCheck
+    check = ProbeCheck
     scored = probe.score(ctx, probe.layout(ctx.scratch / "cases"), catalog, {
         sid: {pid: {"Submission.lean": probe.submission(decls)}}
         for sid, (pid, decls, _) in CASES.items()})
@@ -103,7 +105,7 @@ def run(ctx: probe.ProbeContext) -> probe.ProbeResult:
 
 
 def _never_accepted(ctx: probe.ProbeContext, catalog: Catalog, label: str,
-                    tools: batch.Tools) -> probe.ProbeCheck:
+                    tools: Tools) -> ProbeCheck:
     """Score the valid proof with a broken installation: anything but ``accepted`` is right."""
     broken = (f"nanoda {tools.toolchain.nanoda} (exists: {tools.toolchain.nanoda.exists()})"
               if label.startswith("missing") else f"bwrap {tools.bwrap.path} (exits 1)")
@@ -113,9 +115,9 @@ def _never_accepted(ctx: probe.ProbeContext, catalog: Catalog, label: str,
                                                        probe.submission(probe.VALID_TRUE)}}},
                              tools=tools)
     except SetupError as exc:  # refused before anything was scored: never accepted
-        return probe.ProbeCheck(name=label, ok=True,
-                                evidence=f"valid proof with {broken}: refused ({exc})")
+        return ProbeCheck(name=label, ok=True,
+                          evidence=f"valid proof with {broken}: refused ({exc})")
     pair = scored.get("valid/probe_true")
     evidence = probe.summary_line(pair) if pair else "no verdict"
-    return probe.ProbeCheck(name=label, ok=pair is not None and pair.verdict.verdict != "accepted",
-                            evidence=f"valid proof with {broken}: {evidence}")
+    return ProbeCheck(name=label, ok=pair is not None and pair.verdict.verdict != "accepted",
+                      evidence=f"valid proof with {broken}: {evidence}")

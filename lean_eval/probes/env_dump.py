@@ -15,6 +15,7 @@ import secrets
 import shlex
 
 from lean_eval import probe
+from lean_eval.probe_result import ProbeCheck, ProbeResult
 
 NAME = "env_dump"
 PROVES = ("no variable of the caller's environment (tokens, keys, agent sockets, loader "
@@ -87,7 +88,7 @@ def _views(ev: dict[str, object]) -> dict[str, tuple[set[str], set[str]]]:
     return views
 
 
-def run(ctx: probe.ProbeContext) -> probe.ProbeResult:
+def run(ctx: probe.ProbeContext) -> ProbeResult:
     """Score one synthetic proof with decoys in the caller environment; judge the dump."""
     decoys = {n: f"decoy-{n.lower().replace('_', '-')}-{secrets.token_hex(12)}"
               for n in DECOY_NAMES}
@@ -104,7 +105,7 @@ def run(ctx: probe.ProbeContext) -> probe.ProbeResult:
     catalog = probe.synthetic_catalog(ctx.scratch / "benchmark", [probe.probe_true(name)], name)
     pair = probe.score(ctx, lay, catalog, {SID: {PID: {"Submission.lean": text}}},
                        caller_env={**ctx.caller_env, **decoys})[f"{SID}/{PID}"]
-    check = probe.ProbeCheck
+    check = ProbeCheck
     checks = [check(name="scored_through_driver", ok=pair.verdict.verdict == "accepted",
                     evidence=f"synthetic pair: {probe.summary_line(pair)}")]
     ev = probe.read_evidence(evdir / "env.json")

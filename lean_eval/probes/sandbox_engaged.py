@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from lean_eval import probe
+from lean_eval.probe_result import ProbeCheck, ProbeResult
 from lean_eval.sandbox import LAKE_MASKED_ROOTS
 
 NAME = "sandbox_engaged"
@@ -112,7 +113,7 @@ def _writable_dir(value: str | None) -> Path | None:
     return Path(value) if os.access(value, os.W_OK | os.X_OK) else None
 
 
-def run(ctx: probe.ProbeContext) -> probe.ProbeResult:
+def run(ctx: probe.ProbeContext) -> ProbeResult:
     """Score one synthetic proof whose payload attacks the sandbox; judge evidence and host."""
     tok = probe.token()
     lay = probe.layout(ctx.scratch / "run")
@@ -184,8 +185,8 @@ def _host_ns() -> dict[str, str]:
 def _checks(ev: dict[str, object] | None, pair: probe.Scored, trusted: dict[str, bytes],
             ws: Path, marker_dir: Path, before: dict[str, bytes], tok: str,
             hidden: dict[str, Path], stray_found: list[str], accepted_conn: str,
-            scratch: Path) -> list[probe.ProbeCheck]:
-    check = probe.ProbeCheck
+            scratch: Path) -> list[ProbeCheck]:
+    check = ProbeCheck
     checks = [check(name="scored_through_driver", ok=pair.verdict.verdict == "accepted",
                     evidence=f"synthetic pair: {probe.summary_line(pair)}")]
     if ev is None:

@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 from lean_eval import probe
+from lean_eval.probe_result import ProbeCheck, ProbeResult
 
 NAME = "tool_path"
 PROVES = ("PATH lookups made for a scoring run (by Lake and the harness) never execute a "
@@ -52,7 +53,7 @@ def _real(ctx: probe.ProbeContext, tool: str) -> str | None:
     return next((c for c in (f"/usr/bin/{tool}", f"/bin/{tool}") if os.path.isfile(c)), None)
 
 
-def run(ctx: probe.ProbeContext) -> probe.ProbeResult:
+def run(ctx: probe.ProbeContext) -> ProbeResult:
     """Score one synthetic proof with tools planted on the caller PATH; judge host evidence."""
     tok = probe.token()
     lay = probe.layout(ctx.scratch / "run")
@@ -85,7 +86,7 @@ def run(ctx: probe.ProbeContext) -> probe.ProbeResult:
     ran = sorted({ln.split()[0] for ln in lines if ln.split()})
     in_log = sorted({t for t in TOOLS if f"PLANTED-{t}-RAN-{tok}" in pair.log})
     built = sorted(t for t in TOOLS if (build_bin / t).is_file())
-    check = probe.ProbeCheck
+    check = ProbeCheck
     checks = [
         check(name="scored_through_driver", ok=pair.verdict.verdict == "accepted",
               evidence=f"synthetic pair: {probe.summary_line(pair)}"),

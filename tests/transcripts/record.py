@@ -40,7 +40,9 @@ from support import BWRAP_FLOOR, correct
 
 from lean_eval import batch, bubblewrap, driver, runner
 from lean_eval.catalog import Catalog
+from lean_eval.inputs import check_ids
 from lean_eval.problem import ComparatorConfig
+from lean_eval.run import RunOptions
 
 HEADER = correct(PROBLEM).split("theorem")[0]
 THEOREM = "theorem two_plus_two : 2 + 2 = 4 := by"
@@ -100,8 +102,8 @@ def record(cases: Sequence[Case], catalog: Catalog, bwrap: bubblewrap.BwrapInfo,
         subs.append(make_submission(base / "subs", case.name, {PROBLEM: files}))
     recorder = Recorder(runner.SANDBOXED)
     out = base / "out" / cases[0].name
-    options = batch.RunOptions(out_dir=out, jobs=2, **{"timeout": 60.0, **cases[0].options})
-    batch.run_batch(subs, catalog, tools(recorder, bwrap), options,
+    options = RunOptions(out_dir=out, jobs=2, **{"timeout": 60.0, **cases[0].options})
+    batch.run_batch(check_ids(subs), catalog, tools(recorder, bwrap), options,
                     {"PATH": os.environ.get("PATH", "")})
     launched = {pair_of(launch)[0]: (launch, outcome) for launch, outcome in recorder.runs}
     if sorted(launched) != sorted(c.name for c in cases) or len(recorder.runs) != len(cases):

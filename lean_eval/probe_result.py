@@ -1,0 +1,54 @@
+"""A preflight probe's result: the one record the probes produce, ``lean-eval probe --json``
+prints, the API hands to ``on_probes``, and a run's summary keeps (as ``ProbeOutcome``).
+
+Invariants:
+- ``ProbeCheck`` is the single record of one check, in a result and in a summary alike.
+- A summary's ``ProbeOutcome`` is its result without the claim (``proves``), built only by
+  ``ProbeResult.outcome``; the committed schemas of both documents are unchanged by it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+ProbeStatus = Literal["pass", "fail", "error"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ProbeCheck(_Model):
+    """One property a probe verified, with the evidence it judged."""
+
+    name: str
+    ok: bool
+    evidence: str
+
+
+class ProbeOutcome(_Model):
+    """One preflight probe as the run saw it, with every check (the terminal shows fewer)."""
+
+    name: str
+    status: ProbeStatus
+    message: str
+    seconds: float = 0.0
+    checks: tuple[ProbeCheck, ...] = ()
+
+
+class ProbeResult(_Model):
+    """A probe's outcome: ``pass`` only when every check passed; ``error``: it could not run."""
+
+    name: str
+    status: ProbeStatus
+    seconds: float  # how long the probe took; set by ``probe.run_probes``, which times it
+    proves: str  # the probe's one-line claim
+    message: str
+    checks: tuple[ProbeCheck, ...]
+
+    def outcome(self) -> ProbeOutcome:
+        """This result as a run's summary records it (``Preflight.probes``)."""
+        return ProbeOutcome(name=self.name, status=self.status, message=self.message,
+                            seconds=self.seconds, checks=self.checks)

@@ -1,0 +1,62 @@
+"""Every committed JSON Schema, by file name: verdicts, summaries and each printed document.
+
+``python3 -m lean_eval.schema_registry`` rewrites ``lean_eval/schemas/*.json`` from the models
+after a model change; a test fails when a committed schema drifts from its model. The registry
+imports the models from the modules that own them, so it sits above all of them (applications
+layer) and nothing in the package imports it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from lean_eval import (
+    attest,
+    documents,
+    export,
+    precheck,
+    replay_report,
+    report,
+    results_store,
+    selection,
+    verify,
+)
+from lean_eval.verdict import Summary, Verdict
+
+SCHEMA_DIR = Path(__file__).parent / "schemas"
+
+
+def schemas() -> dict[str, dict[str, Any]]:
+    """The JSON Schema of each committed model, by file name (printed documents included)."""
+    return {
+        "verdict.schema.json": Verdict.model_json_schema(),
+        "summary.schema.json": Summary.model_json_schema(),
+        "probe-report.schema.json": documents.ProbeReport.model_json_schema(),
+        "test-report.schema.json": documents.WorkspaceTestReport.model_json_schema(),
+        "selfcheck-report.schema.json": documents.SelfCheckReport.model_json_schema(),
+        "start-problem-report.schema.json": documents.StartProblemReport.model_json_schema(),
+        "catalog-report.schema.json": documents.CatalogReport.model_json_schema(),
+        "prepare-report.schema.json": documents.PrepareReport.model_json_schema(),
+        "config-report.schema.json": documents.ConfigReport.model_json_schema(),
+        "run-report.schema.json": report.RunReport.model_json_schema(),
+        "submission-check.schema.json": precheck.SubmissionCheck.model_json_schema(),
+        "results-store.schema.json": results_store.UserFile.model_json_schema(),
+        "verdict-statement.schema.json": attest.Statement.model_json_schema(),
+        "verify-report.schema.json": verify.VerifyReport.model_json_schema(),
+        "export-report.schema.json": export.ExportReport.model_json_schema(),
+        "problem-list.schema.json": selection.ProblemList.model_json_schema(),
+        "replay-report.schema.json": replay_report.ReplayReport.model_json_schema(),
+    }
+
+
+def write_schemas() -> None:
+    """Rewrite every committed schema from its model."""
+    for name, schema in schemas().items():
+        (SCHEMA_DIR / name).write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n",
+                                       encoding="utf-8")
+
+
+if __name__ == "__main__":
+    write_schemas()
