@@ -35,6 +35,7 @@ from lean_eval.atomic import file_umask, write_model
 from lean_eval.errors import MergeRefusedError, OutputError
 from lean_eval.verdict import (
     INFRASTRUCTURE_FAILURES,
+    TALLY,
     PairRef,
     PairSummary,
     SubmissionSummary,
@@ -215,9 +216,6 @@ def _expected(submissions: Sequence[SubmissionSummary]) -> list[Pair]:
     return [(s.id, p) for s in submissions for p in s.problems]
 
 
-_TALLY = {"accepted": "solved", "rejected": "rejected", "invalid_submission": "invalid",
-          "unchanged": "unchanged", "error": "error"}
-_TALLIES = "tally" in SubmissionSummary.model_fields
 
 
 def _summary(outputs: Sequence[ShardOutput], submissions: list[SubmissionSummary],
@@ -230,7 +228,7 @@ def _summary(outputs: Sequence[ShardOutput], submissions: list[SubmissionSummary
     for p in pairs:
         counts[p.verdict] = counts.get(p.verdict, 0) + 1
         tally = tallies.setdefault(p.submission, {})
-        tally[_TALLY[p.verdict]] = tally.get(_TALLY[p.verdict], 0) + 1
+        tally[TALLY[p.verdict]] = tally.get(TALLY[p.verdict], 0) + 1
     first = outputs[0].summary
     failed = any(p.verdict == "error" or p.execution in INFRASTRUCTURE_FAILURES for p in pairs)
     started = min((o.summary.started_at for o in outputs), key=_instant)
@@ -240,7 +238,7 @@ def _summary(outputs: Sequence[ShardOutput], submissions: list[SubmissionSummary
     kept, unchanged = compact_pairs(tuple(pairs))
     data.update({
         "started_at": started, "finished_at": finished,
-        "submissions": [{**s.model_dump(), **({"tally": tallies[s.id]} if _TALLIES else {}),
+        "submissions": [{**s.model_dump(), "tally": tallies[s.id],
                          "unchanged": unchanged.get(s.id, ())}
                         for s in submissions],
         "counts": counts,

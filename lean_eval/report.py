@@ -34,13 +34,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from lean_eval import outputs
 from lean_eval.errors import UsageError
 from lean_eval.shard import shard_of
-from lean_eval.verdict import PairRef, Summary, Verdict
+from lean_eval.verdict import TALLY, PairRef, Summary, Verdict
 
 Format = Literal["table", "markdown", "junit", "json", "csv", "html"]
 FORMATS: tuple[Format, ...] = ("table", "markdown", "junit", "json", "csv", "html")
-# A verdict's name in the tally (summary.json's ``tally``, the reports' columns, --fail-on)
-TALLY = {"accepted": "solved", "rejected": "rejected", "invalid_submission": "invalid",
-         "unchanged": "unchanged", "error": "error"}
 # What --fail-on accepts: the tally's names of the non-solved kinds, and the verdict names
 FAIL_ON: dict[str, str] = {"rejected": "rejected", "invalid": "invalid",
                            "invalid_submission": "invalid", "unchanged": "unchanged",

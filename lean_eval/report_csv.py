@@ -15,7 +15,8 @@ from __future__ import annotations
 import csv
 import io
 
-from lean_eval.report import TALLY, Run, printable, run_report, why_not_scored
+from lean_eval.report import Run, printable, run_report, why_not_scored
+from lean_eval.verdict import TALLY
 
 COLUMNS = ("submission", "problem", "verdict", "tally", "execution", "reason", "message",
            "wall_seconds", "verdict_path", "log_path")

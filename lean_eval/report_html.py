@@ -20,7 +20,6 @@ import hashlib
 import html
 
 from lean_eval.report import (
-    TALLY,
     PairReport,
     Run,
     printable,
@@ -30,6 +29,7 @@ from lean_eval.report import (
 )
 from lean_eval.report import detail as _detail
 from lean_eval.report_markdown import FAILING, matrix_cells, matrix_problems
+from lean_eval.verdict import TALLY
 
 # Plain symbols most text fonts have (markdown's emoji need an emoji font); colour says the rest
 SYMBOLS = {"solved": "\u2713", "rejected": "\u2717", "invalid": "\u2298", "unchanged": "=",

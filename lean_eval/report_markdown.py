@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 
 from lean_eval.report import (
-    TALLY,
     PairReport,
     Run,
     RunReport,
@@ -29,7 +28,7 @@ from lean_eval.report import (
     unscored_count,
     why_not_scored,
 )
-from lean_eval.verdict import Summary
+from lean_eval.verdict import TALLY, Summary
 
 STEP_SUMMARY_BUDGET = 900_000  # bytes; GitHub refuses a step summary over 1 MiB
 NOT_SCORED_ROWS = 1000  # markdown rows listing unscored pairs; the rest are counted

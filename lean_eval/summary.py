@@ -25,6 +25,7 @@ from lean_eval.run import REFUSED_SUMMARY, Planned, Tools, identity
 from lean_eval.scheduler import OUTCOMES, RunState
 from lean_eval.verdict import (
     INFRASTRUCTURE_FAILURES,
+    TALLY,
     Identity,
     PairSummary,
     Preflight,
@@ -34,9 +35,6 @@ from lean_eval.verdict import (
     Tally,
     compact_pairs,
 )
-
-_TALLY = {"accepted": "solved", "rejected": "rejected", "invalid_submission": "invalid",
-          "unchanged": "unchanged", "error": "error"}
 
 
 def write_summary(started_at: str, ident: Identity, preflight: Preflight, catalog: Catalog,
@@ -54,7 +52,7 @@ def write_summary(started_at: str, ident: Identity, preflight: Preflight, catalo
     for p in every:
         counts[p.verdict] += 1
         tally = tallies[p.submission]
-        tally[_TALLY[p.verdict]] = tally.get(_TALLY[p.verdict], 0) + 1
+        tally[TALLY[p.verdict]] = tally.get(TALLY[p.verdict], 0) + 1
     failed = any(p.verdict == "error" or p.execution in INFRASTRUCTURE_FAILURES for p in pairs)
     signum = run.stop.signum
     exit_code = 128 + signum if signum is not None else 1 if failed or run.stop.fault else 0

@@ -188,6 +188,13 @@ class Tally(_Model):
     error: int = 0
 
 
+# A verdict's name in the tally (summary.json's ``tally``, the reports' columns, --fail-on):
+# leaderboards read ``solved``; README states the two renamings.
+TALLY: dict[str, str] = {"accepted": "solved", "rejected": "rejected",
+                         "invalid_submission": "invalid", "unchanged": "unchanged",
+                         "error": "error"}
+
+
 class SubmissionSummary(_Model):
     """One input of the run."""
 

@@ -556,12 +556,12 @@ def test_counts_and_tally_name_the_same_kinds_as_documented() -> None:
     schema) renames two of them. The mapping is fixed and the README states it."""
     from typing import get_args
 
-    from lean_eval import summary, verdict
+    from lean_eval import verdict
 
     kinds = set(get_args(verdict.Verdict.model_fields["verdict"].annotation))
-    assert set(summary._TALLY) == kinds
-    assert set(summary._TALLY.values()) == set(verdict.Tally.model_fields)
-    renamed = {k: v for k, v in summary._TALLY.items() if k != v}
+    assert set(verdict.TALLY) == kinds
+    assert set(verdict.TALLY.values()) == set(verdict.Tally.model_fields)
+    renamed = {k: v for k, v in verdict.TALLY.items() if k != v}
     assert renamed == {"accepted": "solved", "invalid_submission": "invalid"}
     readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
     for kind, name in renamed.items():
