@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
-from lean_eval import batch, driver, intake, outputs, report, resume
+from lean_eval import batch, classification, intake, outputs, report, resume
 from lean_eval.atomic import write_model
 from lean_eval.catalog import Catalog
 from lean_eval.errors import ReplayRefusedError, UsageError
@@ -227,7 +227,7 @@ def judgement(verdict: Verdict) -> Judgement:
     """What the comparison needs of a verdict, with each checker's comparator line."""
     return Judgement(verdict=verdict.verdict, execution=verdict.execution, reason=verdict.reason,
                      checkers=verdict.checkers,
-                     checker_lines=tuple(driver.checker_line(c) for c in verdict.checkers))
+                     checker_lines=tuple(classification.checker_line(c) for c in verdict.checkers))
 
 
 def compare(recorded: Verdict, new: Verdict | None,
@@ -237,7 +237,8 @@ def compare(recorded: Verdict, new: Verdict | None,
         return "not_scored", ()
     if (new.verdict, new.reason.code) == (recorded.verdict, recorded.reason.code):
         return "reproduced", ()
-    rejecting = tuple(driver.checker_line(c) for c in new.checkers if c.result == "rejected")
+    rejecting = tuple(classification.checker_line(c) for c in new.checkers
+                      if c.result == "rejected")
     if (paranoid and recorded.verdict == "accepted" and new.verdict == "rejected"
             and new.reason.code == "kernel_rejected" and rejecting):
         return "kernel_disagreement", rejecting

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lean_eval import driver, problem, process, resources
+from lean_eval import classification, driver, problem, process, resources
 from lean_eval.errors import TrustedConfigError
 
 CONFIG = problem.ComparatorConfig(challenge_module="Challenge", solution_module="Solution",
@@ -76,7 +76,7 @@ def test_trusted_config_is_decoded_strictly(text: str, fragment: str) -> None:
 
 
 def test_accepts_only_with_every_required_line() -> None:
-    c = driver.classify(outcome(ACCEPT_OUT), CONFIG, 10)
+    c = classification.classify(outcome(ACCEPT_OUT), CONFIG, 10)
     assert (c.verdict, c.execution, c.reason.code) == ("accepted", "completed", "accepted")
     assert [k.name for k in c.checkers] == ["nanoda", "Lean default"]
 
@@ -85,7 +85,7 @@ def test_accepts_only_with_every_required_line() -> None:
                                   "Lean default kernel accepts the solution",
                                   "Your solution is okay!"])
 def test_exit_zero_without_a_required_line_is_an_error(drop: str) -> None:
-    c = driver.classify(outcome(ACCEPT_OUT.replace(drop + "\n", "")), CONFIG, 10)
+    c = classification.classify(outcome(ACCEPT_OUT.replace(drop + "\n", "")), CONFIG, 10)
     assert (c.verdict, c.reason.code) == ("error", "protocol_violation")
 
 
@@ -105,52 +105,53 @@ def test_exit_zero_without_a_required_line_is_an_error(drop: str) -> None:
 def test_rejection_reasons(message: str, code: str) -> None:
     stdout = ACCEPT_OUT.split("Exporting #[t] from Solution")[0]
     faked = "Your solution is okay!\nnanoda kernel accepts the solution\n"
-    c = driver.classify(outcome(faked + stdout, f"error: {message}\n", 1), CONFIG, 10)
+    c = classification.classify(outcome(faked + stdout, f"error: {message}\n", 1), CONFIG, 10)
     assert (c.verdict, c.execution, c.reason.code, c.reason.message) == (
         "rejected", "completed", code, message)
 
 
 def test_export_failure_is_told_apart() -> None:
     stdout = ACCEPT_OUT.split("Running nanoda")[0]
-    c = driver.classify(outcome(stdout, "error: Child exited with 3\n", 1), CONFIG, 10)
+    c = classification.classify(outcome(stdout, "error: Child exited with 3\n", 1), CONFIG, 10)
     assert c.reason.code == "export_failed" and c.last_phase == "export_solution"
 
 
 def test_submission_printing_error_lines_does_not_choose_the_reason() -> None:
     stderr = "error: Illegal axiom detected: 'fake'\nerror: Child exited with 1\n"
-    c = driver.classify(outcome("Building Challenge\nBuilding Solution\n", stderr, 1), CONFIG, 10)
+    c = classification.classify(outcome("Building Challenge\nBuilding Solution\n", stderr, 1),
+                                CONFIG, 10)
     assert c.reason.code == "build_failed"
 
 
 def test_sandbox_failure_is_never_a_rejection() -> None:
     stderr = ("bwrap: Can't mount proc on /newroot/proc: Operation not permitted\n"
               "error: Child exited with 1\n")
-    c = driver.classify(outcome("Resolving dependencies\n", stderr, 1), CONFIG, 10)
+    c = classification.classify(outcome("Resolving dependencies\n", stderr, 1), CONFIG, 10)
     assert (c.verdict, c.execution) == ("error", "sandbox_error")
 
 
 def test_timeout_and_signals() -> None:
-    c = driver.classify(outcome("Building Solution\n", returncode=None, signal=9,
+    c = classification.classify(outcome("Building Solution\n", returncode=None, signal=9,
                                 timed_out=True), CONFIG, 7)
     assert (c.verdict, c.execution, c.reason.code) == ("error", "timed_out", "timeout")
     assert "build_solution" in c.reason.message
-    c = driver.classify(outcome(returncode=None, signal=11), CONFIG, 7)
+    c = classification.classify(outcome(returncode=None, signal=11), CONFIG, 7)
     assert (c.verdict, c.execution) == ("error", "crashed")
-    c = driver.classify(outcome(returncode=None, signal=24), CONFIG, 7)
+    c = classification.classify(outcome(returncode=None, signal=24), CONFIG, 7)
     assert c.execution == "resource_exhausted"
 
 
 def test_exit_two_is_setup_and_missing_sandbox_is_sandbox_error() -> None:
-    c = driver.classify(outcome(stderr="error: `nanoda` kernel `x` was not found\n",
+    c = classification.classify(outcome(stderr="error: `nanoda` kernel `x` was not found\n",
                                 returncode=2), CONFIG, 7)
     assert (c.verdict, c.reason.code) == ("error", "setup")
-    c = driver.classify(outcome(stderr="error: no bwrap. There is no unsandboxed mode\n",
+    c = classification.classify(outcome(stderr="error: no bwrap. There is no unsandboxed mode\n",
                                 returncode=2), CONFIG, 7)
     assert (c.verdict, c.execution) == ("error", "sandbox_error")
 
 
 def test_challenge_side_failure_is_not_the_submissions_fault() -> None:
-    c = driver.classify(outcome("Resolving dependencies\nBuilding Challenge\n",
+    c = classification.classify(outcome("Resolving dependencies\nBuilding Challenge\n",
                                 "error: Child exited with 1\n", 1), CONFIG, 7)
     assert (c.verdict, c.reason.code) == ("error", "challenge_failed")
 
@@ -160,14 +161,14 @@ def test_phase_seconds_come_from_line_arrival_times() -> None:
              (0.7, b"noise"), (2.0, b"Building Solution"),
              (3.5, b"Running nanoda kernel on solution"))
     done = outcome()._replace(duration=4.0, line_marks=marks)
-    assert driver.phase_seconds(done, CONFIG) == {
+    assert classification.phase_seconds(done, CONFIG) == {
         "resolve": 0.4, "build_challenge": 1.5, "build_solution": 1.5, "kernel:nanoda": 0.5}
 
 
 def test_printed_earlier_phase_lines_cannot_blame_the_trusted_side() -> None:
     stdout = ("Resolving dependencies\nBuilding Challenge\nBuilding Solution\n"
               "Resolving dependencies\n")
-    c = driver.classify(outcome(stdout, "error: Child exited with 1\n", 1), CONFIG, 10)
+    c = classification.classify(outcome(stdout, "error: Child exited with 1\n", 1), CONFIG, 10)
     assert (c.verdict, c.reason.code, c.last_phase) == ("rejected", "build_failed",
                                                         "build_solution")
 
@@ -191,13 +192,13 @@ BUILD_RAN = ACCEPT_OUT.split("Exporting #[t] from Solution")[0]
 )
 def test_a_child_killed_by_a_signal_is_never_rejected(
         stdout: str, final: str, execution: str, signal_name: str) -> None:
-    c = driver.classify(outcome(stdout, f"error: {final}\n", 1), CONFIG, 10)
+    c = classification.classify(outcome(stdout, f"error: {final}\n", 1), CONFIG, 10)
     assert c.verdict == "error" and c.verdict != "rejected"
     assert c.execution == execution
     assert signal_name in c.reason.message and final in c.reason.message
     # negative control: the same line with an ordinary exit status is a rejection, which is what
     # the old rule (any non-zero kernel or child exit after the build began) said for both
-    honest = driver.classify(outcome(stdout, f"error: {final.rsplit(' ', 1)[0]} 1\n", 1),
+    honest = classification.classify(outcome(stdout, f"error: {final.rsplit(' ', 1)[0]} 1\n", 1),
                              CONFIG, 10)
     assert honest.verdict == "rejected"
 
@@ -206,7 +207,7 @@ def test_a_build_step_killed_inside_lake_build_is_not_a_rejection() -> None:
     """Lake's own line is generic; the build's line below it says the compiler died (OOM)."""
     stderr = ("error: Solution: lean exited with code -9\nerror: build failed\n"
               "error: Child exited with 1\n")
-    c = driver.classify(outcome(BUILD_RAN, stderr, 1), CONFIG, 10)
+    c = classification.classify(outcome(BUILD_RAN, stderr, 1), CONFIG, 10)
     assert (c.verdict, c.execution) == ("error", "resource_exhausted")
     assert "SIGKILL" in c.reason.message
 
@@ -216,8 +217,8 @@ def test_a_build_step_killed_inside_lake_build_is_not_a_rejection() -> None:
                                                  (signal.SIGKILL, "resource_exhausted"),
                                                  (signal.SIGSEGV, "crashed")])
 def test_lake_killed_by_a_signal_is_never_rejected(sig: int, execution: str) -> None:
-    c = driver.classify(outcome(BUILD_RAN, "error: Child exited with 1\n", None, signal=sig),
-                        CONFIG, 10)
+    c = classification.classify(
+        outcome(BUILD_RAN, "error: Child exited with 1\n", None, signal=sig), CONFIG, 10)
     assert (c.verdict, c.execution) == ("error", execution)
     assert signal.Signals(sig).name in c.reason.message
 
@@ -225,7 +226,7 @@ def test_lake_killed_by_a_signal_is_never_rejected(sig: int, execution: str) -> 
 @pytest.mark.parametrize(("code", "execution"), [(153, "resource_exhausted"), (137,
                                                   "resource_exhausted"), (139, "crashed")])
 def test_lake_exiting_with_128_plus_n_names_the_signal(code: int, execution: str) -> None:
-    c = driver.classify(outcome(BUILD_RAN, "", code), CONFIG, 10)
+    c = classification.classify(outcome(BUILD_RAN, "", code), CONFIG, 10)
     assert (c.verdict, c.execution) == ("error", execution)
     assert signal.Signals(code - 128).name in c.reason.message
 
@@ -233,7 +234,7 @@ def test_lake_exiting_with_128_plus_n_names_the_signal(code: int, execution: str
 def test_a_pair_over_its_resource_limit_is_resource_exhausted() -> None:
     done = outcome(BUILD_RAN, "error: Child exited with 1\n", 1)._replace(
         limit_exceeded="memory")
-    c = driver.classify(done, CONFIG, 10)
+    c = classification.classify(done, CONFIG, 10)
     assert (c.verdict, c.execution, c.reason.code) == ("error", "resource_exhausted",
                                                        "resource_limit")
     assert "memory" in c.reason.message
@@ -242,21 +243,22 @@ def test_a_pair_over_its_resource_limit_is_resource_exhausted() -> None:
 def test_the_message_is_the_first_error_line_that_says_what_is_wrong() -> None:
     stderr = ("error: Solution.lean: unknown module 'Submission.Helpers'\nerror: build failed\n"
               "error: Child exited with 1\n")
-    c = driver.classify(outcome(BUILD_RAN, stderr, 1), CONFIG, 10)
+    c = classification.classify(outcome(BUILD_RAN, stderr, 1), CONFIG, 10)
     assert (c.verdict, c.reason.code) == ("rejected", "build_failed")
     assert c.reason.message == "Solution.lean: unknown module 'Submission.Helpers'"
     # a compiler diagnostic on stdout serves when stderr only has generic lines
-    c = driver.classify(outcome(BUILD_RAN + "Solution.lean:3:0: error: unknown identifier 'x'\n",
-                                "error: Child exited with 1\n", 1), CONFIG, 10)
+    c = classification.classify(
+        outcome(BUILD_RAN + "Solution.lean:3:0: error: unknown identifier 'x'\n",
+                "error: Child exited with 1\n", 1), CONFIG, 10)
     assert c.reason.message == "Solution.lean:3:0: error: unknown identifier 'x'"
     # nothing better: the generic line stays
-    c = driver.classify(outcome(BUILD_RAN, "error: Child exited with 1\n", 1), CONFIG, 10)
+    c = classification.classify(outcome(BUILD_RAN, "error: Child exited with 1\n", 1), CONFIG, 10)
     assert c.reason.message == "Child exited with 1"
 
 
 def test_the_comparators_own_judgement_stays_the_message() -> None:
     stderr = "error: something printed by the build\nerror: Illegal axiom detected: 'sorryAx'\n"
-    c = driver.classify(outcome(BUILD_RAN + "Exporting #[t] from Solution\n", stderr, 1),
+    c = classification.classify(outcome(BUILD_RAN + "Exporting #[t] from Solution\n", stderr, 1),
                         CONFIG, 10)
     assert (c.reason.code, c.reason.message) == ("illegal_axiom",
                                                  "Illegal axiom detected: 'sorryAx'")
@@ -270,11 +272,11 @@ def test_last_phase_follows_lakes_kernel_order() -> None:
               "Running aaa kernel on solution\naaa kernel accepts the solution\n"
               "Running nanoda kernel on solution\nnanoda kernel rejected the solution\n"
               "Running Lean default kernel on solution\n")
-    c = driver.classify(outcome(stdout, "error: nanoda exited with 1\n", 1), two, 10)
+    c = classification.classify(outcome(stdout, "error: nanoda exited with 1\n", 1), two, 10)
     assert c.last_phase == "kernel:Lean default"
-    assert driver.kernel_order(two) == ("aaa", "nanoda", "Lean default")
+    assert classification.kernel_order(two) == ("aaa", "nanoda", "Lean default")
     # printed by the build before Lake's real lines: a kernel Lake does not run is no phase
-    c = driver.classify(outcome(BUILD_RAN + "Running evil kernel on solution\n",
+    c = classification.classify(outcome(BUILD_RAN + "Running evil kernel on solution\n",
                                 "error: Child exited with 1\n", 1), CONFIG, 10)
     assert c.last_phase == "build_solution"
 
@@ -297,9 +299,9 @@ def test_every_run_records_its_limits_and_mechanism() -> None:
 
 def test_a_forged_exit_line_cannot_override_the_comparators_judgement() -> None:
     stderr = "error: helper exited with 137\nerror: Illegal axiom detected: 'sorryAx'\n"
-    c = driver.classify(outcome(BUILD_RAN + "Exporting #[t] from Solution\n", stderr, 1),
+    c = classification.classify(outcome(BUILD_RAN + "Exporting #[t] from Solution\n", stderr, 1),
                         CONFIG, 10)
     assert (c.verdict, c.reason.code) == ("rejected", "illegal_axiom")
     stderr = "error: helper exited with 137\nerror: nanoda exited with 1\n"
-    c = driver.classify(outcome(KERNELS_RAN, stderr, 1), CONFIG, 10)
+    c = classification.classify(outcome(KERNELS_RAN, stderr, 1), CONFIG, 10)
     assert (c.verdict, c.reason.code) == ("rejected", "kernel_rejected")

@@ -25,7 +25,7 @@ from support import (
     with_lines,
 )
 
-from lean_eval import driver, process, replay, replay_report
+from lean_eval import classification, driver, process, replay, replay_report
 from lean_eval.cli import main
 from lean_eval.errors import UsageError
 from lean_eval.toolchain import Toolchain
@@ -68,7 +68,7 @@ def _kernels(*names: str, rejected: str = "") -> list[str]:
         f"{k} kernel {'rejected' if k == rejected else 'accepts'} the solution")]
 
 
-PARANOID_ORDER = (*driver.PARANOID_KERNELS, "Lean default")
+PARANOID_ORDER = (*classification.PARANOID_KERNELS, "Lean default")
 HEAD = ["Resolving dependencies", "Building Challenge", "Exporting #[t] from Challenge",
         "Building Solution", "Exporting #[t] from Solution"]
 
@@ -78,18 +78,18 @@ def test_paranoid_acceptance_needs_every_bundled_checker() -> None:
 
     config = problem.ComparatorConfig(challenge_module="Challenge", solution_module="Solution",
                                       theorem_names=("t",), permitted_axioms=())
-    full = "\n".join([*HEAD, *_kernels(*PARANOID_ORDER), driver.OKAY_LINE])
-    got = driver.classify(_outcome(full), config, 10, paranoid=True)
+    full = "\n".join([*HEAD, *_kernels(*PARANOID_ORDER), classification.OKAY_LINE])
+    got = classification.classify(_outcome(full), config, 10, paranoid=True)
     assert (got.verdict, got.last_phase) == ("accepted", "kernel:Lean default")
     assert [c.name for c in got.checkers] == list(PARANOID_ORDER)
-    short = "\n".join([*HEAD, *_kernels("nanoda", "Lean default"), driver.OKAY_LINE])
-    assert driver.classify(_outcome(short), config, 10).verdict == "accepted"
-    missing = driver.classify(_outcome(short), config, 10, paranoid=True)
+    short = "\n".join([*HEAD, *_kernels("nanoda", "Lean default"), classification.OKAY_LINE])
+    assert classification.classify(_outcome(short), config, 10).verdict == "accepted"
+    missing = classification.classify(_outcome(short), config, 10, paranoid=True)
     assert (missing.verdict, missing.reason.code) == ("error", "protocol_violation")
     assert "con-ron" in missing.reason.message
     rejected = "\n".join([*HEAD, *_kernels(*PARANOID_ORDER, rejected="con-leche")])
-    got = driver.classify(_outcome(rejected, 1, "error: con-leche exited with 1\n"), config, 10,
-                          paranoid=True)
+    got = classification.classify(
+        _outcome(rejected, 1, "error: con-leche exited with 1\n"), config, 10, paranoid=True)
     assert (got.verdict, got.reason.code) == ("rejected", "kernel_rejected")
     assert Checker(name="con-leche", result="rejected") in got.checkers
 
@@ -97,8 +97,8 @@ def test_paranoid_acceptance_needs_every_bundled_checker() -> None:
 @pytest.mark.parametrize("result", ["accepted", "rejected", "started"])
 def test_checker_line_is_the_line_the_driver_parses(result: str) -> None:
     checker = Checker.model_validate({"name": "con-leche", "result": result})
-    assert driver.classify(_outcome(driver.checker_line(checker), 1), driver_config(),
-                           10).checkers == (checker,)
+    assert classification.classify(_outcome(classification.checker_line(checker), 1),
+                                   driver_config(), 10).checkers == (checker,)
 
 
 def driver_config() -> Any:

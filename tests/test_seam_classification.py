@@ -22,7 +22,7 @@ from fake_runner import (
 )
 from support import STANDIN
 
-from lean_eval import driver, resources, runner, sandbox
+from lean_eval import classification, driver, resources, runner, sandbox
 from lean_eval.verdict import Mounts
 
 # case: verdict, execution, reason code, last phase, reason message (None: not checked)
@@ -73,7 +73,7 @@ def test_each_transcript_replayed_through_the_batch_gets_its_verdict(tmp_path: P
         replayed = outcome_of(TRANSCRIPTS[case], by_pair[case, PROBLEM])
         assert (v["exit_code"], v["signal"]) == (replayed.returncode, replayed.signal)
         config = catalog().problems[PROBLEM].config
-        assert v["timings"]["phases"] == driver.phase_seconds(replayed, config)
+        assert v["timings"]["phases"] == classification.phase_seconds(replayed, config)
         assert v["limits"]["exceeded"] == replayed.limit_exceeded
         assert v["limits"]["mechanism"] == replayed.limits_mechanism
         log = (out / v["log"]["path"]).read_text(encoding="utf-8")
@@ -92,8 +92,8 @@ def test_classify_of_each_transcript_alone(case: str, tmp_path: Path) -> None:
                            timeout=60.0, output_cap=1, rlimits={},
                            limits=resources.PairLimits(), wrapper=tmp_path / "w",
                            spec=sandbox.WrapperSpec(bwrap=Path("/b")))
-    c = driver.classify(outcome_of(TRANSCRIPTS[case], launch), catalog().problems[PROBLEM].config,
-                        60.0)
+    c = classification.classify(outcome_of(TRANSCRIPTS[case], launch),
+                                catalog().problems[PROBLEM].config, 60.0)
     assert (c.verdict, c.execution, c.reason.code, c.last_phase, c.reason.message) == \
         EXPECTED[case]
 

@@ -38,7 +38,7 @@ from fake_runner import (
 )
 from support import BWRAP_FLOOR, correct
 
-from lean_eval import batch, bubblewrap, driver, runner
+from lean_eval import batch, bubblewrap, classification, runner
 from lean_eval.catalog import Catalog
 from lean_eval.inputs import check_ids
 from lean_eval.problem import ComparatorConfig
@@ -120,7 +120,7 @@ def record(cases: Sequence[Case], catalog: Catalog, bwrap: bubblewrap.BwrapInfo,
 
 def _phases(t: Transcript, config: ComparatorConfig) -> list[str]:
     return [line for line in t.outcome.stdout.splitlines()
-            if driver.phase_of(line.strip(), config) is not None]
+            if classification.phase_of(line.strip(), config) is not None]
 
 
 def record_all(catalog: Catalog, bwrap: bubblewrap.BwrapInfo, base: Path) -> dict[str, Transcript]:
