@@ -9,14 +9,15 @@ one ending in a newline is a block of whole lines, matched at any indentation (t
 is re-indented to match). A snippet found zero or several times makes its mutation "not
 applicable": the script never guesses where it meant to be.
 
-For each mutation: a scratch clone of ``--repo`` at its ``HEAD`` commit (``git clone --shared``,
-so uncommitted changes are not measured) under ``--scratch``, the replacement applied, then
-``pytest -x`` on the mutation's first test files and, when they pass, on the whole suite
-(``--first-only`` skips that). Both runs use the scratch code (``PYTHONPATH`` and the working
-directory are the clone, so the suite's stand-in toolchain is the clone's too). A failing test
-counts as a kill only when it fails again on the mutant and passes on the unmutated clone;
-otherwise it is deselected as flaky or broken and the same pass goes on. The clone is removed
-afterwards.
+For each mutation: a scratch clone of ``--repo`` at its ``HEAD`` commit (``git clone --shared``, so
+uncommitted changes are not measured) under ``--scratch``, the replacement applied, then ``pytest
+-x -v -p no:cacheprovider`` on the mutation's first test files and, when they pass, on the whole
+suite (``--first-only`` skips that; ``-v`` names the failing test even when pytest's own report
+fails, as it does when a hypothesis test fails here). Both runs use the scratch code
+(``PYTHONPATH`` and the working directory are the clone, so the suite's stand-in toolchain is the
+clone's too). A failing test counts as a kill only when it fails again on the mutant and passes on
+the unmutated clone; otherwise it is deselected as flaky or broken and the same pass goes on. The
+clone is removed afterwards.
 
     python3 benchmarks/mutations.py [--repo DIR] [--scratch DIR] [--only NAME ...]
                                     [--first-only] [--json OUT] [--list]
@@ -49,7 +50,10 @@ REPO = Path(__file__).resolve().parent.parent
 PACKAGE = "lean_eval"
 PASS_TIMEOUT = 3600  # seconds for one pytest run; the whole suite takes about 8-15 minutes
 MAX_DESELECTED = 3  # flaky or broken tests skipped in one pass before it is given up
+# pytest's short summary line of a failure, and (-v) the progress line of one: the second serves
+# when pytest's own reporting fails (an INTERNALERROR, exit 3) before the summary is printed
 _FAILED = re.compile(r"^(?:FAILED|ERROR) (?P<node>.+?)(?: - .*)?$")
+_FAILED_PROGRESS = re.compile(r"^(?P<node>\S+?\.py(?:::.+?)?) (?:FAILED|ERROR)(?: +\[ *\d+%\])?$")
 
 
 class Mutation(NamedTuple):
@@ -353,18 +357,20 @@ def imports_from(clone: Path, module: str) -> str | None:
 
 
 def pytest(clone: Path, tests: Sequence[str], deselected: Sequence[str] = ()) -> Ran:
-    argv = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    argv = [sys.executable, "-m", "pytest", "-x", "-v", "-p", "no:cacheprovider", *tests]
     for node in deselected:
         argv += ["--deselect", node]
     return run(argv, cwd=clone, env=scratch_env(clone))
 
 
 def first_failure(output: str) -> str | None:
-    """The node id of the first FAILED or ERROR line of pytest's short summary."""
-    for line in output.splitlines():
-        match = _FAILED.match(line.strip())
-        if match:
-            return match["node"]
+    """The node id of the first FAILED or ERROR line of pytest's short summary, else of the
+    first failing progress line."""
+    lines = [line.strip() for line in output.splitlines()]
+    for pattern in (_FAILED, _FAILED_PROGRESS):
+        for line in lines:
+            if match := pattern.match(line):
+                return match["node"]
     return None
 
 
