@@ -485,10 +485,18 @@ def measure(mutation: Mutation, repo: Path, commit: str, scratch: Path,
 # --- reporting -------------------------------------------------------------------------------
 
 
+def short(node: str, most: int = 40) -> str:
+    """A node id with a long parameter id cut (the JSON keeps it whole)."""
+    name, bracket, param = node.partition("[")
+    if not bracket or len(param) <= most:
+        return node
+    return f"{name}[{param[:most].replace(chr(92) + 'n', ' ')}...]"
+
+
 def table(results: Sequence[Result]) -> str:
     rows = ["| mutation | file | result | killed by |", "|---|---|---|---|"]
     for r in results:
-        by = f"`{r.test}` ({r.stage} tests)" if r.status == "killed" else ""
+        by = f"`{short(r.test)}` ({r.stage} tests)" if r.status == "killed" and r.test else ""
         rows.append(f"| {r.name} | {r.file or ''} | {r.status} | {by} |")
     return "\n".join(rows)
 
