@@ -17,7 +17,6 @@ Invariants (design §5.4, §6.3-§6.6):
 from __future__ import annotations
 
 import json
-import os
 import resource
 import tempfile
 from collections.abc import Mapping
@@ -29,6 +28,7 @@ from lean_eval.atomic import write_bytes_atomic
 from lean_eval.classification import Classification, classify, phase_seconds
 from lean_eval.documents import WorkspaceTestReport
 from lean_eval.errors import ToolchainError
+from lean_eval.paths import inside
 from lean_eval.problem import ComparatorConfig
 from lean_eval.runner import SANDBOXED, ComparatorRunner, Launch
 from lean_eval.toolchain import Toolchain
@@ -77,9 +77,7 @@ class DriverResult(NamedTuple):
 
 
 def _inside(path: Path, roots: tuple[Path, ...]) -> bool:
-    real = os.path.realpath(path)
-    return any(real == os.path.realpath(r) or real.startswith(os.path.realpath(r) + "/")
-               for r in roots)
+    return any(inside(path, r) for r in roots)
 
 
 def check_toolchain_placement(toolchain: Toolchain, writable_roots: tuple[Path, ...]) -> None:

@@ -19,10 +19,10 @@ from typing import NamedTuple
 
 from lean_eval import intake
 from lean_eval.errors import UsageError
+from lean_eval.paths import inside
 from lean_eval.run import REFUSED_SUMMARY, SUMMARY
 
 # The suffixes intake reads; a file with any other name is never a submission.
-SUPPORTED_ARCHIVES = (".tar", ".tar.gz", ".tgz")
 # Archive formats people try; named so the error can say what they are.
 _KNOWN_OTHER = (".zip", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".tar.zst", ".7z", ".rar", ".gz",
                 ".xz", ".bz2")
@@ -40,12 +40,11 @@ class Submission(NamedTuple):
 
 
 def _supported() -> str:
-    return ", ".join(SUPPORTED_ARCHIVES[:-1]) + " or " + SUPPORTED_ARCHIVES[-1]
+    return intake.ARCHIVE_NAMES
 
 
 def _inside(outer: Path, inner: Path) -> bool:
-    outer_s, inner_s = os.path.realpath(outer), os.path.realpath(inner)
-    return inner_s == outer_s or inner_s.startswith(outer_s.rstrip("/") + "/")
+    return inside(inner, outer)
 
 
 def check_submission(path: Path) -> None:
@@ -64,7 +63,7 @@ def check_submission(path: Path) -> None:
     name = path.name.lower()
     if not stat.S_ISREG(st.st_mode):
         raise UsageError(f"submission {path} is neither a directory nor a regular file")
-    if name.endswith(SUPPORTED_ARCHIVES):
+    if name.endswith(intake.ARCHIVE_SUFFIXES):
         return
     other = next((s for s in _KNOWN_OTHER if name.endswith(s)), None)
     kind = f"{other} archives are not supported" if other else "not a directory or an archive"

@@ -83,7 +83,8 @@ __all__ = ["DEFAULT_LIMITS", "MIB", "SKIPPED_NAMES", "Intake", "IntakeLimits", "
            "RejectionCode", "SubmissionFile", "read_submission", "submission_id"]
 
 SUBMISSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")  # longest first: an id drops the whole suffix
+ARCHIVE_NAMES = ".tar, .tar.gz or .tgz"  # the same, as messages name them
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 # Errors reading an entry that say something about the host, not about the submission.
@@ -153,8 +154,8 @@ def read_submission(
         raise UsageError(f"submission {show(source)}: {exc.strerror}") from None
     is_dir = stat.S_ISDIR(st.st_mode)
     if not is_dir and not (stat.S_ISREG(st.st_mode) and source.lower().endswith(ARCHIVE_SUFFIXES)):
-        raise UsageError(f"submission {show(source)}: not a directory or a .tar, .tar.gz or"
-                         " .tgz file (symlinks are not followed)")
+        raise UsageError(f"submission {show(source)}: not a directory or a {ARCHIVE_NAMES}"
+                         " file (symlinks are not followed)")
     try:
         fd = os.open(source, _DIR_FLAGS if is_dir else _FILE_FLAGS)
     except OSError as exc:

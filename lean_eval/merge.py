@@ -33,6 +33,7 @@ from lean_eval import outputs as outdir
 from lean_eval import shard as shards
 from lean_eval.atomic import file_umask, write_model
 from lean_eval.errors import MergeRefusedError, OutputError
+from lean_eval.paths import overlap
 from lean_eval.verdict import (
     INFRASTRUCTURE_FAILURES,
     TALLY,
@@ -301,8 +302,7 @@ def merge(shard_dirs: Sequence[Path], out_dir: Path) -> MergeResult:
     check_compatible(outputs)
     target = out_dir.absolute()
     for out in outputs:
-        real, dest = os.path.realpath(out.path), os.path.realpath(target)
-        if dest == real or dest.startswith(real + "/") or real.startswith(dest + "/"):
+        if overlap(out.path, target):
             raise MergeRefusedError(f"--out {out_dir} and shard {out.path} overlap")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise MergeRefusedError(f"--out {out_dir} exists and is not an empty directory; "

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -32,6 +31,7 @@ from lean_eval.catalog import Catalog
 from lean_eval.errors import ReplayRefusedError, UsageError
 from lean_eval.inputs import Submission, check_ids
 from lean_eval.limits import IntakeLimits
+from lean_eval.paths import overlap
 from lean_eval.replay_report import (
     REPLAY_FILE,
     STATUSES,
@@ -163,11 +163,9 @@ def plan(record: Record, submissions: Sequence[Path], catalog: Catalog, tools: T
             raise ReplayRefusedError(f"submission {path} (id {sid!r}) is not in the record "
                                      f"{record.path}; it lists: "
                                      + (", ".join(sorted(recorded_subs)) or "none"))
-    if settings.out_dir is not None:
-        out, rec = os.path.realpath(settings.out_dir), os.path.realpath(record.path)
-        if out == rec or out.startswith(rec + "/") or rec.startswith(out + "/"):
-            raise ReplayRefusedError(f"--out {settings.out_dir} and the record {record.path} "
-                                     "overlap; the replay writes elsewhere")
+    if settings.out_dir is not None and overlap(settings.out_dir, record.path):
+        raise ReplayRefusedError(f"--out {settings.out_dir} and the record {record.path} "
+                                 "overlap; the replay writes elsewhere")
     shard = Shard(summary.shard.k, summary.shard.n) if summary.shard else None
     options = _options(summary.options, settings, shard)
     skip = bool((summary.options or {}).get("skip_probes", summary.preflight.skipped))
