@@ -48,14 +48,6 @@ def verdict_line(verdict: Verdict) -> str:
     return "  ".join(parts)
 
 
-def verdict_text(verdict: Verdict) -> Text:
-    """``verdict_line`` with the verdict coloured; safe for any submission or problem name."""
-    line = Text(verdict_line(verdict))
-    start = len(printable(f"{verdict.submission.id}/{verdict.problem.id}")) + 2
-    line.stylize(_STYLE.get(verdict.verdict, ""), start, start + len(verdict.verdict))
-    return line
-
-
 def summary_table(summary: Summary) -> Table:
     """Every pair of the run, then every pair no run scored."""
     every = summary.every_pair()

@@ -74,15 +74,6 @@ def _strictly_under(path: str, root: str) -> bool:
     return path != root and _under(path, (root,))
 
 
-def outside_lake_masks(paths: Iterable[Path]) -> tuple[str, ...]:
-    """Canonical forms of ``paths`` that Lake's own masks do not already hide, sorted, unique.
-
-    For masks only: a path that must stay *visible* is never filtered through this.
-    """
-    kept = {os.path.realpath(p) for p in paths}
-    return tuple(sorted(p for p in kept if not _under(p, LAKE_MASKED_ROOTS)))
-
-
 def default_private_roots(inputs: Iterable[Path], out_dir: Path) -> tuple[Path, ...]:
     """The parent directory of every input and of ``out_dir`` (design §6.11's default)."""
     return tuple(Path(os.path.abspath(p)).parent for p in (*inputs, out_dir))

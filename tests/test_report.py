@@ -136,11 +136,10 @@ def test_console_never_reads_names_as_markup(name: str) -> None:
     console = Console(record=True, force_terminal=True, color_system="truecolor", width=200,
                       file=io.StringIO())
     report_console.print_summary(summary, console)
-    console.print(report_console.verdict_text(verdict))
     console.print(Text(report_console.verdict_line(verdict)))
     plain = console.export_text(styles=False)
     # markup would have been consumed (or raised MarkupError): the name shows as typed
-    assert plain.count(name) >= 4, plain
+    assert plain.count(name) >= 3, plain
 
 
 def console_summary(name: str) -> Summary:

@@ -149,12 +149,6 @@ def test_wrapper_refuses_a_lake_without_root_bind_even_with_nothing_to_insert(
     assert done.returncode == 126 and done.stdout == ""
 
 
-def test_outside_lake_masks_drops_paths_lake_already_hides(tmp_path: Path) -> None:
-    srv = Path("/srv")
-    kept = sandbox.outside_lake_masks([tmp_path, Path("/root/x"), srv, srv, Path("/home/u")])
-    assert kept == ("/srv",)
-
-
 # --- search-path filtering -------------------------------------------------------------------
 
 
