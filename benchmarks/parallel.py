@@ -13,11 +13,25 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 from pathlib import Path
 
 from batch_setup import bench_copy, correct, run_eval, startup, submission, summary, workdir
+
+
+def _not_accepted(out: Path) -> str:
+    """Each pair that was not accepted: its verdict, reason and log tail (the run's directory
+    is removed afterwards, so this is all that is kept of it)."""
+    lines = []
+    for pair in summary(out)["pairs"]:
+        if pair["verdict"] != "accepted":
+            data = json.loads((out / pair["path"]).read_text(encoding="utf-8"))
+            lines.append(f"{pair['submission']}: {data['verdict']} ({data['execution']}) "
+                         f"{data['reason']} last_phase={data.get('last_phase')}\n  "
+                         + "\n  ".join(data["log"]["tail"][-15:]) + "\n")
+    return "".join(lines)
 
 
 def _speedup(base: Path, name: str, line: str, count: int,
@@ -39,7 +53,7 @@ def _speedup(base: Path, name: str, line: str, count: int,
             counts = summary(out)["counts"]
             if result.returncode != 0 or counts["accepted"] != count:
                 raise SystemExit(f"{name} --jobs {j} did not accept every pair: {counts}\n"
-                                 f"{result.stderr[-2000:]}")
+                                 f"{_not_accepted(out)}{result.stderr[-2000:]}")
             walls.append(result.wall)
             print(f"  {name}: --jobs {j}: {result.wall:6.1f} s for {count} pairs")
         return walls[0] / walls[1], (walls[0] - fixed) / (walls[1] - fixed)
