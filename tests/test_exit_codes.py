@@ -111,3 +111,14 @@ def test_a_usage_error_and_a_chosen_exit_code_pass_through(tmp_path: Path,
     assert unknown.exit_code == 2
     assert unknown.stderr.startswith("lean-eval: error: no command 'no-such-command'")
     assert not list(tmp_path.glob(f"{exits.CRASH_PREFIX}*"))
+
+
+def test_an_unexpected_exception_s_message_is_printed_escaped(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A submitted name in an unexpected error reaches the terminal with its control
+    characters escaped (ESC here), as in every other message."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    result = _list_problems_raising(monkeypatch, tmp_path, ValueError("bad \x1b[2J name"))
+    assert result.exit_code == exits.EXIT_UNEXPECTED
+    assert "\x1b" not in result.stderr and "bad \\x1b[2J name" in result.stderr

@@ -118,8 +118,11 @@ def _raise_on_sigterm() -> Any:
 def crashed(exc: BaseException) -> NoReturn:
     """Exit :data:`EXIT_UNEXPECTED` with one line naming ``exc`` and the file holding its
     traceback; when no file can be written, the traceback follows the line on stderr."""
+    from lean_eval.limits import show  # pydantic comes with it: only on this rare path
+
     lines = str(exc).strip().splitlines()
-    what = f"unexpected {type(exc).__name__}" + (f": {lines[0]}" if lines else "")
+    # the message may hold a submitted name: escaped, as every other message is
+    what = f"unexpected {type(exc).__name__}" + (f": {show(lines[0])}" if lines else "")
     report = "".join([
         f"lean-eval {__version__}, Python {platform.python_version()} on {platform.platform()}\n",
         f"argv: {sys.argv!r}\n\n",
