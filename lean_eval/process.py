@@ -67,9 +67,11 @@ _REAPER_MARGIN = 5.0  # after deadline + grace, before run() gives up on the rea
 _DRAIN_AFTER_EXIT = 2.0  # how long run() drains output still held open once the reaper is gone
 _CAPTURE_CAP = 8 * 1024 * 1024
 _CAPTURE_GRACE = 1.0
-# `-I` ignores PYTHON* variables, the user site and the current directory; the reaper imports
-# this very package from the directory the harness loaded it from. Named, not imported: the
-# reaper imports this module for start_child.
+# `-I` ignores PYTHON* variables, the user site and the current directory; `-S` skips `site`
+# (site-packages and their .pth hooks, half of a bare start-up: one reaper per process run),
+# which the reaper never needs, as it imports only the standard library and this very package,
+# from the directory the harness loaded it from. Named, not imported: the reaper imports this
+# module for start_child.
 _REAPER_BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
     "from lean_eval.reaper import main; sys.exit(main())"
@@ -142,7 +144,8 @@ def _run(argv: tuple[str, ...], *, env: Mapping[str, str], cwd: Path, timeout: f
     start = time.monotonic()
     try:
         reaper = subprocess.Popen(
-            (sys.executable, "-I", "-c", _REAPER_BOOT, str(Path(__file__).resolve().parents[1])),
+            (sys.executable, "-I", "-S", "-c", _REAPER_BOOT,
+             str(Path(__file__).resolve().parents[1])),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             pass_fds=(status_w,), env={}, cwd="/", start_new_session=True)
     except OSError as exc:

@@ -1,11 +1,11 @@
 """The reaper: the process between run() (lean_eval.process) and its child, which it outlives.
 
 Invariants (lean_eval.process states what run() guarantees with them):
-- It runs ``main`` in a Python of its own, started by run() as ``python -I`` with no environment;
-  it reads its spec (argv, env, cwd, grace, rlimits, cgroup, limits) as JSON on stdin and
-  reports on its status pipe, one JSON event a line: ``started`` (the child's pid, written by
-  the child itself before exec), ``error`` (the child could not be started), ``limit``,
-  ``exited`` and ``done`` (how many descendants it swept).
+- It runs ``main`` in a Python of its own, started by run() as ``python -I -S`` (no ``site``)
+  with no environment; it reads its spec (argv, env, cwd, grace, rlimits, cgroup, limits) as
+  JSON on stdin and reports on its status pipe, one JSON event a line: ``started`` (the
+  child's pid, written by the child itself before exec), ``error`` (the child could not be
+  started), ``limit``, ``exited`` and ``done`` (how many descendants it swept).
 - It is a child subreaper (PR_SET_CHILD_SUBREAPER) with a parent-death signal
   (PR_SET_PDEATHSIG, SIGTERM), so every descendant that leaves the child's process group or
   session is reparented to it, and the death of the thread that started it tells it to stop.
