@@ -28,6 +28,10 @@ from lean_eval.errors import SandboxUnavailableError, UsageError
 
 MIN_VERSION = "0.12.0"
 _VERSION = re.compile(r"^\d+(\.\d+){1,3}$")
+# What `--version` printed, by path and SHA-256 of the bytes that printed it: a caller resolving
+# bubblewrap run after run (the Python API, the test suite) runs one `--version` per binary,
+# not one per run. Only a version that was accepted is kept; anything else is asked again.
+_SAID: dict[tuple[Path, str], str] = {}
 
 
 class BwrapInfo(NamedTuple):
@@ -101,19 +105,25 @@ def resolve_bwrap(explicit: str | None, env: Mapping[str, str],
             f"bubblewrap {path} is setuid; lean-eval refuses setuid bwrap (0.12.0 removed "
             "setuid support). Install an unprivileged build with scripts/install_bwrap.sh")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    version = _SAID.get((path, digest)) or _version(path)
+    if parse_version(version) < parse_version(minimum):
+        raise SandboxUnavailableError(
+            f"bubblewrap {path} is version {version}; lean-eval requires {MIN_VERSION} or newer "
+            "(CVE-2026-87766). Install it with `lean-eval prepare`, or accept an older "
+            "one explicitly with --allow-bwrap-version MIN (LEAN_EVAL_ALLOW_BWRAP_VERSION)")
+    _SAID[path, digest] = version
+    return BwrapInfo(path=path, version=version, owner=_owner(info.st_uid), setuid=False,
+                     sha256=digest, minimum=minimum)
+
+
+def _version(path: Path) -> str:
+    """The version ``path --version`` prints; SandboxUnavailableError when it prints none."""
     outcome = process.run_capture((str(path), "--version"), env={"PATH": "/usr/bin:/bin"},
                                   cwd=Path("/"), timeout=30)
     words = outcome.stdout.decode(errors="replace").split()
     if outcome.returncode != 0 or not words:
         raise SandboxUnavailableError(f"bubblewrap {path} does not run: `{path} --version` "
                                       f"exited {outcome.returncode}")
-    version = words[-1]
-    if not _VERSION.match(version):
+    if not _VERSION.match(words[-1]):
         raise SandboxUnavailableError(f"bubblewrap {path} reports no version ({words[-1]!r})")
-    if parse_version(version) < parse_version(minimum):
-        raise SandboxUnavailableError(
-            f"bubblewrap {path} is version {version}; lean-eval requires {MIN_VERSION} or newer "
-            "(CVE-2026-87766). Install it with `lean-eval prepare`, or accept an older "
-            "one explicitly with --allow-bwrap-version MIN (LEAN_EVAL_ALLOW_BWRAP_VERSION)")
-    return BwrapInfo(path=path, version=version, owner=_owner(info.st_uid), setuid=False,
-                     sha256=digest, minimum=minimum)
+    return words[-1]

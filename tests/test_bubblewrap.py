@@ -66,3 +66,30 @@ def test_path_lookup_skips_planted_and_relative_entries(outside: Path) -> None:
 def test_no_bwrap_anywhere(outside: Path) -> None:
     with pytest.raises(SandboxUnavailableError, match="no unsandboxed mode"):
         bubblewrap.resolve_bwrap(None, {"PATH": str(outside)})
+
+
+def test_the_version_is_asked_once_per_binary_and_again_when_its_bytes_change(
+        outside: Path) -> None:
+    calls, broken = outside / "calls", outside / "broken"
+    fake = outside / "bin" / "bwrap"
+    fake.parent.mkdir()
+
+    def install(version: str) -> None:
+        fake.write_text(f"#!/bin/sh\necho run >> {calls}\n[ -e {broken} ] && exit 1\n"
+                        f"echo 'bubblewrap {version}'\n")
+        fake.chmod(0o755)
+
+    def asked() -> int:
+        return len(calls.read_text().splitlines())
+
+    install("0.12.0")
+    broken.touch()
+    for _ in range(2):  # a binary that fails is asked again each time
+        with pytest.raises(SandboxUnavailableError, match="does not run"):
+            bubblewrap.resolve_bwrap(str(fake), {})
+    broken.unlink()
+    assert [bubblewrap.resolve_bwrap(str(fake), {}).version for _ in range(3)] == ["0.12.0"] * 3
+    assert asked() == 3  # the two failures, then one `--version` for three resolutions
+    install("0.13.0")  # other bytes at the same path: asked again
+    assert bubblewrap.resolve_bwrap(str(fake), {}).version == "0.13.0"
+    assert asked() == 4
