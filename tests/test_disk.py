@@ -22,7 +22,7 @@ from support import (
     with_lines,
 )
 
-from lean_eval import disk, pair, process, resume, scheduler, shard
+from lean_eval import disk, pair, process, resume, shard
 from lean_eval.resources import PairLimits
 from lean_eval.run import RunOptions
 from lean_eval.verdict import Preflight, ResourceLimits, Verdict
@@ -121,69 +121,6 @@ def test_a_failure_while_short_of_space_is_error_and_an_acceptance_stays() -> No
 
 
 # --- the batch: reserve at admission, short-of-space classification -------------------------
-
-
-def test_admission_waits_for_the_reserve_and_the_verdict_says_what_a_pair_started_with(
-        run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Free space below --disk-reserve: pairs run one at a time (the one alone starts anyway
-    and records it); a wrong proof that failed meanwhile is error (after one more try alone at
-    the end of the run), the correct ones accepted."""
-    seen: list[int] = []
-    original = scheduler.Scheduler.tell
-
-    def tell(self: scheduler.Scheduler, verdict: Verdict | None, kept: bool = False) -> None:
-        seen.append(self.running + len(self.removing))
-        original(self, verdict, kept)
-
-    monkeypatch.setattr(scheduler.Scheduler, "tell", tell)
-    monkeypatch.setattr(disk, "room", lambda path: disk.Room(5 * MIB, 10_000))
-    scored: list[str] = []
-    run_pair = pair.run_pair
-
-    def counting(job: pair.PairJob, ctx: pair.RunContext) -> Verdict:
-        scored.append(job.sub.submission_id)
-        return run_pair(job, ctx)
-
-    monkeypatch.setattr(pair, "run_pair", counting)
-    subs = outside / "subs"
-    make_submission(subs, "good", {P: {"Submission.lean": correct(P)}})
-    make_submission(subs, "also", {P: {"Submission.lean": correct(P)}})
-    make_submission(subs, "wrong", {P: {"Submission.lean": with_lines(
-        P, "-- standin: build-error")}})
-    run = run_eval(subs / "good", subs / "also", subs / "wrong",
-                   extra=("-j", "3", "--disk-reserve", "64M"))
-    assert "Traceback" not in run.result.output
-    assert max(seen) == 1  # never two pairs in flight while short of the reserve
-    for name in ("good", "also"):
-        v = run.verdict(name, P)
-        assert v["verdict"] == "accepted", v
-        assert v["limits"]["started_below_reserve"] and v["limits"]["short_of_space"]
-        assert v["limits"]["disk_free_at_start"] == 5 * MIB
-        assert v["limits"]["disk_reserve_bytes"] == 64 * MIB
-    wrong = run.verdict("wrong", P)
-    assert (wrong["verdict"], wrong["reason"]["code"]) == ("error", "disk_short"), wrong
-    assert scored == ["good", "also", "wrong", "wrong"]  # scored once more, alone, at the end
-    assert [p["submission"] for p in run.summary()["pairs"]] == ["good", "also", "wrong"]
-    assert run.code == 1
-
-
-def test_with_room_a_wrong_proof_stays_rejected_and_pairs_overlap(
-        run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Negative control of the test above: the same batch with room is scored as usual."""
-    monkeypatch.setattr(disk, "room", lambda path: disk.Room(64 << 30, 1 << 30))
-    subs = outside / "subs"
-    make_submission(subs, "good", {P: {"Submission.lean": correct(P)}})
-    make_submission(subs, "wrong", {P: {"Submission.lean": with_lines(
-        P, "-- standin: build-error")}})
-    run = run_eval(subs / "good", subs / "wrong", extra=("-j", "2", "--disk-reserve", "64M"))
-    assert run.verdict("wrong", P)["verdict"] == "rejected"
-    good = run.verdict("good", P)
-    assert good["verdict"] == "accepted" and not good["limits"]["short_of_space"]
-    assert not good["limits"]["started_below_reserve"]
-    assert good["limits"]["disk_mechanism"] == "watchdog"
-
-
-# --- a real small filesystem under --work-dir ---------------------------------------------------
 
 
 def _fill(seconds: float) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -197,52 +196,6 @@ def test_output_inside_a_shard_is_refused(tmp_path: Path) -> None:
         merge.merge(parts, parts[0] / "merged")
 
 
-def test_run_eval_shards_are_disjoint_cover_and_merge_to_the_single_run(
-        run_eval: Any, outside: Path) -> None:
-    from support import correct, make_submission
-
-    inputs = outside / "in"
-    subs = [make_submission(inputs, "good", {
-                "two_plus_two": {"Submission.lean": correct("two_plus_two")},
-                "double_def": {"Submission.lean": correct("double_def")}}),
-            make_submission(inputs, "bad", {
-                "two_plus_two": {"Submission.lean": "theorem x : 1 = 1 := rfl\n"}}),
-            make_submission(inputs, "other", {
-                "add_comm_explicit": {"Submission.lean": correct("add_comm_explicit")}})]
-    single = run_eval(*subs, out=outside / "single")
-    assert single.code in (0, 1), single.result.output
-    parts = [run_eval(*subs, out=outside / f"s{k}", extra=("--shard", f"{k}/2"))
-             for k in (1, 2)]
-    scored = [{(p["submission"], p["problem"]) for p in part.summary()["pairs"]}
-              for part in parts]
-    whole = [(p["submission"], p["problem"], p["verdict"]) for p in single.summary()["pairs"]]
-    assert not scored[0] & scored[1]
-    assert scored[0] | scored[1] == {(s, p) for s, p, _ in whole}
-    assert all(part.summary()["shard"]["batch_digest"] == shard.batch_digest(
-        (s, p) for s, p, _ in whole) for part in parts)
-    result = CliRunner().invoke(main, ["merge", str(parts[0].out), str(parts[1].out), "--out",
-                                       str(outside / "merged")], catch_exceptions=False)
-    assert result.exit_code == single.code, result.output
-    merged = json.loads((outside / "merged" / "summary.json").read_text())
-    assert [(p["submission"], p["problem"], p["verdict"]) for p in merged["pairs"]] == whole
-    assert merged["counts"] == single.summary()["counts"]
-    assert ("good", "two_plus_two", "accepted") in whole
-    for sid, pid, _ in whole:
-        assert (outside / "merged" / sid / f"{pid}.json").is_file()
-        # a verdict's log path names the log inside the merged output, not in a shard
-        log = json.loads((outside / "merged" / sid / f"{pid}.json").read_text())["log"]["path"]
-        assert log is None or (not Path(log).is_absolute()
-                               and (outside / "merged" / log).is_file()), log
-    # the same shards, one of them recorded by another harness version: refused, nothing written
-    data = parts[1].summary()
-    data["identity"]["harness_version"] = "9.9.9"
-    (parts[1].out / "summary.json").write_text(json.dumps(data))
-    refused = CliRunner().invoke(main, ["merge", str(parts[0].out), str(parts[1].out), "--out",
-                                        str(outside / "merged2")], catch_exceptions=False)
-    assert refused.exit_code == 2 and "harness_version" in refused.output
-    assert not (outside / "merged2").exists()
-
-
 def test_an_unwritable_output_leaves_nothing_and_no_traceback(tmp_path: Path) -> None:
     parts = shards_of(tmp_path)
     (tmp_path / "file").write_text("x")
@@ -321,58 +274,3 @@ def test_a_complete_merge_reports_nothing_unscored(tmp_path: Path) -> None:
     assert "not scored" not in report_formats.render(run, "table")
 
 
-def test_run_eval_shards_merged_partially_then_whole(run_eval: Any, outside: Path) -> None:
-    import xml.etree.ElementTree as ET
-
-    from support import correct, make_submission, no_survivor
-
-    inputs = outside / "in"
-    subs = [make_submission(inputs, "good", {
-                "two_plus_two": {"Submission.lean": correct("two_plus_two")},
-                "double_def": {"Submission.lean": correct("double_def")}}),
-            make_submission(inputs, "other", {
-                "add_comm_explicit": {"Submission.lean": correct("add_comm_explicit")}}),
-            make_submission(inputs, "bad", {
-                "two_plus_two": {"Submission.lean": "theorem x : 1 = 1 := rfl\n"}})]
-    batch = [("good", "double_def"), ("good", "two_plus_two"), ("other", "add_comm_explicit"),
-             ("bad", "two_plus_two")]
-    lost = shard.select(batch, 2, 3)
-    assert lost and not shard.select(batch, 1, 3)  # shard 1 scores nothing, shard 2 two pairs
-    parts = {k: run_eval(*subs, out=outside / f"s{k}", extra=("--shard", f"{k}/3"))
-             for k in (1, 3)}
-    for part in parts.values():
-        assert part.code in (0, 1) and "Traceback" not in part.result.output, part.result.output
-        assert (part.out / "summary.json").is_file()
-    assert parts[3].verdict("good", "two_plus_two")["verdict"] == "accepted"
-    partial = CliRunner().invoke(main, ["merge", str(parts[1].out), str(parts[3].out),
-                                        "--out", str(outside / "partial")],
-                                 catch_exceptions=False)
-    assert partial.exit_code == 1 and "shard 2/3 is missing" in partial.output, partial.output
-    merged = json.loads((outside / "partial" / "summary.json").read_text())
-    assert [(p["submission"], p["problem"]) for p in merged["not_scored_pairs"]] == \
-        sorted(lost, key=lambda p: [s.name for s in subs].index(p[0]))
-    junit = CliRunner().invoke(main, ["report", str(outside / "partial"), "--format", "junit"],
-                               catch_exceptions=False)
-    root = ET.fromstring(junit.output.encode())  # noqa: S314 - our own output
-    assert int(root.get("errors") or 0) == len(lost) + 1
-    # the missing shard scored afterwards: the merge is whole, every correct pair accepted
-    parts[2] = run_eval(*subs, out=outside / "s2", extra=("--shard", "2/3"))
-    whole = CliRunner().invoke(main, ["merge", *(str(parts[k].out) for k in (1, 2, 3)),
-                                      "--out", str(outside / "whole")], catch_exceptions=False)
-    assert whole.exit_code == 0, whole.output
-    summary = json.loads((outside / "whole" / "summary.json").read_text())
-    assert summary["not_scored"] == 0 and summary["not_scored_pairs"] == []
-    verdicts = {(p["submission"], p["problem"]): p["verdict"] for p in summary["pairs"]}
-    assert verdicts == {("good", "two_plus_two"): "accepted", ("good", "double_def"): "accepted",
-                        ("other", "add_comm_explicit"): "accepted",
-                        ("bad", "two_plus_two"): "rejected"}
-    # the same real shard with its log replaced by a link to a host file: refused
-    log = parts[3].out / "good" / "two_plus_two.log"
-    log.unlink()
-    log.symlink_to(inputs / "good" / "two_plus_two" / "Submission.lean")
-    tampered = CliRunner().invoke(main, ["merge", *(str(parts[k].out) for k in (1, 2, 3)),
-                                         "--out", str(outside / "tampered")],
-                                  catch_exceptions=False)
-    assert tampered.exit_code == 2 and "good/two_plus_two.log" in tampered.output
-    assert str(parts[3].out) in tampered.output and not (outside / "tampered").exists()
-    no_survivor(outside)

@@ -222,28 +222,6 @@ def test_console_shows_control_characters_escaped() -> None:
     assert "bad\\x1b[2J\\x1b]0;title\\x07 name\\x0afake line" in text
 
 
-def test_junit_of_a_real_run_has_a_testcase_per_pair(run_eval, outside: Path) -> None:
-    incorrect = Path(__file__).resolve().parent.parent / "examples" / "submissions" / "incorrect"
-    good = make_submission(outside / "in", "good", {"two_plus_two": {
-        "Submission.lean": correct("two_plus_two")}})
-    run = run_eval(good, incorrect)
-    assert (run.out / "summary.json").is_file(), run.result.output
-    pairs = run.summary()["pairs"]
-    result = CliRunner().invoke(main, ["report", str(run.out), "--format", "junit"],
-                                catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    root = ET.fromstring(result.output.encode())  # noqa: S314 - our own output
-    cases = root.findall("./testsuite/testcase")
-    assert sorted((c.get("classname"), c.get("name")) for c in cases) == \
-        sorted((p["submission"], p["problem"]) for p in pairs)
-    failing = [p for p in pairs if p["verdict"] in ("rejected", "invalid_submission")]
-    assert failing and len(root.findall("./testsuite/testcase/failure")) == len(failing)
-    assert {p["verdict"] for p in pairs if p["submission"] == "good"} == {"accepted"}
-    markdown = CliRunner().invoke(main, ["report", str(run.out), "--format", "markdown"],
-                                  catch_exceptions=False)
-    assert "| good | · | ✅ | 1/1 |" in markdown.output
-
-
 INVISIBLE = ("\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068",
              "\u2069", "\u200e", "\u200f", "\u061c", "\u200b", "\u200c", "\u200d", "\u2060",
              "\ufeff")

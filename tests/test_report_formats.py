@@ -155,16 +155,3 @@ def test_fail_on_refuses_an_unknown_kind_naming_the_choices(tmp_path: Path) -> N
     assert set(report.FAIL_ON.values()) == set(report.TALLY.values()) - {"solved"}
 
 
-@pytest.mark.slow
-def test_run_eval_fail_on_rejected_on_the_example_batch(run_eval, outside: Path) -> None:
-    batch = (EXAMPLES / "correct", EXAMPLES / "incorrect")
-    plain = run_eval(*batch, out=outside / "plain")
-    assert plain.result.exit_code == 0, plain.result.output
-    verdicts = {p["verdict"] for p in plain.summary()["pairs"]}
-    assert verdicts == {"accepted", "rejected"}
-    gated = run_eval(*batch, out=outside / "gated", extra=("--fail-on", "rejected"))
-    assert gated.result.exit_code == 1, gated.result.output
-    assert (outside / "gated" / "summary.json").is_file()
-    assert "failed the gate" in gated.result.output
-    assert run_eval(*batch, out=outside / "other",
-                    extra=("--fail-on", "invalid,error")).result.exit_code == 0

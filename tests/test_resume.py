@@ -92,47 +92,6 @@ def test_sigterm_mid_run_exits_143_with_an_interrupted_summary_and_a_rerun_resum
     _check_resumed(run_eval, subs, out, work, verdict_files(out))
 
 
-def test_a_second_run_on_a_locked_out_exits_2_naming_the_holder(
-        run_eval: RunEval, outside: Path) -> None:
-    sub = make_submission(outside / "subs", "good",
-                          {PROBLEM: {"Submission.lean": correct(PROBLEM)}})
-    out = outside / "out"
-    out.mkdir()
-    held = lock.OutLock(out)
-    try:
-        run = run_eval(sub, out=out)
-        assert run.code == 2
-        assert f"pid {os.getpid()}" in run.result.output and "in use" in run.result.output
-        assert not (out / "summary.json").exists() and not (out / "good").exists()
-    finally:
-        held.close()
-    run = run_eval(sub, out=out)
-    assert run.code == 0, run.result.output
-    assert run.verdict("good", PROBLEM)["verdict"] == "accepted"
-
-
-def test_a_verdict_is_reused_only_when_its_key_matches_and_error_is_rescored(
-        run_eval: RunEval, outside: Path) -> None:
-    sub = make_submission(outside / "subs", "good", {
-        PROBLEM: {"Submission.lean": correct(PROBLEM)},
-        "double_def": {"Submission.lean": correct("double_def")}})
-    first = run_eval(sub)
-    assert first.code == 0, first.result.output
-    path = first.out / "good" / f"{PROBLEM}.json"
-    stale = json.loads(path.read_text())
-    stale["verdict"], stale["execution"] = "error", "harness_error"
-    path.write_text(json.dumps(stale))
-    (first.out / "good" / ".double_def.json.abc.tmp").write_text("{half")
-    again = run_eval(sub)
-    assert again.code == 0 and again.summary()["reused"] == 1
-    assert again.verdict("good", PROBLEM)["verdict"] == "accepted"
-    assert list(first.out.rglob("*.tmp")) == []
-    changed = run_eval(sub, timeout=59)  # an option that can change a verdict: no reuse
-    assert changed.code == 0 and changed.summary()["reused"] == 0
-    rescored = run_eval(sub, timeout=59, extra=("--rescore",))
-    assert rescored.code == 0 and rescored.summary()["reused"] == 0
-
-
 def test_a_submission_changed_after_planning_is_error_not_scored(
         run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     first = make_submission(outside / "subs", "first",
