@@ -5,7 +5,7 @@ Invariants (the rest of lean-eval relies on them):
 - argv is a tuple of str, never a shell string. env and cwd are always explicit: the child sees
   exactly the env it is given and nothing of os.environ. Its stdin is /dev/null and no file
   descriptor other than 0, 1 and 2 reaches it.
-- Every run() has its own reaper: a Python process running `lean_eval.reaper.main`, made a
+- Every run() has its own reaper: a Python process running `lean_eval.reaper.boot`, made a
   child subreaper (prctl PR_SET_CHILD_SUBREAPER). It starts argv (through `start_child`, so this
   module stays the one that starts processes) in a new process group with the requested rlimits
   and, once that child has ended, SIGKILLs and reaps everything reparented to it until waitpid
@@ -74,7 +74,7 @@ _CAPTURE_GRACE = 1.0
 # module for start_child.
 _REAPER_BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from lean_eval.reaper import main; sys.exit(main())"
+    "from lean_eval.reaper import boot; boot()"
 )
 
 
