@@ -6,14 +6,22 @@ from here)."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
+import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
+from pydantic import TypeAdapter
 from support import STANDIN, RunEval, copy_benchmark, outside_problem, real_toolchain
+
+from lean_eval import session
+from lean_eval.probe_result import ProbeResult
+from lean_eval.run import Tools
 
 
 def _bwrap_works() -> str | None:
@@ -64,6 +72,10 @@ def _lean_eval_entries() -> set[str]:
 def pytest_configure(config: pytest.Config) -> None:
     """Point the system temp dir (TMPDIR and :mod:`tempfile`) at a private session base."""
     del config
+    # A terminal's size in the environment (pytest-xdist's workers get COLUMNS=80 and LINES=24)
+    # would make the CLI's consoles wrap at 80 columns in some runs and not in others.
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
     _SYSTEM_TMP_BEFORE.update(_lean_eval_entries())
     base = Path(tempfile.mkdtemp(prefix="lean-eval-pytest-", dir="/tmp"))
     base.chmod(0o1777)  # like /tmp: probes also run as an unprivileged user
@@ -159,3 +171,41 @@ def run_eval(bench_copy: Path, outside: Path, bwrap: str, toolchain: Path) -> Ru
     """``run-eval`` against the benchmark copy, outputs under ``outside``."""
     del bwrap
     return RunEval(bench_copy, outside, toolchain)
+
+
+# --- the probes, run once and replayed ----------------------------------------------------------
+
+_RESULTS: TypeAdapter[tuple[ProbeResult, ...]] = TypeAdapter(tuple[ProbeResult, ...])
+
+
+@pytest.fixture
+def replayed_probes(monkeypatch: pytest.MonkeyPatch,
+                    tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, ...]]:
+    """The CLI's probe runner, run for real the first time the session (all its xdist workers:
+    the record is in their shared temp dir, written under a lock) needs a toolchain and
+    bubblewrap probed, and replayed after; the list holds each call's probe names. For tests
+    of *when* the probes run and how their results are shown and recorded: the probes
+    themselves are tested by tests/test_probes.py and tests/test_preflight.py, always run."""
+    calls: list[tuple[str, ...]] = []
+    real = session.run_probes
+    shared = tmp_path_factory.getbasetemp().parent / "probes-replayed"
+
+    def replay(tools: Tools, env: Mapping[str, str], work_dir: Path | None,
+               names: Sequence[str] = ()) -> tuple[ProbeResult, ...]:
+        calls.append(tuple(names))
+        key = json.dumps([str(tools.toolchain.root), str(tools.bwrap.path), list(names)])
+        name = hashlib.sha256(key.encode()).hexdigest()[:16]
+        shared.mkdir(exist_ok=True)
+        record = shared / f"{name}.json"
+        with (shared / f"{name}.lock").open("w") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)  # one worker probes, the others wait for it
+            if not record.exists():
+                results = real(tools, env, work_dir, names)
+                record.write_bytes(_RESULTS.dump_json(results))
+                return results
+        if work_dir is not None:
+            work_dir.mkdir(parents=True, exist_ok=True)  # as the real runner leaves it
+        return _RESULTS.validate_json(record.read_bytes())
+
+    monkeypatch.setattr(session, "run_probes", replay)
+    return calls

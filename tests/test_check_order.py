@@ -2,7 +2,7 @@
 
 Arguments, ``--out``'s lock, toolchain, bubblewrap and the catalog are checked before any probe
 and their errors reported together; the probes run only when a pair needs a sandbox. Probe runs
-are counted through the CLI's probe runner, never timed.
+are counted through the CLI's probe runner (run for real once, then replayed), never timed.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,17 +25,9 @@ INCORRECT = REPO / "examples" / "submissions" / "incorrect"
 
 
 @pytest.fixture
-def probes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
-    """Every call of the CLI's probe runner, recorded; the real probes still run."""
-    calls: list[tuple[str, ...]] = []
-    real: Callable[..., Any] = session.run_probes
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        calls.append(tuple(kwargs.get("names", ())))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(session, "run_probes", counting)
-    return calls
+def probes(replayed_probes: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """Every call of the CLI's probe runner; the real probes run once per session (conftest)."""
+    return replayed_probes
 
 
 def _run_eval(bench: Path, out: Path, *subs: Path, extra: tuple[str, ...] = (),

@@ -230,6 +230,7 @@ def _run_with_probes(bench: Path, outside: Path, *args: str) -> Result:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("replayed_probes")  # the probes' output, not the probes, is tested
 def test_preflight_prints_one_line_per_probe_and_records_details(
         bench_copy: Path, outside: Path, bwrap: str) -> None:
     result = _run_with_probes(bench_copy, outside)
@@ -409,6 +410,7 @@ def test_environment_defaults_take_effect(bench_copy: Path, outside: Path, bwrap
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("replayed_probes")
 def test_run_eval_verbose_shows_every_probe_check(bench_copy: Path, outside: Path,
                                                   bwrap: str) -> None:
     result = _run_with_probes(bench_copy, outside, "-v")
@@ -445,7 +447,7 @@ def test_click_usage_errors_use_the_one_error_style(args: list[str]) -> None:
     assert "Usage: " in result.stderr and "--help' for help." in result.stderr
 
 
-def test_without_a_terminal_long_lines_are_never_wrapped() -> None:
+def test_without_a_terminal_long_lines_are_never_wrapped(monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
     from rich.console import Console as RichConsole
@@ -454,6 +456,7 @@ def test_without_a_terminal_long_lines_are_never_wrapped() -> None:
     from lean_eval import cli
     from lean_eval.cli import group
 
+    monkeypatch.delenv("COLUMNS", raising=False)  # a set COLUMNS rules (as it should), e.g. xdist's
     long = " ".join(f"word{i}" for i in range(60))  # about 400 columns
 
     def render(console: RichConsole) -> list[str]:
