@@ -180,6 +180,7 @@ def _probe(bench: Path, outside: Path, *args: str) -> Result:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("replayed_probes")  # how results are printed, not the probes
 def test_probe_prints_one_line_per_probe_and_details_under_verbose(
         bench_copy: Path, outside: Path, bwrap: str) -> None:
     plain = _probe(bench_copy, outside, "--only", "env_dump", "--only", "tool_path")
@@ -195,6 +196,7 @@ def test_probe_prints_one_line_per_probe_and_details_under_verbose(
     assert (quiet.exit_code, quiet.output) == (0, "")
 
 
+@pytest.mark.usefixtures("replayed_probes")
 def test_probe_json_is_a_versioned_document(bench_copy: Path, outside: Path,
                                             bwrap: str) -> None:
     result = _probe(bench_copy, outside, "--only", "env_dump", "--json", "-q")
