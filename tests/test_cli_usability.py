@@ -23,8 +23,9 @@ from support import (
 )
 
 from lean_eval import documents, inputs, probe
-from lean_eval.cli import ByteSize, main
+from lean_eval.cli import ByteSize, main, options
 from lean_eval.errors import UsageError
+from lean_eval.report import FORMATS
 
 COMMANDS = tuple(sorted(main.commands))
 
@@ -352,6 +353,7 @@ def test_help_imports_no_heavy_module() -> None:
     assert done.returncode == 0, done.stdout
     assert b"HEAVY []" in done.stdout, done.stdout[-500:]
     assert cli.PROBE_NAMES == probe.PROBE_NAMES
+    assert options.REPORT_FORMATS == FORMATS
 
 
 def test_keep_work_says_where_the_workspaces_are(bench_copy: Path, outside: Path,

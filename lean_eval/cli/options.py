@@ -20,6 +20,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 # The probes `probe --only` accepts, spelled here so --help need not import lean_eval.probe
 # (tests/test_cli_usability.py checks it equals probe.PROBE_NAMES).
 PROBE_NAMES = ("sandbox_engaged", "env_dump", "tool_path", "artifact_tamper", "comparator")
+# The formats `report --format` accepts, likewise spelled here for --help (checked to equal
+# report.FORMATS there).
+REPORT_FORMATS = ("table", "markdown", "junit", "json", "csv", "html")
 
 _BYTE_UNITS = {"": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
                "g": 1 << 30, "gib": 1 << 30}

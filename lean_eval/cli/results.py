@@ -10,7 +10,7 @@ import click
 
 from lean_eval.cli.deferred import report
 from lean_eval.cli.group import Console
-from lean_eval.cli.options import FAIL_ON_KINDS, fail_on_option, failing_exit
+from lean_eval.cli.options import FAIL_ON_KINDS, REPORT_FORMATS, fail_on_option, failing_exit
 from lean_eval.errors import UsageError
 
 # FAIL_ON_KINDS is read from here by tests/test_report_formats.py (it names the kinds).
@@ -67,7 +67,7 @@ def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool, ve
 @click.argument("out_dir", metavar="OUT",
                 type=click.Path(path_type=Path, file_okay=False, exists=True))
 @click.option("--format", "fmt",
-              type=click.Choice(["table", "markdown", "junit", "json", "csv", "html"]),
+              type=click.Choice(REPORT_FORMATS),
               default="table", show_default=True,
               help="table: for people; markdown: a matrix, then failures, then accepted pairs, "
                    "fits $GITHUB_STEP_SUMMARY; junit: JUnit XML for CI test views; json: one "
