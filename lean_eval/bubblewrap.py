@@ -8,6 +8,8 @@ Invariants (design §3, §6.6):
   unless the caller lowers the floor explicitly, and that choice is recorded.
 - The identity recorded in every verdict (path, version, owner, setuid bit, SHA-256) is read
   from the file itself, not from what the executable says about itself except its version.
+  That version is asked once per path and SHA-256 within a process; the file's type, mode and
+  owner are looked at on every resolution.
 """
 
 from __future__ import annotations
