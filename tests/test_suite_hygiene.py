@@ -11,6 +11,7 @@ should never print would pass as an exit code of 1.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
@@ -45,10 +46,15 @@ def forbidden_imports(source: str) -> list[str]:
     return found
 
 
+def _offenders(rule: Callable[[str], list[str]]) -> dict[str, list[str]]:
+    """What ``rule`` finds in each file of the suite, by file (files where it finds nothing left
+    out)."""
+    return {str(path.relative_to(TESTS)): bad for path in _suite_files()
+            if (bad := rule(path.read_text(encoding="utf-8")))}
+
+
 def test_no_test_module_imports_another_or_conftest() -> None:
-    offenders = {str(path.relative_to(TESTS)): bad for path in _suite_files()
-                 if (bad := forbidden_imports(path.read_text(encoding="utf-8")))}
-    assert offenders == {}, "import shared helpers from support.py instead"
+    assert _offenders(forbidden_imports) == {}, "import shared helpers from support.py instead"
 
 
 def test_the_check_sees_every_form_of_such_an_import() -> None:
@@ -83,9 +89,8 @@ def swallowing_invokes(source: str) -> list[str]:
 
 
 def test_every_cli_invocation_lets_exceptions_through() -> None:
-    offenders = {str(path.relative_to(TESTS)): bad for path in _suite_files()
-                 if (bad := swallowing_invokes(path.read_text(encoding="utf-8")))}
-    assert offenders == {}, "pass catch_exceptions=False (or True under a comment saying why)"
+    assert _offenders(swallowing_invokes) == {}, (
+        "pass catch_exceptions=False (or True under a comment saying why)")
 
 
 def test_the_invoke_check_sees_a_swallowing_call() -> None:
