@@ -16,6 +16,12 @@ Invariants:
   (PRIVATE_TMPFS of every mount namespace in the tree other than the harness's own, by
   ``statvfs``, each mount once): pages stored there and mapped by no process count too. A tmpfs
   page both stored and mapped counts twice: the error is on the safe side.
+- A mount counts only when the directory opened through ``/proc/<pid>/root`` is on the device
+  its ``mountinfo`` line names, and only when no tmpfs of the harness's own namespace has that
+  device. A sandbox being set up changes its root between the two reads (bwrap mounts its base
+  tmpfs at ``/tmp`` before it pivots), so without the first check the path reaches the disk and
+  the disk's usage is counted as the pair's memory; without the second, a host tmpfs (such as
+  ``/dev/shm``) that a fresh namespace still shows is counted as the pair's.
 - A process that is gone, or a file of it that cannot be read, counts nothing.
 - This module imports no third-party package: the reaper imports it through lean_eval.resources.
 """
@@ -129,33 +135,54 @@ def statm_private(pid: int) -> int:
 _OWN_MNT = os.readlink("/proc/self/ns/mnt") if os.path.exists("/proc/self/ns/mnt") else ""
 
 
-def private_tmpfs(pids: list[int]) -> int:
+def private_tmpfs(pids: list[int], proc: str = "/proc") -> int:
     """Bytes the tmpfs mounts of the tree's own mount namespaces hold (each mount once), see the
-    module invariants; a namespace that cannot be inspected counts nothing."""
+    module invariants; a namespace that cannot be inspected counts nothing. ``proc`` is where
+    procfs is mounted (a test gives a tree of its own)."""
     namespaces: dict[str, int] = {}
     for pid in pids:
         with contextlib.suppress(OSError):
-            namespace = os.readlink(f"/proc/{pid}/ns/mnt")
+            namespace = os.readlink(f"{proc}/{pid}/ns/mnt")
             if namespace != _OWN_MNT:
                 namespaces.setdefault(namespace, pid)
-    used, seen = 0, set()
+    if not namespaces:
+        return 0
+    seen = {device for _, device in _tmpfs_mounts(f"{proc}/self", None)}  # the host's tmpfs
+    used = 0
     for pid in namespaces.values():
-        for point in _tmpfs_points(pid):
-            path = f"/proc/{pid}/root/{point}"
-            with contextlib.suppress(OSError):
-                dev = os.stat(path).st_dev
-                if dev in seen:
-                    continue
-                seen.add(dev)
-                st = os.statvfs(path)
-                used += (st.f_blocks - st.f_bfree) * st.f_frsize
+        for point, device in _tmpfs_mounts(f"{proc}/{pid}"):
+            if device not in seen:
+                found = _tmpfs_used(f"{proc}/{pid}/root/{point}", device)
+                if found is not None:
+                    seen.add(device)
+                    used += found
     return used
 
 
-def _tmpfs_points(pid: int) -> list[str]:
-    """Which of PRIVATE_TMPFS are tmpfs mount points in ``pid``'s mount namespace."""
+def _tmpfs_used(path: str, device: int) -> int | None:
+    """Bytes stored in the filesystem at ``path`` if it is on ``device`` (fstat and fstatvfs of
+    one open directory, so both describe the same mount), else None."""
     try:
-        with open(f"/proc/{pid}/mountinfo", "rb") as f:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if os.fstat(fd).st_dev != device:
+            return None
+        st = os.fstatvfs(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return (st.f_blocks - st.f_bfree) * st.f_frsize
+
+
+def _tmpfs_mounts(process: str, points: tuple[str, ...] | None = PRIVATE_TMPFS,
+                  ) -> list[tuple[str, int]]:
+    """(mount point, device) of the tmpfs mounts at ``points`` (None: anywhere) in the mount
+    namespace of the process whose ``/proc`` directory is ``process``."""
+    try:
+        with open(f"{process}/mountinfo", "rb") as f:
             lines = f.read().decode("utf-8", "replace").splitlines()
     except OSError:
         return []
@@ -165,6 +192,7 @@ def _tmpfs_points(pid: int) -> list[str]:
         fields = left.split()
         if len(fields) > 4 and right.split()[:1] == ["tmpfs"]:
             point = fields[4].lstrip("/")
-            if point in PRIVATE_TMPFS:
-                found.append(point)
+            major, _, minor = fields[2].partition(":")
+            if (points is None or point in points) and major.isdigit() and minor.isdigit():
+                found.append((point, os.makedev(int(major), int(minor))))
     return found
