@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from lean_eval import intake
 from lean_eval.errors import UsageError
-from lean_eval.paths import inside
+from lean_eval.paths import resolved_inside, resolved_overlap
 from lean_eval.run import REFUSED_SUMMARY, SUMMARY
 
 # The suffixes intake reads; a file with any other name is never a submission.
@@ -41,10 +41,6 @@ class Submission(NamedTuple):
 
 def _supported() -> str:
     return intake.ARCHIVE_NAMES
-
-
-def _inside(outer: Path, inner: Path) -> bool:
-    return inside(inner, outer)
 
 
 def check_submission(path: Path) -> None:
@@ -85,18 +81,24 @@ def check_out(out_dir: Path, submissions: Sequence[Path], work_dir: Path | None)
 def check_paths(submissions: Sequence[Path], out_dir: Path, work_dir: Path | None,
                 needed: Sequence[Path] = ()) -> None:
     """No two of a run's places overlap (``--out``, ``--work-dir``, each submission), and no
-    submission contains what scoring ``needed`` (the tools and the benchmark, once resolved)."""
+    submission contains what scoring ``needed`` (the tools and the benchmark, once resolved).
+    Each place is resolved once: a run of thousands of submissions makes thousands of checks."""
+    out = os.path.realpath(out_dir)
+    work = None if work_dir is None else os.path.realpath(work_dir)
+    needs = [(need, os.path.realpath(need)) for need in needed]
+
     for path in submissions:
-        for need in needed:
-            if _inside(path, need):
+        real = os.path.realpath(path)
+        for need, need_real in needs:
+            if resolved_inside(need_real, real):
                 raise UsageError(f"submission input {path} contains {need}, which scoring "
                                  "needs; move the submission elsewhere")
-        if _inside(path, out_dir) or _inside(out_dir, path):
+        if resolved_overlap(real, out):
             raise UsageError(f"--out {out_dir} and submission {path} overlap; write the results "
                              "somewhere else")
-        if work_dir is not None and (_inside(path, work_dir) or _inside(work_dir, path)):
+        if work is not None and resolved_overlap(real, work):
             raise UsageError(f"--work-dir {work_dir} and submission {path} overlap")
-    if work_dir is not None and (_inside(out_dir, work_dir) or _inside(work_dir, out_dir)):
+    if work is not None and resolved_overlap(out, work):
         raise UsageError(f"--out {out_dir} and --work-dir {work_dir} overlap")
 
 

@@ -12,10 +12,20 @@ StrPath = str | os.PathLike[str]
 
 def inside(inner: StrPath, outer: StrPath) -> bool:
     """Whether ``inner`` is ``outer`` or lies below it, after resolving symlinks."""
-    inner_s, outer_s = os.path.realpath(inner), os.path.realpath(outer)
-    return inner_s == outer_s or inner_s.startswith(outer_s.rstrip("/") + "/")
+    return resolved_inside(os.path.realpath(inner), os.path.realpath(outer))
+
+
+def resolved_inside(inner: str, outer: str) -> bool:
+    """``inside`` for two paths already resolved by ``os.path.realpath`` (pure): a caller
+    comparing many paths resolves each once."""
+    return inner == outer or inner.startswith(outer.rstrip("/") + "/")
 
 
 def overlap(a: StrPath, b: StrPath) -> bool:
     """Whether either path holds the other (or they are the same)."""
-    return inside(a, b) or inside(b, a)
+    return resolved_overlap(os.path.realpath(a), os.path.realpath(b))
+
+
+def resolved_overlap(a: str, b: str) -> bool:
+    """``overlap`` for two paths already resolved by ``os.path.realpath`` (pure)."""
+    return resolved_inside(a, b) or resolved_inside(b, a)

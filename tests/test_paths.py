@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lean_eval.paths import inside, overlap
+from lean_eval.paths import inside, overlap, resolved_inside, resolved_overlap
 
 _PART = st.sampled_from(["a", "ab", "b", "a.b", "x"])
 _BASE = "/.lean-eval-no-such-dir"  # nothing there to resolve: the strings are compared as given
@@ -21,6 +21,8 @@ def test_inside_is_component_wise(inner: str, outer: str) -> None:
     assert inside(inner, outer) == expected
     assert overlap(inner, outer) == (expected or inside(outer, inner))
     assert inside(inner, posixpath.dirname(inner)) and inside(inner, "/")
+    assert resolved_inside(inner, outer) == expected  # what callers that resolve once compare
+    assert resolved_overlap(inner, outer) == overlap(inner, outer)
 
 
 def test_examples_and_symlinks(tmp_path: Path) -> None:
