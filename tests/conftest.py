@@ -132,13 +132,23 @@ def _outside_base() -> Path:
     return session
 
 
-@pytest.fixture
-def outside() -> Iterator[Path]:
-    """A fresh directory outside /tmp, /home, /root, /run and /var, removed afterwards."""
-    path = Path(tempfile.mkdtemp(prefix="t-", dir=_outside_base()))
+def _fresh_outside(prefix: str) -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=_outside_base()))
     path.chmod(0o755)
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def outside() -> Iterator[Path]:
+    """A fresh directory outside /tmp, /home, /root, /run and /var, removed afterwards."""
+    yield from _fresh_outside("t-")
+
+
+@pytest.fixture(scope="module")
+def outside_module() -> Iterator[Path]:
+    """As ``outside``, for one test module: what several of its tests copy and never change."""
+    yield from _fresh_outside("m-")
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from lean_eval.verdict import Checker, Verdict
 
 PROBLEMS = "two_plus_two,double_def"
 SORRY = "namespace Submission\ntheorem two_plus_two : 2 + 2 = 4 := by sorry\nend Submission\n"
+Copied = tuple[Path, list[Path]]  # a test's copy of the recorded run: its output, submissions
 GIT_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",
            "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
@@ -137,16 +139,42 @@ def _git(bench: Path, *args: str) -> str:
     return done.stdout.decode().strip()
 
 
-@pytest.fixture
-def bench(outside: Path) -> Path:
-    """The repository's benchmark as a git checkout of its own (so it has a commit)."""
-    path = outside / "bench"
+@pytest.fixture(scope="module")
+def recording(outside_module: Path, bwrap: str) -> Path:
+    """One recorded run for the module's end-to-end tests, each of which gets a copy of it
+    (``bench`` and ``copied``): ``bench`` (the repository's benchmark as a git checkout of its
+    own, so it has a commit), ``subs`` (``_submissions``) and ``record`` (run-eval's output)."""
+    del bwrap
+    path = outside_module / "bench"
     path.mkdir()
     copy_benchmark(path)
     _git(path, "init", "-q")
     _git(path, "add", "-A")
     _git(path, "commit", "-qm", "benchmark")
-    return path
+    subs = _submissions(outside_module / "subs")
+    out = outside_module / "record"
+    result = _cli("run-eval", *map(str, subs), "--out", str(out), "--problem", PROBLEMS,
+                  "--timeout", "60", "--skip-probes", "-q", *_tools(path))
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert [(p["submission"], p["problem"], p["verdict"]) for p in summary["pairs"]] == [
+        ("good", "double_def", "accepted"), ("good", "two_plus_two", "accepted"),
+        ("flagged", "double_def", "accepted"), ("flagged", "two_plus_two", "accepted"),
+        ("bad", "two_plus_two", "rejected")]
+    assert summary["options"]["timeout"] == 60 and summary["options"]["skip_probes"] is True
+    no_survivor(outside_module)
+    return outside_module
+
+
+def _copy(source: Path, target: Path) -> Path:
+    shutil.copytree(source, target, symlinks=True)  # modes, links and .git as they are
+    return target
+
+
+@pytest.fixture
+def bench(recording: Path, outside: Path) -> Path:
+    """This test's copy of the recorded run's benchmark checkout (same commit, same bytes)."""
+    return _copy(recording / "bench", outside / "bench")
 
 
 def _cli(*args: str) -> Result:
@@ -171,19 +199,13 @@ def _submissions(base: Path) -> list[Path]:
     return [good, flagged, bad]
 
 
-def _record(bench: Path, outside: Path) -> tuple[Path, list[Path]]:
-    subs = _submissions(outside / "subs")
-    out = outside / "record"
-    result = _cli("run-eval", *map(str, subs), "--out", str(out), "--problem", PROBLEMS,
-                  "--timeout", "60", "--skip-probes", "-q", *_tools(bench))
-    assert result.exit_code == 0, result.output
-    summary = json.loads((out / "summary.json").read_text())
-    assert [(p["submission"], p["problem"], p["verdict"]) for p in summary["pairs"]] == [
-        ("good", "double_def", "accepted"), ("good", "two_plus_two", "accepted"),
-        ("flagged", "double_def", "accepted"), ("flagged", "two_plus_two", "accepted"),
-        ("bad", "two_plus_two", "rejected")]
-    assert summary["options"]["timeout"] == 60 and summary["options"]["skip_probes"] is True
-    return out, subs
+@pytest.fixture
+def copied(recording: Path, outside: Path) -> Copied:
+    """This test's copy of the recorded run's output and submissions (good, flagged, bad):
+    replay compares identities and digests, never paths, so a copy replays as the original."""
+    subs = [_copy(recording / "subs" / name, outside / "subs" / name)
+            for name in ("good", "flagged", "bad")]
+    return _copy(recording / "record", outside / "record"), subs
 
 
 def _argv(log: Path) -> list[str]:
@@ -198,9 +220,9 @@ def _replay_json(out: Path) -> dict[str, Any]:
 
 
 @pytest.mark.sandbox
-def test_an_unchanged_run_reproduces_every_pair(bench: Path, outside: Path, bwrap: str) -> None:
-    del bwrap
-    record, subs = _record(bench, outside)
+def test_an_unchanged_run_reproduces_every_pair(bench: Path, outside: Path,
+                                                copied: Copied) -> None:
+    record, subs = copied
     for log in record.rglob("*.log"):  # run-eval never asks for the paranoid checkers
         argv = _argv(log)
         assert argv[1:3] == ["comparator", "--config"] and "--paranoid" not in argv
@@ -226,9 +248,8 @@ def test_an_unchanged_run_reproduces_every_pair(bench: Path, outside: Path, bwra
 
 @pytest.mark.sandbox
 def test_a_new_benchmark_commit_is_refused_then_named_with_allow_drift(
-        bench: Path, outside: Path, bwrap: str) -> None:
-    del bwrap
-    record, subs = _record(bench, outside)
+        bench: Path, outside: Path, copied: Copied) -> None:
+    record, subs = copied
     recorded = _git(bench, "rev-parse", "HEAD")
     challenge = bench / "workspaces" / "two_plus_two" / "Challenge.lean"
     old = hashlib.sha256(challenge.read_bytes()).hexdigest()
@@ -259,9 +280,8 @@ def test_a_new_benchmark_commit_is_refused_then_named_with_allow_drift(
 
 @pytest.mark.sandbox
 def test_tampered_identity_and_changed_submission_are_refused_by_name(
-        bench: Path, outside: Path, bwrap: str) -> None:
-    del bwrap
-    record, subs = _record(bench, outside)
+        bench: Path, outside: Path, copied: Copied) -> None:
+    record, subs = copied
     verdict_path = record / "bad" / "two_plus_two.json"
     data = json.loads(verdict_path.read_text())
     data["identity"]["bwrap_sha256"] = "0" * 64  # one verdict says another bubblewrap
@@ -278,9 +298,8 @@ def test_tampered_identity_and_changed_submission_are_refused_by_name(
 @pytest.mark.slow
 @pytest.mark.sandbox
 def test_paranoid_turns_a_checker_rejection_into_a_flagged_disagreement(
-        bench: Path, outside: Path, bwrap: str) -> None:
-    del bwrap
-    record, subs = _record(bench, outside)
+        bench: Path, outside: Path, copied: Copied) -> None:
+    record, subs = copied
     out = outside / "audit"
     result = _cli("replay", str(record), *map(str, subs), "--out", str(out), "--paranoid",
                   *_tools(bench))
@@ -318,9 +337,8 @@ def test_paranoid_turns_a_checker_rejection_into_a_flagged_disagreement(
 
 @pytest.mark.slow
 @pytest.mark.sandbox
-def test_replay_usage_errors(bench: Path, outside: Path, bwrap: str) -> None:
-    del bwrap
-    record, subs = _record(bench, outside)
+def test_replay_usage_errors(bench: Path, outside: Path, copied: Copied) -> None:
+    record, subs = copied
     stranger = make_submission(outside / "other", "stranger", {
         "two_plus_two": {"Submission.lean": correct("two_plus_two")}})
     result = _cli("replay", str(record), str(stranger), *_tools(bench))
