@@ -5,12 +5,14 @@ from here)."""
 
 from __future__ import annotations
 
+import compileall
 import contextlib
 import fcntl
 import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -71,7 +73,12 @@ def _lean_eval_entries() -> set[str]:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Point the system temp dir (TMPDIR and :mod:`tempfile`) at a private session base."""
-    del config
+    if not hasattr(config, "workerinput") and not sys.dont_write_bytecode:
+        # The stand-in's tools run in sandboxes that mount the toolchain read-only, so they
+        # never write their bytecode cache: without this, each of their thousands of starts
+        # compiles its modules from source until a test imports them in-process. Done once,
+        # in the controller, before any xdist worker starts.
+        compileall.compile_dir(STANDIN / "lib", quiet=1)
     # A terminal's size in the environment (pytest-xdist's workers get COLUMNS=80 and LINES=24)
     # would make the CLI's consoles wrap at 80 columns in some runs and not in others.
     for name in ("COLUMNS", "LINES"):
