@@ -41,12 +41,36 @@ SKIPPED_PROBES = "--skip-probes: the sandbox was not verified; verdicts of this 
 
 def default_benchmark() -> Path:
     """The benchmark a command works on when none is named: the current git checkout's top
-    directory, else the current directory."""
-    found = process.run_capture(("git", "rev-parse", "--show-toplevel"),
-                                env={"PATH": "/usr/bin:/bin"}, cwd=Path.cwd(), timeout=30)
-    if found.returncode == 0 and found.stdout.strip():
-        return Path(found.stdout.decode().strip())
-    return Path.cwd()
+    directory, else the current directory.
+
+    git is asked once per answer that could differ: the answer is kept under the current
+    directory and the identity of every ``.git`` and ``HEAD`` entry on the way up from it
+    (what git's discovery reads, with no GIT_* variable in its environment), so a checkout
+    that appears, moves, is removed or changes owner is asked about again. A command asks this
+    for its config file, its benchmark and its setup, and the suite runs hundreds of commands
+    in one process."""
+    cwd = Path.cwd()
+    key = (cwd, *(_entry(place / name) for place in (cwd, *cwd.parents)
+                  for name in (".git", "HEAD")))
+    found = _DEFAULT_BENCHMARKS.get(key)
+    if found is None:
+        asked = process.run_capture(("git", "rev-parse", "--show-toplevel"),
+                                    env={"PATH": "/usr/bin:/bin"}, cwd=cwd, timeout=30)
+        top = asked.stdout.decode().strip() if asked.returncode == 0 else ""
+        found = _DEFAULT_BENCHMARKS[key] = Path(top) if top else cwd
+    return found
+
+
+_DEFAULT_BENCHMARKS: dict[tuple[object, ...], Path] = {}
+
+
+def _entry(path: Path) -> tuple[int, ...] | None:
+    """What identifies a directory entry for :func:`default_benchmark`'s memo (None: absent)."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_mode, st.st_uid, st.st_mtime_ns, st.st_ctime_ns
 
 
 def benchmark_root(given: Path | None) -> Path:

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import BWRAP_FLOOR, CORRECT, REPO, STANDIN
 
-from lean_eval import process
+from lean_eval import process, session
 from lean_eval.cli import config, main
 
 # Settings a developer's shell may hold would change what these tests see.
@@ -181,6 +181,36 @@ def test_the_default_benchmark_is_the_git_checkout_holding_the_current_directory
     # a pyproject.toml without [tool.lean-eval] is no config file
     _write(bench / "pyproject.toml", '[project]\nname = "b"\n')
     assert _settings(["config", "run-eval"])["config_file"] is None
+
+
+def test_the_default_benchmark_asks_git_again_only_when_a_checkout_may_have_changed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The answer is kept per current directory and the ``.git``/``HEAD`` entries above it: a
+    checkout that appears above, or goes away, is seen at once."""
+    asked: list[tuple[str, ...]] = []
+    real = process.run_capture
+
+    def counted(argv: tuple[str, ...], **kwargs: Any) -> process.ProcessResult:
+        asked.append(argv)
+        return real(argv, **kwargs)
+
+    monkeypatch.setattr(process, "run_capture", counted)
+    top = tmp_path / "top"
+    (top / "sub").mkdir(parents=True)
+    monkeypatch.chdir(top / "sub")
+    assert session.default_benchmark() == session.default_benchmark() == top / "sub"
+    assert len(asked) == 1
+    done = real(("git", "init", "-q", str(top)), env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path,
+                timeout=60)
+    assert done.returncode == 0, done.stdout
+    assert session.default_benchmark() == session.default_benchmark() == top
+    assert len(asked) == 2
+    shutil.rmtree(top / ".git")  # back to where the first answer was given: it holds again
+    assert session.default_benchmark() == top / "sub"
+    assert len(asked) == 2
+    monkeypatch.chdir(top)  # another directory: asked
+    assert session.default_benchmark() == top
+    assert len(asked) == 3
 
 
 def test_lean_eval_config_lists_every_source(tmp_path: Path,
