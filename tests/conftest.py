@@ -1,7 +1,7 @@
 """Shared fixtures: the stand-in toolchain, real bubblewrap, a benchmark copy and a CLI runner.
 
-Plain helpers and constants are in support.py (test modules import them from there, never
-from here)."""
+Plain helpers and constants are in the support package, tests/support/ (test modules import them
+from there, never from here)."""
 
 from __future__ import annotations
 

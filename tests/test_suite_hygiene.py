@@ -1,5 +1,5 @@
-"""The suite's own structure: test modules share helpers only through support.py, and a CLI
-test lets an unexpected exception fail it.
+"""The suite's own structure: test modules share helpers only through the support package, and a
+CLI test lets an unexpected exception fail it.
 
 A test module that imports another one runs that module's import-time work (and, under another
 name, a second copy of its state) and ties the two together; conftest.py is pytest's, loaded by
@@ -54,7 +54,7 @@ def _offenders(rule: Callable[[str], list[str]]) -> dict[str, list[str]]:
 
 
 def test_no_test_module_imports_another_or_conftest() -> None:
-    assert _offenders(forbidden_imports) == {}, "import shared helpers from support.py instead"
+    assert _offenders(forbidden_imports) == {}, "import shared helpers from support instead"
 
 
 def test_the_check_sees_every_form_of_such_an_import() -> None:
