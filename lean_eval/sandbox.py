@@ -7,7 +7,8 @@ Invariants (design §5.4, §6.5-§6.8, §6.10-§6.12):
   argument must be ``--ro-bind / /`` (else it fails closed): the run's masks go right after it,
   so Lake's own later binds (the project read-only, ``.lake`` writable, kernel temp files)
   re-expose exactly the pair's own files with Lake's modes. The shared packages are bound
-  read-only right after Lake's last mount argument, so no mask of Lake's can hide them.
+  read-only right after Lake's last mount argument, so no mask of Lake's can hide them, and
+  NO_NESTED_USERNS follows them: nothing in a sandbox can make a user namespace of its own.
 - The masks are one constant set per run (:func:`run_masks`): the scoring root, the output
   directory and the private roots, all existing directories before the first sandbox starts;
   nothing in them comes from submission content, and their number does not grow with the batch.
@@ -45,6 +46,12 @@ _OTHER_0 = ("--clearenv", "--unshare-all", "--unshare-user", "--unshare-user-try
             "--unshare-cgroup", "--unshare-cgroup-try", "--share-net", "--die-with-parent",
             "--new-session", "--as-pid-1", "--disable-userns", "--assert-userns-disabled",
             "--level-prefix")
+# Appended after the shared packages: no process in a sandbox may create a user namespace,
+# and so none gains the mount rights one brings (a tmpfs of its own, mounted where the memory
+# watchdog does not look or detached while a file in it stays open) or reaches the kernel's
+# namespace code. bwrap's --disable-userns needs the sandbox's own user namespace asked for
+# outright: Lake's --unshare-all only tries one.
+NO_NESTED_USERNS = ("--unshare-user", "--disable-userns")
 WRAPPER_TAG = "lean-eval-wrapper"
 _FIRST = '[ "$first" -gt 0 ] || first=$n;'  # remember where Lake's first mount argument is
 
@@ -146,19 +153,19 @@ def early_insert(spec: WrapperSpec) -> tuple[str, ...]:
 
 
 def late_insert(spec: WrapperSpec) -> tuple[str, ...]:
-    """The arguments inserted after Lake's last mount argument: the shared packages."""
+    """The mounts inserted after Lake's last mount argument: the shared packages."""
     return tuple(a for path in spec.mounts.ro_binds for a in ("--ro-bind", path, path))
 
 
 def wrapper_insert(spec: WrapperSpec) -> tuple[str, ...]:
-    """Everything the wrapper inserts, early block first (for counting and display)."""
-    return early_insert(spec) + late_insert(spec)
+    """Everything the wrapper inserts, in order (for counting and display)."""
+    return early_insert(spec) + late_insert(spec) + NO_NESTED_USERNS
 
 
 def wrapper_text(spec: WrapperSpec) -> str:
     """The complete ``COMPARATOR_BWRAP`` script for ``spec`` (POSIX sh, no environment used)."""
     early = " ".join(_quote(a) for a in early_insert(spec))
-    late = " ".join(_quote(a) for a in late_insert(spec))
+    late = " ".join(_quote(a) for a in late_insert(spec) + NO_NESTED_USERNS)
     cases = "\n".join([
         f"    {'|'.join(_MOUNT_2)}) skip=2; {_FIRST} mount_end=$((n + 2)) ;;",
         f"    {'|'.join(_MOUNT_1)}) skip=1; {_FIRST} mount_end=$((n + 1)) ;;",
@@ -174,7 +181,7 @@ def wrapper_text(spec: WrapperSpec) -> str:
 # Lake's arguments pass through unchanged and in order. The run's masks go right after Lake's
 # first mount, which must be --ro-bind / /, so that Lake's own later binds re-expose the pair's
 # project with Lake's modes; the shared packages go after Lake's last mount, so that no mask
-# of Lake's hides them.
+# of Lake's hides them, and then the options that forbid user namespaces inside the sandbox.
 set -eu
 fail() {{ echo "{WRAPPER_TAG}: $*" >&2; exit 126; }}
 n=0; skip=0; first=0; mount_end=0; ended=0

@@ -76,6 +76,39 @@ def test_negative_control_without_wrapper_masks_the_leak_is_seen(
     assert '"schema_version"' in log  # alice's verdict
 
 
+# --- no user namespace inside a sandbox (sandbox.NO_NESTED_USERNS) -----------------------------
+
+# With a user namespace of its own a build could mount a tmpfs where the memory watchdog does not
+# look (or detach it while holding a file open), and reach the kernel's namespace code.
+NESTED = ("/usr/bin/unshare -Urm /bin/sh -c 'mount -t tmpfs t /mnt && echo NESTED-MOUNT-MADE' "
+          "|| echo NESTED-USERNS-REFUSED")
+
+
+def _nested_run(run_eval: RunEval, outside: Path) -> str:
+    """A build that tries a user namespace of its own and a tmpfs in it, beside a correct one."""
+    assert os.path.exists("/usr/bin/unshare"), "util-linux's unshare is part of every Debian"
+    subs = outside / "subs"
+    make_submission(subs, "good", {"two_plus_two": {"Submission.lean": correct("two_plus_two")}})
+    make_submission(subs, "nester", {"two_plus_two": {
+        "Submission.lean": with_lines("two_plus_two", sh_payload(NESTED))}})
+    run = run_eval(subs / "good", subs / "nester")
+    assert run.code == 0, run.result.output
+    assert run.verdict("good", "two_plus_two")["verdict"] == "accepted"
+    return run.log("nester", "two_plus_two")
+
+
+def test_nothing_in_a_sandbox_can_make_a_user_namespace(run_eval: RunEval,
+                                                        outside: Path) -> None:
+    log = _nested_run(run_eval, outside)
+    assert "NESTED-USERNS-REFUSED" in log and "NESTED-MOUNT-MADE" not in log, log
+
+
+def test_negative_control_without_the_lock_a_build_mounts_a_tmpfs_of_its_own(
+        run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "NO_NESTED_USERNS", ())
+    assert "NESTED-MOUNT-MADE" in _nested_run(run_eval, outside)
+
+
 # --- 6.8: planted git / env / bwrap are never executed ----------------------------------------
 
 

@@ -59,8 +59,10 @@ def test_insert_is_exact() -> None:
         "--ro-bind", "/srv/in/bench", "/srv/in/bench", "--tmpfs", "/srv/out",
     )
     assert sandbox.late_insert(spec) == ("--ro-bind", "/pk", "/pk")
+    assert sandbox.NO_NESTED_USERNS == ("--unshare-user", "--disable-userns")
     assert sandbox.wrapper_insert(spec) == (*sandbox.early_insert(spec),
-                                            *sandbox.late_insert(spec))
+                                            *sandbox.late_insert(spec),
+                                            "--unshare-user", "--disable-userns")
 
 
 def test_early_insert_orders_parents_first_and_masks_before_reexposure() -> None:
@@ -89,7 +91,8 @@ def test_wrapper_puts_masks_after_the_root_bind_and_packages_after_the_last_moun
     done = run_wrapper(tmp_path, spec, LAKE_ARGS)
     assert done.returncode == 0, done.stderr
     expected = (LAKE_ARGS[:3] + list(sandbox.early_insert(spec)) + LAKE_ARGS[3:MOUNT_END]
-                + list(sandbox.late_insert(spec)) + LAKE_ARGS[MOUNT_END:])
+                + list(sandbox.late_insert(spec)) + ["--unshare-user", "--disable-userns"]
+                + LAKE_ARGS[MOUNT_END:])
     assert json.loads(done.stdout) == expected
 
 
@@ -99,7 +102,8 @@ def test_wrapper_finds_the_root_bind_after_non_mount_options(
     spec = wrapper_spec(bwrap=echo_bwrap, masks=("/m",), ro_binds=("/pk",))
     out = json.loads(run_wrapper(tmp_path, spec, args).stdout)
     assert out == ["--clearenv", "--ro-bind", "/", "/", "--tmpfs", "/m", "--bind", "/w", "/w",
-                   "--ro-bind", "/pk", "/pk", "--", "/bin/true"]
+                   "--ro-bind", "/pk", "/pk", "--unshare-user", "--disable-userns", "--",
+                   "/bin/true"]
 
 
 def test_wrapper_mounts_added_do_not_grow_with_the_batch(outside: Path) -> None:
@@ -115,7 +119,7 @@ def test_wrapper_mounts_added_do_not_grow_with_the_batch(outside: Path) -> None:
                                   private=sandbox.default_private_roots(inputs, out), keep=())
         spec = sandbox.WrapperSpec(bwrap=Path("/b"), mounts=masks)
         return len(sandbox.wrapper_insert(spec))
-    assert count(10) == count(1000) == 8
+    assert count(10) == count(1000) == 10  # the same masks each time, then NO_NESTED_USERNS
 
 
 @pytest.mark.parametrize(
