@@ -29,6 +29,9 @@ from lean_eval import process, sandbox
 from lean_eval.errors import SandboxUnavailableError, UsageError
 
 MIN_VERSION = "0.12.0"
+# The wrapper's --disable-userns (sandbox.NO_NESTED_USERNS) is in bubblewrap from 0.8.0 on: no
+# --allow-bwrap-version goes below it, as an older one could not start any sandbox.
+USERNS_LOCK_VERSION = "0.8.0"
 _VERSION = re.compile(r"^\d+(\.\d+){1,3}$")
 # What `--version` printed, by path and SHA-256 of the bytes that printed it: a caller resolving
 # bubblewrap run after run (the Python API, the test suite) runs one `--version` per binary,
@@ -108,6 +111,12 @@ def resolve_bwrap(explicit: str | None, env: Mapping[str, str],
             "setuid support). Install an unprivileged build with scripts/install_bwrap.sh")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     version = _SAID.get((path, digest)) or _version(path)
+    if parse_version(version) < parse_version(USERNS_LOCK_VERSION):
+        raise SandboxUnavailableError(
+            f"bubblewrap {path} is version {version}; lean-eval's sandbox needs "
+            f"{USERNS_LOCK_VERSION} or newer for --disable-userns whatever "
+            f"--allow-bwrap-version says ({MIN_VERSION} or newer for CVE-2026-87766). "
+            "Install it with `lean-eval prepare`")
     if parse_version(version) < parse_version(minimum):
         raise SandboxUnavailableError(
             f"bubblewrap {path} is version {version}; lean-eval requires {MIN_VERSION} or newer "

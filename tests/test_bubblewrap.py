@@ -39,6 +39,18 @@ def test_old_version_is_refused_unless_allowed(outside: Path) -> None:
         bubblewrap.resolve_bwrap(str(fake), {}, allow_version="0.9.0")
 
 
+def test_no_allowance_goes_below_the_version_with_disable_userns(outside: Path) -> None:
+    """The wrapper passes --disable-userns, which bubblewrap has from 0.8.0 on: an older one is
+    refused at setup, naming why, instead of failing every sandbox."""
+    older = _fake(outside / "old", "0.7.1")
+    with pytest.raises(SandboxUnavailableError, match=r"0\.7\.1.*0\.8\.0 or newer for "
+                                                      r"--disable-userns"):
+        bubblewrap.resolve_bwrap(str(older), {}, allow_version="0.6.0")
+    assert bubblewrap.USERNS_LOCK_VERSION == "0.8.0"
+    assert bubblewrap.resolve_bwrap(str(_fake(outside / "new", "0.8.0")), {},
+                                    allow_version="0.6.0").version == "0.8.0"
+
+
 def test_versions_compare_numerically(outside: Path) -> None:
     fake = _fake(outside / "bin", "0.100.0")
     assert bubblewrap.resolve_bwrap(str(fake), {}).version == "0.100.0"
