@@ -137,8 +137,19 @@ def test_sandbox_engaged_fails_without_a_sandbox(tools: Tools, outside: Path) ->
     host_routes = Path("/proc/net/route").read_text().splitlines()[1:]
     if any(line.split()[0] != "lo" for line in host_routes if line.strip()):
         expected.add("no_network_route")
+    if subprocess.run(("/usr/bin/unshare", "-U", "/bin/true"), env={}, check=False,
+                      capture_output=True).returncode == 0:  # the host lets this user make one
+        expected.add("no_new_user_namespace")
     assert expected <= _failed(result), _show(result)
     assert "private_lake_writable" not in _failed(result)
+
+
+def test_sandbox_engaged_fails_when_a_build_may_make_a_user_namespace(
+        tools: Tools, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wrapper without its --unshare-user --disable-userns: only that check fails."""
+    monkeypatch.setattr(sandbox, "NO_NESTED_USERNS", ())
+    result = _run(_ctx(tools, outside), "sandbox_engaged")
+    assert _failed(result) == {"no_new_user_namespace"}, _show(result)
 
 
 def test_env_dump_fails_when_the_environment_is_passed_through(

@@ -3,8 +3,9 @@
 The payload (run while the submitted file is elaborated) tries to write to the project source,
 to a host directory, through a symlink out of ``.lake``, to HOME and /tmp, and inside ``.lake``;
 looks for host marker files that must be hidden; reads the routing tables; connects to a
-listener the probe holds on the host's loopback; and records its namespace ids. It records
-errno names in an evidence file; the probe compares them with host-side state.
+listener the probe holds on the host's loopback; tries to create a user namespace (in a forked
+child, so the payload's own stay as they are); and records its namespace ids. It records errno
+names in an evidence file; the probe compares them with host-side state.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from lean_eval.sandbox import LAKE_MASKED_ROOTS
 NAME = "sandbox_engaged"
 PROVES = ("a submitted build cannot write host files, the project source or through a link out "
           "of .lake, cannot see host home/temp or other inputs and outputs, has no network "
-          "route, cannot reach a host loopback listener, and runs in its own namespaces")
+          "route, cannot reach a host loopback listener, cannot create a user namespace, and "
+          "runs in its own namespaces")
 DENIED = frozenset({"EROFS", "ENOENT"})
 NAMESPACES = ("user", "pid", "net", "ipc", "uts", "mnt")
 SID, PID = "sandbox", "probe_true"
@@ -87,6 +89,16 @@ except OSError as e:
     ev["tcp"] = errno.errorcode.get(e.errno, str(e.errno))
 finally:
     s.close()
+def new_userns():
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    child = os.fork()
+    if child == 0:
+        code = 0 if libc.unshare(0x10000000) == 0 else ctypes.get_errno()  # CLONE_NEWUSER
+        os._exit(min(code, 255))
+    code = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+    return "created" if code == 0 else errno.errorcode.get(code, str(code))
+ev["userns"] = new_userns()
 ev["ns"] = {}
 for n in spec["ns"]:
     try:
@@ -243,6 +255,9 @@ def _checks(ev: dict[str, object] | None, pair: probe.Scored, trusted: dict[str,
                         ok=tcp not in ("connected", None) and not accepted_conn,
                         evidence=f"connect to the host's 127.0.0.1 listener: {tcp}; "
                                  f"{accepted_conn or 'the listener saw no connection'}"))
+    userns = ev.get("userns")
+    checks.append(check(name="no_new_user_namespace", ok=userns not in ("created", None),
+                        evidence=f"unshare(CLONE_NEWUSER) in the build: {userns}"))
     n = ev.get("ns")
     inner: dict[str, str] = n if isinstance(n, dict) else {}
     host = _host_ns()
