@@ -72,7 +72,8 @@ def _lean_eval_entries() -> set[str]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Point the system temp dir (TMPDIR and :mod:`tempfile`) at a private session base."""
+    """Compile the stand-in's modules once, then point the system temp dir (TMPDIR and
+    :mod:`tempfile`) at a private session base."""
     if not hasattr(config, "workerinput") and not sys.dont_write_bytecode:
         # The stand-in's tools run in sandboxes that mount the toolchain read-only, so they
         # never write their bytecode cache: without this, each of their thousands of starts
