@@ -19,7 +19,8 @@ TARGET = 4.0
 
 
 def _seconds(argv: tuple[str, ...]) -> float:
-    """Wall time of one run, output discarded. posix_spawn rather than lean_eval.process: the
+    """Wall time of one run, output discarded. posix_spawn rather than lean_eval.supervise.process:
+    the
     harness's supervision (reaper, process group) would add the same overhead to both sides."""
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
     devnull = [(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)]

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from lean_eval import process
+from lean_eval.supervise import process
 
 SHAPES = {"short lines (yes)": "b'y\\n'", "1 KB lines": "b'x' * 1023 + b'\\n'"}
 WRITER = ("import os, sys\n"

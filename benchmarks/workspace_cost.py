@@ -16,9 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from lean_eval import workspace
-from lean_eval.catalog import sha256
-from lean_eval.intake import SubmissionFile
+from lean_eval.benchmark.catalog import sha256
+from lean_eval.intake.reader import SubmissionFile
+from lean_eval.scoring import workspace
 
 TRUSTED = {name: f"-- {name}\n".encode() * 20 for name in (
     "Challenge.lean", "Solution.lean", "config.json", "lakefile.toml", "lake-manifest.json",

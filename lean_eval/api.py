@@ -25,11 +25,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from lean_eval import batch, inputs, precheck, report, session
-from lean_eval.catalog import Catalog
-from lean_eval.disk import DEFAULT_DISK_BYTES as DEFAULT_DISK_LIMIT
-from lean_eval.disk import DEFAULT_DISK_FILES, DEFAULT_DISK_RESERVE
-from lean_eval.driver import DEFAULT_MAX_FILE_BYTES
+from lean_eval import session
+from lean_eval.benchmark.catalog import Catalog
+from lean_eval.benchmark.sets import Selection
 from lean_eval.errors import (
     CatalogError,
     DigestMismatchError,
@@ -48,16 +46,20 @@ from lean_eval.errors import (
     TrustedConfigError,
     UsageError,
 )
-from lean_eval.limits import DEFAULT_LIMITS, IntakeLimits
-from lean_eval.precheck import ProblemCheck, SubmissionCheck
-from lean_eval.probe_result import ProbeResult
-from lean_eval.report import Run
-from lean_eval.resources import DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_LIMIT
-from lean_eval.run import RunOptions, not_probed
-from lean_eval.scheduler import Progress
+from lean_eval.intake.bounds import DEFAULT_LIMITS, IntakeLimits
+from lean_eval.outputs.report import run_report
+from lean_eval.outputs.report.run_report import Run
+from lean_eval.records.probe_result import ProbeResult
+from lean_eval.records.verdict import PairSummary, Preflight, Summary, Verdict
+from lean_eval.scoring import arguments, batch, precheck
+from lean_eval.scoring.driver import DEFAULT_MAX_FILE_BYTES
+from lean_eval.scoring.options import RunOptions, not_probed
+from lean_eval.scoring.precheck import ProblemCheck, SubmissionCheck
+from lean_eval.scoring.scheduler import Progress
 from lean_eval.session import ProbesFailedError
-from lean_eval.sets import Selection
-from lean_eval.verdict import PairSummary, Preflight, Summary, Verdict
+from lean_eval.supervise.disk import DEFAULT_DISK_BYTES as DEFAULT_DISK_LIMIT
+from lean_eval.supervise.disk import DEFAULT_DISK_FILES, DEFAULT_DISK_RESERVE
+from lean_eval.supervise.resources import DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_LIMIT
 
 __all__ = [
     "DEFAULT_DISK_FILES", "DEFAULT_DISK_LIMIT", "DEFAULT_DISK_RESERVE",
@@ -207,9 +209,9 @@ def validate_submission(path: StrPath, *, benchmark: StrPath | None = None,
     """
     submission = Path(path)
     selected = _selected(problems)
-    inputs.check_submission(submission)
+    arguments.check_submission(submission)
     bench = _path(benchmark) or session.default_benchmark()
-    inputs.check_problems(selected or (), inputs.problem_ids(bench))
+    arguments.check_problems(selected or (), arguments.problem_ids(bench))
     cat = session.load_selected(bench, benchmark_rev, selected,
                                 Selection(set_name=set_name, statuses=tuple(statuses),
                                           tags=tuple(tags)))
@@ -238,4 +240,4 @@ def read_output(out: StrPath) -> Run:
     pair's verdict (None where unreadable), checked as ``lean-eval report`` and ``merge`` check
     it. Raises :class:`UsageError` when there is no readable ``summary.json`` and
     :class:`OutputRefusedError` when the directory holds what no run writes."""
-    return report.load_run(Path(out))
+    return run_report.load_run(Path(out))

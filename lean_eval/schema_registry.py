@@ -12,20 +12,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lean_eval import (
-    attest,
-    documents,
-    export,
-    precheck,
-    replay_report,
-    report,
-    results_store,
-    selection,
-    verify,
-)
-from lean_eval.verdict import Summary, Verdict
+from lean_eval.benchmark import selection
+from lean_eval.outputs import export, replay_report, results_store, signing, verify
+from lean_eval.outputs.report import run_report
+from lean_eval.records import documents
+from lean_eval.records.verdict import Summary, Verdict
+from lean_eval.scoring import precheck
 
-SCHEMA_DIR = Path(__file__).parent / "schemas"
+SCHEMA_DIR = Path(__file__).parent / "records" / "schemas"
 
 
 def schemas() -> dict[str, dict[str, Any]]:
@@ -40,10 +34,10 @@ def schemas() -> dict[str, dict[str, Any]]:
         "catalog-report.schema.json": documents.CatalogReport.model_json_schema(),
         "prepare-report.schema.json": documents.PrepareReport.model_json_schema(),
         "config-report.schema.json": documents.ConfigReport.model_json_schema(),
-        "run-report.schema.json": report.RunReport.model_json_schema(),
+        "run-report.schema.json": run_report.RunReport.model_json_schema(),
         "submission-check.schema.json": precheck.SubmissionCheck.model_json_schema(),
         "results-store.schema.json": results_store.UserFile.model_json_schema(),
-        "verdict-statement.schema.json": attest.Statement.model_json_schema(),
+        "verdict-statement.schema.json": signing.Statement.model_json_schema(),
         "verify-report.schema.json": verify.VerifyReport.model_json_schema(),
         "export-report.schema.json": export.ExportReport.model_json_schema(),
         "problem-list.schema.json": selection.ProblemList.model_json_schema(),

@@ -15,18 +15,23 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
-from lean_eval import bubblewrap, catalog, inputs, lock, probe, process, verdict
+from lean_eval.benchmark import catalog
+from lean_eval.benchmark.selection import select_catalog
+from lean_eval.benchmark.sets import Selection
+from lean_eval.benchmark.toolchain import check_release, resolve_toolchain
 from lean_eval.errors import CatalogError, LeanEvalError, SetupError, UsageError
-from lean_eval.probe_result import ProbeResult
-from lean_eval.run import Tools, not_probed
-from lean_eval.selection import select_catalog
-from lean_eval.sets import Selection
-from lean_eval.shard import Shard, parse_shard
-from lean_eval.summary import write_refusal
-from lean_eval.toolchain import check_release, resolve_toolchain
+from lean_eval.probes import registry
+from lean_eval.records import verdict
+from lean_eval.records.probe_result import ProbeResult
+from lean_eval.sandbox import bubblewrap
+from lean_eval.scoring import arguments
+from lean_eval.scoring.options import Tools, not_probed
+from lean_eval.scoring.shard import Shard, parse_shard
+from lean_eval.scoring.summary import write_refusal
+from lean_eval.supervise import lock, process
 
 if TYPE_CHECKING:
-    from lean_eval import attest
+    from lean_eval.outputs import signing as attest
 
 T = TypeVar("T")
 
@@ -146,7 +151,7 @@ def one_error(errors: Sequence[SetupError]) -> SetupError:
 class Setup(NamedTuple):
     """What ``run-eval`` checked before any probe: the run can go ahead with these."""
 
-    submissions: tuple[inputs.Submission, ...]  # ids checked: the batch takes them as they are
+    submissions: tuple[arguments.Submission, ...]  # ids checked: the batch takes them as they are
     shard: Shard | None
     signer: attest.SigningKey | None
     cat: catalog.Catalog
@@ -175,7 +180,7 @@ def checked_setup(submissions: Sequence[Path], out_dir: Path, work_dir: Path | N
     def signing_key() -> attest.SigningKey | None:
         if sign_key is None:
             return None
-        from lean_eval import attest as signing  # cryptography: only for runs that sign
+        from lean_eval.outputs import signing
 
         return signing.load_signing_key(sign_key)
 
@@ -183,10 +188,10 @@ def checked_setup(submissions: Sequence[Path], out_dir: Path, work_dir: Path | N
     signer = attempt(signing_key)
     bench = benchmark or default_benchmark()
     found = len(errors)
-    attempt(lambda: inputs.check_run(submissions, out_dir, work_dir, selected, bench))
+    attempt(lambda: arguments.check_run(submissions, out_dir, work_dir, selected, bench))
     # an unknown --problem is named once, by check_run; the catalog then only names the release
     narrow = selected if len(errors) == found else None
-    checked = attempt(lambda: inputs.check_ids(submissions))
+    checked = attempt(lambda: arguments.check_ids(submissions))
     cat = attempt(lambda: load_selected(benchmark, benchmark_rev, narrow, selection))
     writable = [out_dir, Path(tempfile.gettempdir()), *([work_dir] if work_dir else [])]
     name = cat.toolchain_name if cat else _pinned_name(bench)
@@ -226,9 +231,9 @@ def run_probes(tools: Tools, env: Mapping[str, str], work_dir: Path | None,
     if work_dir is not None:
         work_dir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="lean-eval-probes-", dir=work_dir))
-    ctx = probe.ProbeContext(tools=tools, caller_env=dict(env), scratch=scratch)
+    ctx = registry.ProbeContext(tools=tools, caller_env=dict(env), scratch=scratch)
     try:
-        return probe.run_probes(ctx, names or probe.PROBE_NAMES)
+        return registry.run_probes(ctx, names or registry.PROBE_NAMES)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

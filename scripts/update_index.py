@@ -16,7 +16,7 @@ Layout (design §4.2). For each problem ``<id>`` (one ``problems/<id>.toml`` and
 * starter: ``Submission.lean`` and ``Submission/Helpers.lean``.
 
 A workspace without ``lake-manifest.json`` is indexed with the digest of the one scoring
-derives from the root's (``lean_eval.pins.derived_lake_manifest``).
+derives from the root's (``lean_eval.benchmark.pins.derived_lake_manifest``).
 
 The index is::
 
@@ -47,21 +47,21 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 # The harness's own lists, so the index covers exactly what scoring checks.
-from lean_eval.catalog import (
+from lean_eval.benchmark.catalog import (
     BENCHMARK_CONFIG,
     DERIVED_FILES,
 )
-from lean_eval.catalog import (
+from lean_eval.benchmark.catalog import (
     OPTIONAL_TRUSTED_FILES as OPTIONAL_TRUSTED,
 )
-from lean_eval.catalog import (
+from lean_eval.benchmark.catalog import (
     STARTER_FILES as STARTER,
 )
-from lean_eval.catalog import (
+from lean_eval.benchmark.catalog import (
     TRUSTED_FILES as REQUIRED_TRUSTED,
 )
+from lean_eval.benchmark.pins import derived_lake_manifest
 from lean_eval.errors import CatalogError
-from lean_eval.pins import derived_lake_manifest
 
 SCHEMA_VERSION = 1
 INDEX_RELPATH = Path("workspaces") / "index.json"

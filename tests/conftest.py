@@ -22,8 +22,8 @@ from pydantic import TypeAdapter
 from support import STANDIN, RunEval, copy_benchmark, outside_problem, real_toolchain
 
 from lean_eval import session
-from lean_eval.probe_result import ProbeResult
-from lean_eval.run import Tools
+from lean_eval.records.probe_result import ProbeResult
+from lean_eval.scoring.options import Tools
 
 
 def _bwrap_works() -> str | None:

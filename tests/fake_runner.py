@@ -40,16 +40,19 @@ from click.testing import CliRunner
 from pydantic import BaseModel, ConfigDict
 from support import REPO, STANDIN, Run, copy_benchmark, correct, make_submission
 
-from lean_eval import batch, bubblewrap, lock, process, session
-from lean_eval.catalog import Catalog
+from lean_eval import session
+from lean_eval.benchmark.catalog import Catalog
+from lean_eval.benchmark.toolchain import resolve_toolchain
 from lean_eval.cli import main
-from lean_eval.inputs import check_ids
-from lean_eval.run import RunOptions, Tools, not_probed
-from lean_eval.runner import ComparatorRunner, Launch
-from lean_eval.scheduler import Progress
+from lean_eval.records.verdict import Preflight, Summary, Verdict
+from lean_eval.sandbox import bubblewrap
+from lean_eval.sandbox.runner import ComparatorRunner, Launch
+from lean_eval.scoring import batch
+from lean_eval.scoring.arguments import check_ids
+from lean_eval.scoring.options import RunOptions, Tools, not_probed
+from lean_eval.scoring.scheduler import Progress
 from lean_eval.session import load
-from lean_eval.toolchain import resolve_toolchain
-from lean_eval.verdict import Preflight, Summary, Verdict
+from lean_eval.supervise import lock, process
 
 TRANSCRIPTS = REPO / "tests" / "transcripts"
 PROBLEM = "two_plus_two"  # every transcript is of this problem's workspace

@@ -16,9 +16,11 @@ from click.testing import CliRunner
 from support import BWRAP_FLOOR, CORRECT, PROBLEMS, REPO, STANDIN, no_survivor
 
 import lean_eval
-from lean_eval import api, errors, probe, process, session
+from lean_eval import api, errors, session
 from lean_eval.cli import main
-from lean_eval.probe_result import ProbeResult
+from lean_eval.probes import registry
+from lean_eval.records.probe_result import ProbeResult
+from lean_eval.supervise import process
 
 INCORRECT = REPO / "examples" / "submissions" / "incorrect"
 README = REPO / "README.md"
@@ -72,10 +74,10 @@ def test_score_accepts_the_correct_and_rejects_the_incorrect_examples(scored: Sc
 
 def test_score_runs_the_probes_and_reports_through_its_callbacks(scored: Scored) -> None:
     (entries,) = scored.probes  # once, before any pair
-    assert [e.name for e in entries] == list(probe.PROBE_NAMES)
+    assert [e.name for e in entries] == list(registry.PROBE_NAMES)
     assert all(e.status == "pass" for e in entries), entries
     assert scored.summary.preflight.skipped is False
-    assert [p.name for p in scored.summary.preflight.probes] == list(probe.PROBE_NAMES)
+    assert [p.name for p in scored.summary.preflight.probes] == list(registry.PROBE_NAMES)
     finished = [e.verdict for e in scored.events if e.verdict is not None]
     assert sorted((v.submission.id, v.problem.id) for v in finished) == sorted(
         _verdicts(scored.summary))

@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 from support import correct, make_submission, no_survivor
 
-from lean_eval import atomic, driver, lock, process
-from lean_eval.atomic import write_bytes_atomic
+from lean_eval.files import atomic
+from lean_eval.files.atomic import write_bytes_atomic
+from lean_eval.scoring import driver
+from lean_eval.supervise import lock, process
 
 
 def outcome() -> process.ProcessResult:

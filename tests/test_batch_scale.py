@@ -23,9 +23,10 @@ from support import (
     survivors,
 )
 
-from lean_eval import lock, sandbox
 from lean_eval.cli import main
-from lean_eval.verdict import Mounts
+from lean_eval.records.verdict import Mounts
+from lean_eval.sandbox import masks
+from lean_eval.supervise import lock
 
 STARTER = (REPO / "workspaces" / PROBLEM / "Submission.lean").read_text(encoding="utf-8")
 MANY = 5000
@@ -40,13 +41,13 @@ def test_five_thousand_submissions_in_one_run_computing_the_masks_once(
     the time bound only says the run finishes at all, far above what a loaded machine needs."""
     standin_only(run_eval, "a real-Lean twin would only repeat the harness's own work")
     mask_calls: list[int] = []
-    real_masks = sandbox.run_masks
+    real_masks = masks.run_masks
 
     def counted(**kwargs: Any) -> Mounts:
         mask_calls.append(1)
         return real_masks(**kwargs)
 
-    monkeypatch.setattr(sandbox, "run_masks", counted)
+    monkeypatch.setattr(masks, "run_masks", counted)
     subs = outside / "subs"
     inputs = [make_submission(subs, f"u{i:04d}", {PROBLEM: {"Submission.lean": STARTER}})
               for i in range(MANY - 1)]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lean_eval import bubblewrap
 from lean_eval.errors import SandboxUnavailableError, UsageError
+from lean_eval.sandbox import bubblewrap
 
 
 def _fake(directory: Path, version: str, mode: int = 0o755) -> Path:

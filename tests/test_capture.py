@@ -1,4 +1,5 @@
-"""lean_eval.capture: bounded head and tail, and phase lines timed without per-line work."""
+"""lean_eval.supervise.capture: bounded head and tail, and phase lines timed without per-line
+work."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import RunEval, correct, make_submission, sh_payload, standin_only, with_lines
 
-from lean_eval import capture
-from lean_eval.capture import MARK_BYTES, MARKS_PER_CHUNK, Capture
+from lean_eval.supervise import capture
+from lean_eval.supervise.capture import MARK_BYTES, MARKS_PER_CHUNK, Capture
 
 P = "two_plus_two"
 LINES = st.lists(st.sampled_from([

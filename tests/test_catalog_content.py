@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from lean_eval.catalog import STARTER_FILES, TRUSTED_FILES
+from lean_eval.benchmark.catalog import STARTER_FILES, TRUSTED_FILES
 
 if sys.version_info >= (3, 11):
     import tomllib

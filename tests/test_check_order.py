@@ -17,8 +17,10 @@ import pytest
 from click.testing import CliRunner, Result
 from support import BWRAP_FLOOR, CORRECT, STANDIN, make_submission
 
-from lean_eval import catalog, lock, session
+from lean_eval import session
+from lean_eval.benchmark import catalog
 from lean_eval.cli import main
+from lean_eval.supervise import lock
 
 REPO = Path(__file__).resolve().parent.parent
 INCORRECT = REPO / "examples" / "submissions" / "incorrect"

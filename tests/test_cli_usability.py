@@ -22,10 +22,12 @@ from support import (
     with_lines,
 )
 
-from lean_eval import documents, inputs, probe
 from lean_eval.cli import ByteSize, main, options
 from lean_eval.errors import UsageError
-from lean_eval.report import FORMATS
+from lean_eval.outputs.report.run_report import FORMATS
+from lean_eval.probes import registry
+from lean_eval.records import documents
+from lean_eval.scoring import arguments
 
 COMMANDS = tuple(sorted(main.commands))
 
@@ -96,7 +98,7 @@ def _no_probes(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("a probe ran before the arguments were checked")
 
-    monkeypatch.setattr(probe, "run_probes", refuse)
+    monkeypatch.setattr(registry, "run_probes", refuse)
 
 
 def _run_eval(bench: Path, *args: str) -> Result:
@@ -154,11 +156,11 @@ def test_input_checks_accept_what_intake_accepts(outside: Path) -> None:
     sub = make_submission(outside, "sub", {"two_plus_two": {"Submission.lean": "x"}})
     for name in ("a.tar", "b.tar.gz", "c.tgz", "D.TGZ"):
         (outside / name).write_bytes(b"")
-        inputs.check_submission(outside / name)
-    inputs.check_run([sub], outside / "out", outside / "work", {"two_plus_two"}, REPO)
+        arguments.check_submission(outside / name)
+    arguments.check_run([sub], outside / "out", outside / "work", {"two_plus_two"}, REPO)
     (outside / "link").symlink_to(sub)
     with pytest.raises(UsageError, match="symbolic link"):
-        inputs.check_submission(outside / "link")
+        arguments.check_submission(outside / "link")
 
 
 # --- items 2, 3 and 5: -v, -q, readable probe lines, JSON documents, no litter -------------
@@ -239,7 +241,7 @@ def test_preflight_prints_one_line_per_probe_and_records_details(
     result = _run_with_probes(bench_copy, outside)
     assert result.exit_code == 0, result.output
     probe_lines = [line for line in result.stderr.splitlines() if line.startswith("probe ")]
-    assert len(probe_lines) == len(probe.PROBE_NAMES)
+    assert len(probe_lines) == len(registry.PROBE_NAMES)
     assert not any("ok     " in line for line in result.stderr.splitlines())
     summary = json.loads((outside / "out" / "summary.json").read_text())
     for entry in summary["preflight"]["probes"]:
@@ -340,19 +342,21 @@ def test_bwrap_floor_is_read_from_the_installed_bwrap() -> None:
 def test_help_imports_no_heavy_module() -> None:
     import sys
 
-    from lean_eval import cli, process
+    from lean_eval import cli
+    from lean_eval.supervise import process
 
     code = ("import sys, runpy; sys.argv = ['lean-eval', '--help']\n"
             "try:\n    runpy.run_module('lean_eval', run_name='__main__')\n"
             "except SystemExit:\n    pass\n"
             "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'rich')"
-            " or m in ('lean_eval.batch', 'lean_eval.catalog', 'lean_eval.verdict'))\n"
+            " or m in ('lean_eval.scoring.batch', 'lean_eval.benchmark.catalog',"
+            " 'lean_eval.records.verdict'))\n"
             "print('HEAVY', heavy)\n")
     done = process.run_capture((sys.executable, "-c", code), env={"PYTHONPATH": str(REPO)},
                                cwd=REPO, timeout=60)
     assert done.returncode == 0, done.stdout
     assert b"HEAVY []" in done.stdout, done.stdout[-500:]
-    assert cli.PROBE_NAMES == probe.PROBE_NAMES
+    assert cli.PROBE_NAMES == registry.PROBE_NAMES
     assert options.REPORT_FORMATS == FORMATS
 
 
@@ -532,9 +536,9 @@ def test_start_problem_packages_under_a_name_of_ones_own(bench_copy: Path,
     (line,) = [x.strip() for x in result.stdout.splitlines() if "tar czf" in x]
     archive = line.split()[2]
     assert archive == "YOURNAME-two_plus_two.tgz" and "# YOURNAME: your own name" in line
-    from lean_eval import intake
+    from lean_eval.intake import reader
 
-    assert intake.submission_id(Path(archive)) == "YOURNAME-two_plus_two"
+    assert reader.submission_id(Path(archive)) == "YOURNAME-two_plus_two"
 
 
 def test_two_archives_with_one_id_are_told_to_rename(outside: Path) -> None:
@@ -563,7 +567,7 @@ def test_counts_and_tally_name_the_same_kinds_as_documented() -> None:
     schema) renames two of them. The mapping is fixed and the README states it."""
     from typing import get_args
 
-    from lean_eval import verdict
+    from lean_eval.records import verdict
 
     kinds = set(get_args(verdict.Verdict.model_fields["verdict"].annotation))
     assert set(verdict.TALLY) == kinds

@@ -16,8 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import BWRAP_FLOOR, CORRECT, REPO, STANDIN
 
-from lean_eval import process, session
+from lean_eval import session
 from lean_eval.cli import config, main
+from lean_eval.supervise import process
 
 # Settings a developer's shell may hold would change what these tests see.
 CLEAN: dict[str, str | None] = {

@@ -1,6 +1,6 @@
 """One definition of a declaration's statement, shared by validate-catalog and the stand-in.
 
-``lean_eval.declarations`` (read by ``validate-catalog``) and the stand-in toolchain's
+``lean_eval.lean.declarations`` (read by ``validate-catalog``) and the stand-in toolchain's
 ``standin.elab.parse_declarations`` (its model of Lean elaboration, which runs inside the
 sandbox under ``/usr/bin/python3 -IS`` with only its own library and so cannot import the
 harness) are two implementations of the one model in the ``declarations`` module docstring.
@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lean_eval.declarations import declarations, split_statement
+from lean_eval.lean.declarations import declarations, split_statement
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "standin" / "toolchain" / "lib"))
 from standin import elab

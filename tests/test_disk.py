@@ -22,10 +22,11 @@ from support import (
     with_lines,
 )
 
-from lean_eval import disk, pair, process, resume, shard
-from lean_eval.resources import PairLimits
-from lean_eval.run import RunOptions
-from lean_eval.verdict import Preflight, ResourceLimits, Verdict
+from lean_eval.records.verdict import Preflight, ResourceLimits, Verdict
+from lean_eval.scoring import pair, resume, shard
+from lean_eval.scoring.options import RunOptions
+from lean_eval.supervise import disk, process
+from lean_eval.supervise.resources import PairLimits
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from lean_eval import process
+from lean_eval.supervise import process
 
 REPO = Path(__file__).resolve().parent.parent
 HERE = REPO / "examples" / "distributed"

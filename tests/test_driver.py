@@ -10,8 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lean_eval import classification, driver, problem, process, resources
+from lean_eval.benchmark import problem
 from lean_eval.errors import TrustedConfigError
+from lean_eval.scoring import classification, driver
+from lean_eval.supervise import process, resources
 
 CONFIG = problem.ComparatorConfig(challenge_module="Challenge", solution_module="Solution",
                                   theorem_names=("t",), permitted_axioms=("propext",))

@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner, Result
 from support import make_identity, write_output
 
-from lean_eval import export, results_store
 from lean_eval.cli import main
+from lean_eval.outputs import export, results_store
 
 COMMIT = "c" * 40
 ALICE = {"user": "Alice-B", "declared_model": "Ünïcode Model 2 ",
@@ -299,7 +299,7 @@ def test_metadata_that_is_not_an_object_or_has_duplicate_keys_is_refused(tmp_pat
 
 
 def test_statement_revision_is_the_one_the_verdict_recorded(tmp_path: Path) -> None:
-    from lean_eval.verdict import Verdict
+    from lean_eval.records.verdict import Verdict
 
     out = _run(tmp_path / "run", [("dave", "double_def")], revision=3)
     verdict = Verdict.model_validate_json((out / "dave" / "double_def.json").read_bytes())

@@ -29,11 +29,11 @@ from support import (
     with_lines,
 )
 
-from lean_eval import outputs
-from lean_eval.atomic import sync_filesystem
 from lean_eval.cli import main
 from lean_eval.errors import OutputRefusedError
-from lean_eval.verdict import Summary
+from lean_eval.files.atomic import sync_filesystem
+from lean_eval.outputs import outdir
+from lean_eval.records.verdict import Summary
 
 PROBLEMS = sorted(p.name for p in (REPO / "workspaces").iterdir() if p.is_dir())
 SOLVED = "two_plus_two"
@@ -79,8 +79,8 @@ def test_a_fork_batch_lists_unchanged_compactly_and_every_consumer_counts_them(
     # every pair, unchanged ones included, has its verdict file and is seen by pair_files
     every = summary.every_pair()
     assert len(every) == 2 * len(PROBLEMS)
-    outputs.check_summary(run.out, summary)
-    files = outputs.pair_files(run.out, summary)
+    outdir.check_summary(run.out, summary)
+    files = outdir.pair_files(run.out, summary)
     assert all(f.verdict is not None for f in files)
     assert [f.verdict.verdict for f in files if f.verdict] == [p.verdict for p in every]
     # report shows the unchanged pairs in its rows; verify checks their files too
@@ -120,12 +120,12 @@ def test_an_unchanged_id_the_rules_forbid_is_refused(run_eval: RunEval, outside:
     bad = summary.model_copy(update={"submissions": (summary.submissions[0].model_copy(
         update={"unchanged": ("../escape",)}),)})
     with pytest.raises(OutputRefusedError, match="escape"):
-        outputs.check_summary(run.out, bad)
+        outdir.check_summary(run.out, bad)
     # an id listed unchanged and also as a scored pair is recorded twice: refused too
     twice = summary.model_copy(update={"submissions": (summary.submissions[0].model_copy(
         update={"unchanged": (PROBLEMS[0], PROBLEMS[0])}),)})
     with pytest.raises(OutputRefusedError, match="twice"):
-        outputs.check_summary(run.out, twice)
+        outdir.check_summary(run.out, twice)
 
 
 @pytest.mark.slow
@@ -175,7 +175,7 @@ def test_unchanged_verdicts_are_made_durable_once_before_the_summary_is_written(
         calls.append(((path / "summary.json").exists(), len(list(path.glob("*/*.json")))))
         original(path)
 
-    monkeypatch.setattr("lean_eval.summary.sync_filesystem", barrier)
+    monkeypatch.setattr("lean_eval.scoring.summary.sync_filesystem", barrier)
     subs = [fork(outside / "subs", f"f{i}", {}) for i in range(2)]
     run = run_eval(*subs)
     assert run.code == 0, run.result.output
@@ -204,7 +204,12 @@ def test_a_torn_unchanged_verdict_a_power_loss_could_leave_is_scored_again(
 def test_compact_unchanged_lists_round_trip_in_input_order() -> None:
     """``compact_pairs`` then ``every_pair`` gives back every recorded pair, in input order;
     only a pair that is exactly the canonical unchanged line is listed by id."""
-    from lean_eval.verdict import PairSummary, SubmissionSummary, compact_pairs, unchanged_pair
+    from lean_eval.records.verdict import (
+        PairSummary,
+        SubmissionSummary,
+        compact_pairs,
+        unchanged_pair,
+    )
 
     def scored(sid: str, pid: str) -> PairSummary:
         return pair_line(make_verdict(sid, pid))

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lean_eval.header import Import, check_header, parse_header
+from lean_eval.lean.header import Import, check_header, parse_header
 
 NAMES = st.lists(st.sampled_from(["Submission", "Helpers", "Mathlib", "A", "b_1", "c'", "_x",
                                   "Tactic", "Deep"]), min_size=1, max_size=3).map(".".join)

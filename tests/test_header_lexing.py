@@ -24,8 +24,8 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from lean_eval.declarations import strip_comments
-from lean_eval.header import HeaderError, check_header, comment_end, parse_header
+from lean_eval.lean.declarations import strip_comments
+from lean_eval.lean.header import HeaderError, check_header, comment_end, parse_header
 
 # --- the reference ---------------------------------------------------------------------------
 

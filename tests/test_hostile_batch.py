@@ -50,9 +50,13 @@ from support import (
 )
 from support import PROBLEM as P
 
-from lean_eval import intake, pair, sandbox, tree_removal, verdict, workspace
 from lean_eval.cli import main
 from lean_eval.errors import OutputError
+from lean_eval.intake import reader
+from lean_eval.records import verdict
+from lean_eval.sandbox import masks, wrapper
+from lean_eval.scoring import pair, workspace
+from lean_eval.supervise import tree_removal
 
 # --- the four checks every batch test makes ---------------------------------------------------
 
@@ -155,9 +159,9 @@ def _bare_context(base: Path) -> pair.RunContext:
 
 
 def _bare_job(problem: str) -> pair.PairJob:
-    sub = intake.Intake(submission_id="s", source="/x", digest="d", problems=(), rejection=None,
+    sub = reader.Intake(submission_id="s", source="/x", digest="d", problems=(), rejection=None,
                         ignored=())
-    entry = intake.ProblemEntry(problem_id=problem, location=problem, files=(), rejection=None,
+    entry = reader.ProblemEntry(problem_id=problem, location=problem, files=(), rejection=None,
                                 ignored=())
     return pair.PairJob(sub, problem, entry)
 
@@ -478,7 +482,7 @@ def test_earlier_runs_and_sibling_inputs_are_private(run_eval: RunEval, outside:
 
 def test_negative_control_without_private_roots_run_1_is_readable(
         run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox, "default_private_roots", lambda inputs, out: ())
+    monkeypatch.setattr(masks, "default_private_roots", lambda inputs, out: ())
     log = _two_runs(run_eval, outside)
     assert '"verdict": "accepted"' in log  # run 1's verdict, read by run 2's build
     assert f"SECRET-ALICE-{outside.name}" in log
@@ -529,7 +533,7 @@ def test_shared_packages_are_visible_under_lake_masked_roots(
 def test_negative_control_without_the_late_bind_packages_are_hidden(
         masked_bench: Path, outside: Path, bwrap: str, monkeypatch: pytest.MonkeyPatch) -> None:
     del bwrap
-    monkeypatch.setattr(sandbox, "late_insert", lambda spec: ())
+    monkeypatch.setattr(wrapper, "late_insert", lambda spec: ())
     _, log = _package_run(masked_bench, outside)
     assert "PACKAGE-UNREADABLE" in log
 

@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner, Result
 from support import BWRAP_FLOOR, SOLVED, SOURCE, UPDATE_INDEX, RunEval, make_submission, solved
 
-from lean_eval import importer
+from lean_eval.benchmark import importer
 from lean_eval.cli import main
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lean_eval.errors import UsageError
-from lean_eval.intake import (
+from lean_eval.intake.reader import (
     Intake,
     IntakeLimits,
     ProblemEntry,

@@ -19,11 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lean_eval import archive_stream
 from lean_eval.errors import UsageError
-from lean_eval.intake import Intake, IntakeLimits, ProblemEntry, read_submission
-from lean_eval.limits import SKIPPED_NAMES
-from lean_eval.limits import show as _show
+from lean_eval.intake import archive_stream
+from lean_eval.intake.bounds import SKIPPED_NAMES
+from lean_eval.intake.bounds import show as _show
+from lean_eval.intake.reader import Intake, IntakeLimits, ProblemEntry, read_submission
 
 IDS = frozenset({"P1", "P2", "Q"})
 PROOF = b"theorem t : True := trivial\n"

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from support import REPO, RunEval, correct, make_submission, no_survivor
 
-from lean_eval.intake import IntakeLimits, read_submission
-from lean_eval.process import run
+from lean_eval.intake.reader import IntakeLimits, read_submission
+from lean_eval.supervise.process import run
 
 IDS = frozenset({"P1", "P2"})
 PROOF = b"theorem t : True := trivial\n"
@@ -73,7 +73,7 @@ def _intake_in_child(path: Path, limits: IntakeLimits) -> dict[str, object]:
     code = (
         "import json, resource, sys, time\n"
         f"sys.path.insert(0, {str(REPO)!r})\n"
-        "from lean_eval.intake import IntakeLimits, read_submission\n"
+        "from lean_eval.intake.reader import IntakeLimits, read_submission\n"
         "start = time.monotonic()\n"
         f"limits = IntakeLimits.model_validate_json({limits.model_dump_json()!r})\n"
         f"got = read_submission(__import__('pathlib').Path({str(path)!r}), "

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from support import fork_archive
 
-from lean_eval.intake import Intake, IntakeLimits, ProblemEntry, read_submission
-from lean_eval.limits import PATH_MAX, max_path_bytes_under
+from lean_eval.intake.bounds import PATH_MAX, max_path_bytes_under
+from lean_eval.intake.reader import Intake, IntakeLimits, ProblemEntry, read_submission
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from support import sparse, tgz
 
-from lean_eval import intake as intake_module
-from lean_eval.intake import Intake, IntakeLimits, ProblemEntry, read_submission
+from lean_eval.intake import reader as intake_module
+from lean_eval.intake.reader import Intake, IntakeLimits, ProblemEntry, read_submission
 
 IDS = frozenset({"P1", "P2", "P3"})
 PROOF = b"theorem t : 2 + 2 = 4 := rfl\n"
@@ -261,8 +261,8 @@ def test_other_read_errors_still_reject(tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_an_unreadable_archive_is_a_usage_error_not_a_rejection(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lean_eval import archive_stream
     from lean_eval.errors import UsageError
+    from lean_eval.intake import archive_stream
 
     path = tgz(tmp_path / "s.tgz", [("P1/Submission.lean", PROOF)])
 

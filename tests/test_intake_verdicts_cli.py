@@ -29,7 +29,7 @@ from support import (
     unprivileged_python,
 )
 
-from lean_eval import intake
+from lean_eval.intake import reader
 
 P = "two_plus_two"
 A = "add_comm_explicit"
@@ -128,14 +128,14 @@ def _deny(monkeypatch: pytest.MonkeyPatch, target: Path) -> None:
     """Fault injection at intake's only open of a walked entry: `target` cannot be read, as a
     file the harness's user has no permission for (root reads a chmod 000 file regardless)."""
     inode = target.stat().st_ino
-    real = intake._open_same
+    real = reader._open_same
 
     def open_same(name: str, dfd: int, flags: int, st: os.stat_result, shown: str) -> int:
         if st.st_ino == inode:
             raise PermissionError(13, "Permission denied", name)
         return real(name, dfd, flags, st, shown)
 
-    monkeypatch.setattr(intake, "_open_same", open_same)
+    monkeypatch.setattr(reader, "_open_same", open_same)
 
 
 def test_a_file_the_harness_cannot_read_is_error_and_scored_on_resume(

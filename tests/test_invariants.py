@@ -24,8 +24,8 @@ from support import (
     with_lines,
 )
 
-from lean_eval import sandbox
-from lean_eval.verdict import Mounts
+from lean_eval.records.verdict import Mounts
+from lean_eval.sandbox import environment, masks, wrapper
 
 
 def _pair_dir(work: Path, sub: str, problem: str) -> Path:
@@ -71,7 +71,7 @@ def test_a_build_cannot_read_other_submissions_or_verdicts(run_eval: RunEval,
 
 def test_negative_control_without_wrapper_masks_the_leak_is_seen(
         run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox, "run_masks", lambda **k: Mounts())
+    monkeypatch.setattr(masks, "run_masks", lambda **k: Mounts())
     log, secret = _leak_run(run_eval, outside)
     assert log.count(secret) >= 2  # the input and the sibling workspace
     assert '"schema_version"' in log  # alice's verdict
@@ -106,7 +106,7 @@ def test_nothing_in_a_sandbox_can_make_a_user_namespace(run_eval: RunEval,
 
 def test_negative_control_without_the_lock_a_build_mounts_a_tmpfs_of_its_own(
         run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox, "NO_NESTED_USERNS", ())
+    monkeypatch.setattr(wrapper, "NO_NESTED_USERNS", ())
     assert "NESTED-MOUNT-MADE" in _nested_run(run_eval, outside)
 
 
@@ -166,7 +166,7 @@ def test_planted_tools_are_never_executed(run_eval: RunEval, outside: Path) -> N
 def test_negative_control_unfiltered_path_executes_planted_tools(
         run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     standin_only(run_eval, "whether real Lake runs git outside the sandbox is not modelled")
-    monkeypatch.setattr(sandbox, "filter_search_path",
+    monkeypatch.setattr(environment, "filter_search_path",
                         lambda value, roots: tuple(value.split(":")))
     _, _, seen = _planted_run(run_eval, outside)
     assert "PLANTED-env-RAN" in seen or "env" in seen.split()
@@ -196,7 +196,7 @@ def _env_run(run_eval: RunEval, outside: Path) -> tuple[dict[str, str], str]:
 def test_caller_secrets_reach_neither_lake_nor_the_sandbox(run_eval: RunEval,
                                                            outside: Path) -> None:
     lake_env, log = _env_run(run_eval, outside)
-    assert set(lake_env) <= set(sandbox.ENV_ALLOWLIST)
+    assert set(lake_env) <= set(environment.ENV_ALLOWLIST)
     assert run_eval.is_lean or {"PATH", "HOME", "TMPDIR", "COMPARATOR_BWRAP"} <= set(lake_env)
     for value in DECOYS.values():
         assert value not in json.dumps(lake_env) and value not in log
@@ -205,13 +205,13 @@ def test_caller_secrets_reach_neither_lake_nor_the_sandbox(run_eval: RunEval,
 
 def test_negative_control_passed_through_environment_is_seen(
         run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = sandbox.lake_environment
+    real = environment.lake_environment
 
     def leaky(caller: dict[str, str], **kw: object) -> dict[str, str]:
         return {**caller, **real(caller, **kw)}  # type: ignore[arg-type]
 
     standin_only(run_eval, "reads Lake's environment from the stand-in's trace")
-    monkeypatch.setattr(sandbox, "lake_environment", leaky)
+    monkeypatch.setattr(environment, "lake_environment", leaky)
     lake_env, _ = _env_run(run_eval, outside)
     assert lake_env["LEAN_EVAL_DECOY_TOKEN"] == DECOYS["LEAN_EVAL_DECOY_TOKEN"]
 

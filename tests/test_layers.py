@@ -23,7 +23,7 @@ else:  # pragma: no cover - Python 3.10
 
 from support import REPO
 
-from lean_eval import process
+from lean_eval.supervise import process
 
 PACKAGE = "lean_eval"
 CLI = "lean_eval.cli"
@@ -154,7 +154,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_import_graph_has_no_cycle() -> None:
     graph = _graph(REPO)
-    assert "lean_eval.verdict" in graph and CLI in graph
+    assert "lean_eval.records.verdict" in graph and CLI in graph
     assert _cycles(graph) == []
 
 

@@ -13,11 +13,12 @@ import pytest
 from click.testing import CliRunner
 from support import BATCH, BATCH_PROBLEMS, make_identity, shards_of, write_output
 
-from lean_eval import merge, shard
-from lean_eval.atomic import file_umask
 from lean_eval.cli import main
 from lean_eval.errors import MergeRefusedError
-from lean_eval.verdict import Summary
+from lean_eval.files.atomic import file_umask
+from lean_eval.outputs import merge
+from lean_eval.records.verdict import Summary
+from lean_eval.scoring import shard
 
 
 def pair_files(out: Path) -> dict[str, bytes]:
@@ -217,8 +218,8 @@ def test_a_merge_of_2_of_3_shards_says_so_in_the_summary_and_every_report_format
         tmp_path: Path) -> None:
     import xml.etree.ElementTree as ET
 
-    from lean_eval import report
-    from lean_eval.report_markdown import md
+    from lean_eval.outputs.report import run_report
+    from lean_eval.outputs.report.markdown import md
 
     parts = shards_of(tmp_path, 3)
     lost = shard.select(BATCH, 2, 3)
@@ -258,19 +259,19 @@ def test_a_merge_of_2_of_3_shards_says_so_in_the_summary_and_every_report_format
     assert cases == set(lost)
     assert root.findall("./testsuite[@name='(missing shards)']/testcase/error")
     assert int(root.get("errors") or 0) == len(lost) + 1  # a CI view of this merge is red
-    doc = report.RunReport.model_validate_json(render("json"))
+    doc = run_report.RunReport.model_validate_json(render("json"))
     assert [(r.submission, r.problem) for r in doc.not_scored] == lost
     assert doc.missing_shards == ("2/3",)
 
 
 def test_a_complete_merge_reports_nothing_unscored(tmp_path: Path) -> None:
-    from lean_eval import report, report_formats
+    from lean_eval.outputs.report import formats, run_report
 
     merge.merge(shards_of(tmp_path, 3), tmp_path / "m")
-    run = report.load_run(tmp_path / "m")
+    run = run_report.load_run(tmp_path / "m")
     assert run.summary.not_scored_pairs == () and run.summary.missing_shards == ()
-    assert "Not scored" not in report_formats.render(run, "markdown")
-    assert 'errors="0"' in report_formats.render(run, "junit")
-    assert "not scored" not in report_formats.render(run, "table")
+    assert "Not scored" not in formats.render(run, "markdown")
+    assert 'errors="0"' in formats.render(run, "junit")
+    assert "not scored" not in formats.render(run, "table")
 
 

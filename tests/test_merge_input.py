@@ -20,11 +20,12 @@ import pytest
 from click.testing import CliRunner, Result
 from support import BATCH, make_verdict, shards_of, write_output
 
-from lean_eval import merge, outputs, shard
-from lean_eval.atomic import write_model
 from lean_eval.cli import main
 from lean_eval.errors import OutputRefusedError
-from lean_eval.verdict import Summary
+from lean_eval.files.atomic import write_model
+from lean_eval.outputs import merge, outdir
+from lean_eval.records.verdict import Summary
+from lean_eval.scoring import shard
 
 PID = "two_plus_two"
 
@@ -105,7 +106,7 @@ def test_a_traversing_pair_writes_outside_out_only_when_the_checks_are_off(
         "submission": honest.submission.model_copy(update={"id": sid})}))
     inject(parts[0], sid)
     if not checked:  # what merge did before: trust the summary's names
-        monkeypatch.setattr(outputs, "check_summary", lambda where, summary: None)
+        monkeypatch.setattr(outdir, "check_summary", lambda where, summary: None)
     result = merge_cli(*parts, "--out", tmp_path / "o" / "m")
     escaped = tmp_path / "o" / "pwned" / f"{PID}.json"  # outside --out tmp/o/m
     if checked:
@@ -264,4 +265,4 @@ def test_the_checks_raise_a_typed_refusal(tmp_path: Path) -> None:
     inject(out, "a/b")
     summary = Summary.model_validate_json((out / "summary.json").read_bytes())
     with pytest.raises(OutputRefusedError, match=r"submission id 'a/b'"):
-        outputs.check_summary(out, summary)
+        outdir.check_summary(out, summary)

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from lean_eval import catalog, intake, resume, shard
-from lean_eval.catalog import ProblemWorkspace
-from lean_eval.run import RunOptions
-from lean_eval.verdict import Identity, Preflight
+from lean_eval.benchmark import catalog
+from lean_eval.benchmark.catalog import ProblemWorkspace
+from lean_eval.intake import reader
+from lean_eval.records.verdict import Identity, Preflight
+from lean_eval.scoring import resume, shard
+from lean_eval.scoring.options import RunOptions
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -39,12 +41,12 @@ def problem() -> ProblemWorkspace:
         "digests": {"lakefile.toml": "1" * 64, "Challenge.lean": "2" * 64}})
 
 
-def _plan(digest: str = "d" * 64, sid: str = "alice") -> intake.Intake:
-    return intake.Intake(submission_id=sid, source=f"/in/{sid}", digest=digest, problems=(),
+def _plan(digest: str = "d" * 64, sid: str = "alice") -> reader.Intake:
+    return reader.Intake(submission_id=sid, source=f"/in/{sid}", digest=digest, problems=(),
                          rejection=None, ignored=())
 
 
-def _documented(plan: intake.Intake, problem: ProblemWorkspace, ident: Identity,
+def _documented(plan: reader.Intake, problem: ProblemWorkspace, ident: Identity,
                 options: RunOptions, preflight: Preflight) -> str:
     """resume.py's invariant, spelled out: SHA-256 of a canonical JSON of the material."""
     material = {
@@ -73,7 +75,7 @@ def test_the_resume_key_is_the_documented_digest(problem: ProblemWorkspace) -> N
         assert len(key) == 64 and int(key, 16) >= 0
 
 
-PINNED = RunOptions(out_dir=Path("/out"), timeout=600.0, limits=intake.IntakeLimits(
+PINNED = RunOptions(out_dir=Path("/out"), timeout=600.0, limits=reader.IntakeLimits(
     max_file_bytes=1 << 20, max_total_bytes=16 << 20, max_files=10_000, max_depth=32,
     max_archive_bytes=64 << 20, max_header_bytes=65536, max_pax_keys=128, intake_seconds=60.0,
     max_path_bytes=1024), max_written_file_bytes=1 << 20, memory_limit=1 << 30,

@@ -15,8 +15,9 @@ from support import (
     with_lines,
 )
 
-from lean_eval import sandbox, sizing
-from lean_eval.verdict import Mounts
+from lean_eval.records.verdict import Mounts
+from lean_eval.sandbox import masks
+from lean_eval.scoring import sizing
 
 
 def _peekers(outside: Path) -> tuple[Path, Path]:
@@ -64,7 +65,7 @@ def test_negative_control_without_the_run_masks_a_live_pair_reads_the_other(
     def no_masks(**_: object) -> Mounts:
         return Mounts()
 
-    monkeypatch.setattr(sandbox, "run_masks", no_masks)
+    monkeypatch.setattr(masks, "run_masks", no_masks)
     assert _leaks(run_eval, outside) != []
 
 

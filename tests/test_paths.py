@@ -1,4 +1,4 @@
-"""Path containment (lean_eval/paths.py): the one definition the overlap refusals use."""
+"""Path containment (lean_eval/files/paths.py): the one definition the overlap refusals use."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lean_eval.paths import inside, overlap, resolved_inside, resolved_overlap
+from lean_eval.files.paths import inside, overlap, resolved_inside, resolved_overlap
 
 _PART = st.sampled_from(["a", "ab", "b", "a.b", "x"])
 _BASE = "/.lean-eval-no-such-dir"  # nothing there to resolve: the strings are compared as given

@@ -9,10 +9,12 @@ import pytest
 from click.testing import CliRunner
 from support import BWRAP_FLOOR, CORRECT, STANDIN
 
-from lean_eval import intake, lock, session
+from lean_eval import session
 from lean_eval.cli import main
-from lean_eval.probe_result import ProbeResult
-from lean_eval.run import REFUSED_SUMMARY
+from lean_eval.intake import reader
+from lean_eval.records.probe_result import ProbeResult
+from lean_eval.scoring.options import REFUSED_SUMMARY
+from lean_eval.supervise import lock
 
 UNSANDBOXED = """#!/bin/sh
 # A 'bwrap' that sandboxes nothing: drops every option up to -- and runs the command.
@@ -70,8 +72,8 @@ def test_a_broken_sandbox_stops_the_run_before_any_pair_is_scored(
     fake.write_text(UNSANDBOXED)
     fake.chmod(0o755)
     read: list[Path] = []
-    real = intake.read_submission
-    monkeypatch.setattr(intake, "read_submission",
+    real = reader.read_submission
+    monkeypatch.setattr(reader, "read_submission",
                         lambda path, *a, **k: read.append(path) or real(path, *a, **k))
     code, output, out = _run(bench_copy, outside, "--bwrap", str(fake))
     assert code == 2, output

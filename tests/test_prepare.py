@@ -21,9 +21,10 @@ import pytest
 from click.testing import CliRunner
 from support import BWRAP_FLOOR, REPO, RunEval, correct, make_submission
 
-from lean_eval import bubblewrap, download, prepare
 from lean_eval.cli import main
 from lean_eval.errors import PrepareError
+from lean_eval.machine import download, prepare
+from lean_eval.sandbox import bubblewrap
 
 FIXTURES = REPO / "tests" / "fixtures" / "prepare"
 TOOLCHAIN = (REPO / "lean-toolchain").read_text().strip()

@@ -19,9 +19,11 @@ from pathlib import Path
 import pytest
 from support import BWRAP_FLOOR, REPO, STANDIN
 
-from lean_eval import bubblewrap, probe, sandbox
-from lean_eval.run import Tools
-from lean_eval.toolchain import resolve_toolchain
+from lean_eval.benchmark.toolchain import resolve_toolchain
+from lean_eval.probes import payloads, registry, synthetic
+from lean_eval.records.probe_result import ProbeResult
+from lean_eval.sandbox import bubblewrap, environment, wrapper
+from lean_eval.scoring.options import Tools
 
 PIN = (REPO / "lean-toolchain").read_text(encoding="utf-8").strip()
 SCRIPTS = {"sandbox_engaged": REPO / "scripts" / "sandbox_engaged_probe.py",
@@ -61,10 +63,10 @@ def tools(bwrap: str) -> Tools:
                                                 allow_version=BWRAP_FLOOR))
 
 
-def _ctx(tools: Tools, outside: Path, name: str = "scratch") -> probe.ProbeContext:
+def _ctx(tools: Tools, outside: Path, name: str = "scratch") -> registry.ProbeContext:
     scratch = outside / name
     scratch.mkdir(mode=0o755)
-    return probe.ProbeContext(tools=tools, caller_env=dict(os.environ), scratch=scratch,
+    return registry.ProbeContext(tools=tools, caller_env=dict(os.environ), scratch=scratch,
                               timeout=60)
 
 
@@ -80,16 +82,16 @@ def _unsandboxed(tools: Tools, outside: Path) -> Tools:
     return tools._replace(bwrap=bubblewrap.BwrapInfo(path=fake, version="0.12.0"))
 
 
-def _run(ctx: probe.ProbeContext, name: str) -> probe.ProbeResult:
-    (result,) = probe.run_probes(ctx, [name])
+def _run(ctx: registry.ProbeContext, name: str) -> ProbeResult:
+    (result,) = registry.run_probes(ctx, [name])
     return result
 
 
-def _failed(result: probe.ProbeResult) -> set[str]:
+def _failed(result: ProbeResult) -> set[str]:
     return {c.name for c in result.checks if not c.ok}
 
 
-def _show(result: probe.ProbeResult) -> str:
+def _show(result: ProbeResult) -> str:
     return json.dumps(result.model_dump(mode="json"), indent=1)
 
 
@@ -98,8 +100,8 @@ def _show(result: probe.ProbeResult) -> str:
 
 @pytest.mark.slow
 def test_every_probe_passes_on_the_proper_setup(tools: Tools, outside: Path) -> None:
-    results = probe.run_probes(_ctx(tools, outside))
-    assert [r.name for r in results] == list(probe.PROBES) == [
+    results = registry.run_probes(_ctx(tools, outside))
+    assert [r.name for r in results] == list(registry.PROBES) == [
         "sandbox_engaged", "env_dump", "tool_path", "artifact_tamper", "comparator"]
     for result in results:
         assert result.status == "pass", _show(result)
@@ -121,7 +123,7 @@ def test_every_probe_passes_on_the_real_toolchain(outside: Path, bwrap: str) -> 
                   bwrap=bubblewrap.resolve_bwrap(None, os.environ,
                                                  allow_version=BWRAP_FLOOR))
     ctx = _ctx(tools, outside)._replace(timeout=900)
-    for result in probe.run_probes(ctx):
+    for result in registry.run_probes(ctx):
         assert result.status == "pass", _show(result)
 
 
@@ -147,19 +149,19 @@ def test_sandbox_engaged_fails_without_a_sandbox(tools: Tools, outside: Path) ->
 def test_sandbox_engaged_fails_when_a_build_may_make_a_user_namespace(
         tools: Tools, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The wrapper without its --unshare-user --disable-userns: only that check fails."""
-    monkeypatch.setattr(sandbox, "NO_NESTED_USERNS", ())
+    monkeypatch.setattr(wrapper, "NO_NESTED_USERNS", ())
     result = _run(_ctx(tools, outside), "sandbox_engaged")
     assert _failed(result) == {"no_new_user_namespace"}, _show(result)
 
 
 def test_env_dump_fails_when_the_environment_is_passed_through(
         tools: Tools, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = sandbox.lake_environment
+    real = environment.lake_environment
 
     def leaky(caller: dict[str, str], **kw: object) -> dict[str, str]:
         return {**caller, **real(caller, **kw)}  # type: ignore[arg-type]
 
-    monkeypatch.setattr(sandbox, "lake_environment", leaky)
+    monkeypatch.setattr(environment, "lake_environment", leaky)
     result = _run(_ctx(_unsandboxed(tools, outside), outside), "env_dump")
     assert result.status == "fail"
     assert {"no_decoy_value_visible", "only_allowlisted_names"} <= _failed(result), _show(result)
@@ -169,8 +171,8 @@ def test_env_dump_sees_a_leak_into_lake_even_when_the_sandbox_clears_it(
         tools: Tools, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """bwrap --clearenv keeps the decoys out of the sandbox, but Lake itself got them: the
     loader's complaint about the LD_PRELOAD decoy puts its value in the log."""
-    real = sandbox.lake_environment
-    monkeypatch.setattr(sandbox, "lake_environment",
+    real = environment.lake_environment
+    monkeypatch.setattr(environment, "lake_environment",
                         lambda caller, **kw: {**caller, **real(caller, **kw)})
     result = _run(_ctx(tools, outside), "env_dump")
     assert _failed(result) == {"no_decoy_value_visible"}, _show(result)
@@ -180,7 +182,7 @@ def test_env_dump_sees_a_leak_into_lake_even_when_the_sandbox_clears_it(
 
 def test_tool_path_fails_with_an_unfiltered_path(
         tools: Tools, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox, "filter_search_path",
+    monkeypatch.setattr(environment, "filter_search_path",
                         lambda value, roots: tuple(value.split(os.pathsep)))
     result = _run(_ctx(tools, outside), "tool_path")
     assert result.status == "fail"
@@ -216,12 +218,12 @@ def test_comparator_fails_with_a_lake_that_accepts_everything(tools: Tools,
 
 def test_a_probe_that_raises_is_an_error_and_the_others_still_run(
         tools: Tools, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(ctx: probe.ProbeContext) -> probe.ProbeResult:
+    def broken(ctx: registry.ProbeContext) -> ProbeResult:
         raise RuntimeError("deliberately broken probe")
 
-    monkeypatch.setitem(probe.PROBES, "tool_path", broken)
+    monkeypatch.setitem(registry.PROBES, "tool_path", broken)
     ctx = _ctx(tools, outside)
-    results = probe.run_probes(ctx, ["tool_path", "no_such_probe", "env_dump"])
+    results = registry.run_probes(ctx, ["tool_path", "no_such_probe", "env_dump"])
     assert [r.status for r in results] == ["error", "error", "pass"]
     assert "deliberately broken probe" in results[0].message
     assert "unknown probe" in results[1].message
@@ -229,20 +231,20 @@ def test_a_probe_that_raises_is_an_error_and_the_others_still_run(
 
 
 def test_payload_carries_both_forms_of_one_command() -> None:
-    command = probe.python_command("print('x')", {"path": 'a "quoted" \\ path'})
-    text = probe.io_payload(command)
+    command = payloads.python_command("print('x')", {"path": 'a "quoted" \\ path'})
+    text = payloads.io_payload(command)
     standin, *lean = text.splitlines()
     assert standin == f"-- standin-io: {command}"
     assert lean[0] == "#eval show IO Unit from do"
-    assert probe.lean_string(command) in lean[1]
-    assert probe.lean_string('a"b\\c\nd') == '"a\\"b\\\\c\\nd"'
+    assert payloads.lean_string(command) in lean[1]
+    assert payloads.lean_string('a"b\\c\nd') == '"a\\"b\\\\c\\nd"'
     with pytest.raises(ValueError, match="one line"):
-        probe.io_payload("a\nb")
+        payloads.io_payload("a\nb")
 
 
 def test_synthetic_problems_need_no_benchmark(tmp_path: Path) -> None:
-    problems = [probe.probe_true(PIN), probe.probe_def(PIN)]
-    cat = probe.synthetic_catalog(tmp_path / "bench", problems, PIN)
+    problems = [synthetic.probe_true(PIN), synthetic.probe_def(PIN)]
+    cat = synthetic.synthetic_catalog(tmp_path / "bench", problems, PIN)
     assert sorted(cat.problems) == ["probe_def", "probe_true"]
     pdef = cat.problems["probe_def"]
     assert pdef.config.definition_names == ("probe_val",)
@@ -250,7 +252,7 @@ def test_synthetic_problems_need_no_benchmark(tmp_path: Path) -> None:
     assert pdef.trusted["lean-toolchain"].decode().strip() == PIN
     assert (tmp_path / "bench" / "workspaces" / "probe_def" / "Solution.lean").is_file()
     for p in problems:
-        assert p.starter["Submission.lean"] != probe.submission(probe.VALID_TRUE).encode()
+        assert p.starter["Submission.lean"] != payloads.submission(synthetic.VALID_TRUE).encode()
 
 
 # --- the scripts --------------------------------------------------------------------------------
@@ -287,7 +289,7 @@ def test_script_json_output(outside: Path, bwrap: str) -> None:
     done = _script("env_dump", "--toolchain", str(STANDIN), "--allow-bwrap-version",
                    BWRAP_FLOOR, "--json")
     assert done.returncode == 0, done.stdout + done.stderr
-    data = probe.ProbeResult.model_validate_json(done.stdout)
+    data = ProbeResult.model_validate_json(done.stdout)
     assert data.name == "env_dump" and data.status == "pass"
 
 

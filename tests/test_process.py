@@ -1,4 +1,5 @@
-"""lean_eval.process against real child processes: deadlines, floods, orphans, env, limits."""
+"""lean_eval.supervise.process against real child processes: deadlines, floods, orphans, env,
+limits."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from pathlib import Path
 import pytest
 from support import processes_with, unique_marker
 
-from lean_eval import process
 from lean_eval.errors import ProcessStartError
-from lean_eval.process import ProcessResult, run, run_capture
+from lean_eval.supervise import process
+from lean_eval.supervise.process import ProcessResult, run, run_capture
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 
@@ -400,7 +401,7 @@ HARNESS_DIES = r"""
 import os, signal, sys, threading, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from lean_eval.process import run
+from lean_eval.supervise.process import run
 flag, ready = sys.argv[2:4]
 def die_once_the_child_is_ready():  # an event, not a fixed delay: the trap is set
     while not os.path.exists(ready):
@@ -432,7 +433,7 @@ import os, signal, sys, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from lean_eval.process import run
+from lean_eval.supervise.process import run
 mode, sleep, bwrap, mark = sys.argv[2:6]
 trees = [
     # ignores TERM (so only the KILL after grace ends it) and leaves a session-detached sleeper

@@ -1,5 +1,5 @@
-"""The watchdog's tmpfs measure (lean_eval.procfs.private_tmpfs) counts the sandboxes' own tmpfs
-mounts and nothing else: not the disk that a sandbox being set up still reaches through
+"""The watchdog's tmpfs measure (lean_eval.supervise.procfs.private_tmpfs) counts the sandboxes' own
+tmpfs mounts and nothing else: not the disk that a sandbox being set up still reaches through
 ``/proc/<pid>/root``, not a host tmpfs that a fresh namespace still shows.
 
 Found in CI: a correct probe pair ended ``resource_exhausted`` over the default 8 GiB, because
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from lean_eval import procfs
+from lean_eval.supervise import procfs
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 

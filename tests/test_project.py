@@ -13,7 +13,8 @@ else:  # pragma: no cover - Python 3.10
 
 from support import REPO
 
-from lean_eval import schema_registry, verdict
+from lean_eval import schema_registry
+from lean_eval.records import verdict
 
 
 def _sh_blocks() -> list[str]:

@@ -17,9 +17,9 @@ import pytest
 from click.testing import CliRunner
 from support import RunEval, make_submission
 
-from lean_eval import catalog, starter
+from lean_eval.benchmark import catalog, starter
 from lean_eval.cli import main
-from lean_eval.declarations import declarations
+from lean_eval.lean.declarations import declarations
 
 REAL = os.environ.get("LEAN_EVAL_REAL_CATALOG")
 pytestmark = [

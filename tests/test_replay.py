@@ -26,11 +26,13 @@ from support import (
     with_lines,
 )
 
-from lean_eval import classification, driver, process, replay, replay_report
+from lean_eval.benchmark.toolchain import Toolchain
 from lean_eval.cli import main
 from lean_eval.errors import UsageError
-from lean_eval.toolchain import Toolchain
-from lean_eval.verdict import Checker, Verdict
+from lean_eval.outputs import replay, replay_report
+from lean_eval.records.verdict import Checker, Verdict
+from lean_eval.scoring import classification, driver
+from lean_eval.supervise import process
 
 PROBLEMS = "two_plus_two,double_def"
 SORRY = "namespace Submission\ntheorem two_plus_two : 2 + 2 = 4 := by sorry\nend Submission\n"
@@ -76,7 +78,7 @@ HEAD = ["Resolving dependencies", "Building Challenge", "Exporting #[t] from Cha
 
 
 def test_paranoid_acceptance_needs_every_bundled_checker() -> None:
-    from lean_eval import problem
+    from lean_eval.benchmark import problem
 
     config = problem.ComparatorConfig(challenge_module="Challenge", solution_module="Solution",
                                       theorem_names=("t",), permitted_axioms=())
@@ -104,7 +106,7 @@ def test_checker_line_is_the_line_the_driver_parses(result: str) -> None:
 
 
 def driver_config() -> Any:
-    from lean_eval import problem
+    from lean_eval.benchmark import problem
 
     return problem.ComparatorConfig(challenge_module="C", solution_module="S",
                                     theorem_names=("t",), permitted_axioms=())

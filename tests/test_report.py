@@ -28,10 +28,18 @@ from support import (
     report_verdict,
 )
 
-from lean_eval import report, report_console, report_markdown
 from lean_eval.cli import main
-from lean_eval.documents import SelfCheckFinding, SelfCheckReport
-from lean_eval.verdict import SubmissionSummary, Summary
+from lean_eval.outputs.report import (
+    console as report_console,
+)
+from lean_eval.outputs.report import (
+    markdown as report_markdown,
+)
+from lean_eval.outputs.report import (
+    run_report,
+)
+from lean_eval.records.documents import SelfCheckFinding, SelfCheckReport
+from lean_eval.records.verdict import SubmissionSummary, Summary
 
 
 def test_junit_parses_with_one_testcase_per_pair_and_one_failure_per_rejection(
@@ -60,7 +68,7 @@ def test_junit_parses_with_one_testcase_per_pair_and_one_failure_per_rejection(
 
 def test_markdown_has_a_matrix_and_pairs_and_escapes_names(tmp_path: Path) -> None:
     out = report_run(tmp_path / "out")
-    text = report_markdown.render_markdown(report.load_run(out))
+    text = report_markdown.render_markdown(run_report.load_run(out))
     assert "| submission | double\\_def | multi\\_hole | two\\_plus\\_two | solved |" in text
     assert "| good | ❌ | · | ✅ | 1/2 |" in text
     assert "| bad | ➖ | ⚠️ | 🚫 | 0/3 |" in text  # noqa: RUF001 - the unchanged symbol
@@ -80,7 +88,7 @@ def test_markdown_stays_within_the_step_summary_budget(tmp_path: Path) -> None:
     rows = [(f"s{i}", "two_plus_two", "rejected", "completed", "kernel_rejected", "m" * 200)
             for i in range(300)]
     out = report_run(tmp_path / "out", rows, rejected_whole=None)
-    text = report_markdown.render_markdown(report.load_run(out), budget=20_000)
+    text = report_markdown.render_markdown(run_report.load_run(out), budget=20_000)
     assert len(text.encode()) <= 20_000
     assert "more failing pair(s) not shown (size limit)" in text
 
@@ -91,7 +99,7 @@ def test_json_document(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["report", str(out), "--format", "json"],
                                 catch_exceptions=False)
     assert result.exit_code == 0
-    doc = report.RunReport.model_validate_json(result.output)
+    doc = run_report.RunReport.model_validate_json(result.output)
     assert doc.schema_version == 1
     assert [(p.submission, p.problem) for p in doc.pairs] == [(r[0], r[1]) for r in REPORT_PAIRS]
     assert {s.id: s.solved for s in doc.submissions}["good"] == 1
@@ -227,7 +235,7 @@ INVISIBLE = ("\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067
              "\ufeff")
 
 
-@pytest.mark.parametrize("fmt", report.FORMATS)
+@pytest.mark.parametrize("fmt", run_report.FORMATS)
 def test_bidi_and_zero_width_controls_are_escaped_in_every_format(tmp_path: Path,
                                                                   fmt: str) -> None:
     trick = "accepted " + "".join(INVISIBLE) + " rejected"

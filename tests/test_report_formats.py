@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner
 from support import REPORT_PAIRS, report_run
 
-from lean_eval import report, report_markdown
 from lean_eval.cli import main
 from lean_eval.cli.results import FAIL_ON_KINDS
+from lean_eval.outputs.report import markdown, run_report
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "submissions"
 HINT = "put each proof in <problem>/Submission.lean, e.g. two_plus_two/ <b>|*x*|</b> =1+1"
@@ -47,7 +47,7 @@ def test_markdown_leads_with_the_matrix_then_failures_then_accepted_in_details(
             for i in range(4) for p in ("two_plus_two", "double_def")]
     rows += [("s4", "two_plus_two", "rejected", "completed", "kernel_rejected", "late no"),
              ("s4", "double_def", "error", "timed_out", "timeout", "late timeout")]
-    text = report_markdown.render_markdown(report.load_run(report_run(tmp_path / "o", rows,
+    text = markdown.render_markdown(run_report.load_run(report_run(tmp_path / "o", rows,
                                                                   rejected_whole=None)))
     lines = text.splitlines()
     matrix = lines.index("| submission | double\\_def | two\\_plus\\_two | solved |")
@@ -73,9 +73,9 @@ def test_markdown_size_cut_keeps_every_failure_and_drops_accepted_rows_first(
             for i in range(1500)]
     rows += [(f"late{i}", "two_plus_two", "rejected", "completed", "kernel_rejected",
               f"failure number {i}") for i in range(30)]
-    run = report.load_run(report_run(tmp_path / "o", rows, rejected_whole=None))
+    run = run_report.load_run(report_run(tmp_path / "o", rows, rejected_whole=None))
     for budget in (60_000, 20_000):  # the matrix (about 37 kB) fits the first, not the second
-        text = report_markdown.render_markdown(run, budget=budget)
+        text = markdown.render_markdown(run, budget=budget)
         assert len(text.encode()) <= budget
         for i in range(30):  # the failures came last and are all kept
             assert f"failure number {i} |" in text
@@ -90,12 +90,12 @@ def test_markdown_size_cut_keeps_every_failure_and_drops_accepted_rows_first(
         assert ("| sub0000 | ✅ | 1/1 |" in text) == (not dropped)
 
 
-@pytest.mark.parametrize("fmt", report.FORMATS)
+@pytest.mark.parametrize("fmt", run_report.FORMATS)
 def test_no_problem_directory_hint_appears_in_every_format(tmp_path: Path, fmt: str) -> None:
     out = with_empty_submission(report_run(tmp_path / "o"))
     code, text = invoke("report", str(out), "--format", fmt)
     assert code == 0, text
-    expected = {"markdown": report_markdown.md(HINT), "html": html.escape(HINT),
+    expected = {"markdown": markdown.md(HINT), "html": html.escape(HINT),
                 "table": "put each proof in"}.get(fmt, HINT)
     if fmt == "junit":
         root = ET.fromstring(text.encode())  # noqa: S314 - our own output
@@ -108,7 +108,7 @@ def test_no_problem_directory_hint_appears_in_every_format(tmp_path: Path, fmt: 
         assert "empty" in text and "no problem directory" in text.replace("_", " ")
     assert expected in text, text
     if fmt == "json":
-        doc = report.RunReport.model_validate_json(text)
+        doc = run_report.RunReport.model_validate_json(text)
         assert {s.id: s.hint for s in doc.submissions}["empty"] == HINT
 
 
@@ -151,7 +151,8 @@ def test_fail_on_refuses_an_unknown_kind_naming_the_choices(tmp_path: Path) -> N
     assert code == 2
     assert "'oops'" in text and "rejected, invalid, unchanged, error" in text
     # --help spells the kinds without importing the report module: the same list
-    assert ", ".join(k for k in report.FAIL_ON if k in report.TALLY.values()) == FAIL_ON_KINDS
-    assert set(report.FAIL_ON.values()) == set(report.TALLY.values()) - {"solved"}
+    kinds = ", ".join(k for k in run_report.FAIL_ON if k in run_report.TALLY.values())
+    assert kinds == FAIL_ON_KINDS
+    assert set(run_report.FAIL_ON.values()) == set(run_report.TALLY.values()) - {"solved"}
 
 

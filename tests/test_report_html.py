@@ -1,9 +1,9 @@
 """report --format html: one self-contained page, checked as written and in headless Chromium.
 
 The browser tests use ``chromium`` from PATH (Debian's package ``chromium``; else
-/usr/bin/chromium), run through lean_eval.process with no network. They skip when it is absent,
-except under ``CI=true`` where a missing browser fails the run. Chromium prints every console
-message (errors, uncaught exceptions, Content-Security-Policy refusals) to stderr as
+/usr/bin/chromium), run through lean_eval.supervise.process with no network. They skip when it is
+absent, except under ``CI=true`` where a missing browser fails the run. Chromium prints every
+console message (errors, uncaught exceptions, Content-Security-Policy refusals) to stderr as
 ``INFO:CONSOLE``; the report's own script prints nothing, so any such line is a failure.
 """
 
@@ -21,8 +21,9 @@ import pytest
 from click.testing import CliRunner
 from support import REPORT_PAIRS, report_run
 
-from lean_eval import process, report, report_html
 from lean_eval.cli import main
+from lean_eval.outputs.report import html_page, run_report
+from lean_eval.supervise import process
 
 # Strings a build or a submitter controls (messages, rejections, hints, log tails): each would
 # add an element or run a script if it were not escaped.
@@ -101,18 +102,18 @@ def test_html_is_self_contained_and_escapes_every_hostile_string(tmp_path: Path)
     assert not [t for t, a in page.tags if t in ("link", "iframe", "object", "embed", "img")]
     assert not [a for _, a in page.tags if "src" in a]
     assert {a["href"][:6] for t, a in page.tags if t == "a"} == {"#pair-"}
-    assert "url(" not in report_html.CSS and "@import" not in report_html.CSS
+    assert "url(" not in html_page.CSS and "@import" not in html_page.CSS
     policy = next(a["content"] for t, a in page.tags
                   if t == "meta" and a.get("http-equiv") == "Content-Security-Policy")
     assert policy.startswith("default-src 'none';")
-    assert f"'{sha256(report_html.CSS)}'" in policy and f"'{sha256(report_html.SCRIPT)}'" in policy
+    assert f"'{sha256(html_page.CSS)}'" in policy and f"'{sha256(html_page.SCRIPT)}'" in policy
 
 
 def test_html_matrix_has_one_cell_per_pair(tmp_path: Path) -> None:
     out = hostile_run(tmp_path / "out")
     page = parse(render(out))
-    run = report.load_run(out)
-    doc = report.run_report(run)
+    run = run_report.load_run(out)
+    doc = run_report.run_report(run)
     cells = [a for t, a in page.tags if t == "td" and "data-kind" in a]
     expected = len(doc.pairs) + len(doc.not_scored)
     assert len(cells) == expected and len(doc.not_scored) == 1
@@ -170,7 +171,7 @@ def test_html_in_headless_chromium_loads_without_console_errors_and_filters(
     assert console == [], console  # no error, exception or CSP refusal
     page = parse(dom)
     check_escaped(page)
-    doc = report.run_report(report.load_run(out))
+    doc = run_report.run_report(run_report.load_run(out))
     cells = [a for t, a in page.tags if t == "td" and "data-kind" in a]
     assert len(cells) == len(doc.pairs) + len(doc.not_scored)
     assert f"{len(cells)} of {len(cells)} pair(s) shown" in "".join(page.text)  # script ran
@@ -195,7 +196,7 @@ def test_html_in_headless_chromium_loads_without_console_errors_and_filters(
       result.rejected = [shown(), rows()];
       document.body.setAttribute("data-probe", JSON.stringify(result));
     """
-    policy = f"script-src '{sha256(report_html.SCRIPT)}'"
+    policy = f"script-src '{sha256(html_page.SCRIPT)}'"
     probed = text.replace(policy, f"{policy} '{sha256(probe)}'").replace(
         "</body>", f"<script>{probe}</script></body>")
     (tmp_path / "probe.html").write_text(probed, encoding="utf-8")

@@ -26,9 +26,9 @@ from support import (
     with_lines,
 )
 
-from lean_eval import cgroup, process, procfs, resources
 from lean_eval.errors import ProcessStartError
-from lean_eval.resources import PairLimits
+from lean_eval.supervise import cgroup, process, procfs, resources
+from lean_eval.supervise.resources import PairLimits
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 
@@ -79,7 +79,7 @@ def test_descendants_follow_parent_links_only() -> None:
 WALK = """
 import os, sys
 sys.path.insert(0, sys.argv[1])
-from lean_eval import procfs as r
+from lean_eval.supervise import procfs as r
 root = os.getppid()  # the shell, with its sleepers and this process below it
 table = r.process_table()
 print(sorted(r.tree_usage(root)[2]) == sorted(r.descendants(root, table)),
@@ -90,7 +90,7 @@ print(sorted(r.tree_usage(root)[2]) == sorted(r.descendants(root, table)),
 def test_walking_the_tree_finds_what_a_full_scan_finds(tmp_path: Path) -> None:
     script = tmp_path / "walk.py"
     script.write_text(WALK)
-    repo = Path(procfs.__file__).resolve().parents[1]
+    repo = Path(procfs.__file__).resolve().parents[2]
     out = _run(f"for i in 1 2 3 4 5; do sleep 5 & done; {PY} {script} {repo}; kill $(jobs -p)",
                None)
     assert out.stdout.split() == [b"True", b"6"], out

@@ -24,8 +24,9 @@ from support import (
     wait_for_verdicts,
 )
 
-from lean_eval import lock, scheduler
-from lean_eval.run import Planned
+from lean_eval.scoring import scheduler
+from lean_eval.scoring.options import Planned
+from lean_eval.supervise import lock
 
 PAIRS = 6
 

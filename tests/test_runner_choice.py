@@ -1,4 +1,4 @@
-"""The product scores every pair with the sandboxed runner (lean_eval/runner.py).
+"""The product scores every pair with the sandboxed runner (lean_eval/sandbox/runner.py).
 
 The runner seam lets tests replay recorded comparator transcripts without a sandbox; a run of
 the product must never do that. So: ``SANDBOXED`` is the default of both records that carry a
@@ -14,7 +14,8 @@ from pathlib import Path
 
 from support import REPO
 
-from lean_eval import driver, run, runner
+from lean_eval.sandbox import runner
+from lean_eval.scoring import driver, options
 
 PACKAGE = REPO / "lean_eval"
 
@@ -24,7 +25,7 @@ def _trees() -> list[tuple[Path, ast.Module]]:
 
 
 def test_both_records_default_to_the_sandboxed_runner() -> None:
-    assert run.Tools._field_defaults["runner"] is runner.SANDBOXED
+    assert options.Tools._field_defaults["runner"] is runner.SANDBOXED
     assert driver.DriverSettings._field_defaults["runner"] is runner.SANDBOXED
     assert isinstance(runner.SANDBOXED, runner.SandboxedRunner)
 
@@ -41,6 +42,7 @@ def test_no_other_runner_is_defined_or_passed_in_the_package() -> None:
                 runners.append(f"{rel}:{node.name}")
             if isinstance(node, ast.keyword) and node.arg == "runner":
                 passed.append(f"{rel}: runner={ast.unparse(node.value)}")
-    assert runners == ["lean_eval/runner.py:ComparatorRunner",
-                       "lean_eval/runner.py:SandboxedRunner"]
-    assert passed == ["lean_eval/context.py: runner=tools.runner"]  # forwarded, never chosen
+    assert runners == ["lean_eval/sandbox/runner.py:ComparatorRunner",
+                       "lean_eval/sandbox/runner.py:SandboxedRunner"]
+    # forwarded, never chosen
+    assert passed == ["lean_eval/scoring/pair_settings.py: runner=tools.runner"]

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lean_eval import sandbox
-from lean_eval.verdict import Mounts
+from lean_eval.records.verdict import Mounts
+from lean_eval.sandbox import environment, masks, wrapper
 
 LAKE_ARGS = [
     "--ro-bind", "/", "/", "--tmpfs", "/home", "--tmpfs", "/root", "--tmpfs", "/run/user",
@@ -29,9 +29,9 @@ LAKE_ARGS = [
 MOUNT_END = LAKE_ARGS.index("--setenv")
 
 
-def wrapper_spec(bwrap: Path, **mounts: tuple[str, ...]) -> sandbox.WrapperSpec:
+def wrapper_spec(bwrap: Path, **mounts: tuple[str, ...]) -> wrapper.WrapperSpec:
     """A spec with ``mounts`` as the run's mask set (its fields by name)."""
-    return sandbox.WrapperSpec(bwrap=bwrap, mounts=Mounts(**mounts))
+    return wrapper.WrapperSpec(bwrap=bwrap, mounts=Mounts(**mounts))
 
 
 @pytest.fixture
@@ -43,10 +43,10 @@ def echo_bwrap(tmp_path: Path) -> Path:
     return fake
 
 
-def run_wrapper(tmp_path: Path, spec: sandbox.WrapperSpec,
+def run_wrapper(tmp_path: Path, spec: wrapper.WrapperSpec,
                 args: list[str]) -> subprocess.CompletedProcess[str]:
-    wrapper = sandbox.write_wrapper(tmp_path / "wrapper", spec)
-    return subprocess.run(["/usr/bin/env", "-i", str(wrapper), *args], capture_output=True,
+    script = wrapper.write_wrapper(tmp_path / "wrapper", spec)
+    return subprocess.run(["/usr/bin/env", "-i", str(script), *args], capture_output=True,
                           text=True, check=False)
 
 
@@ -54,28 +54,28 @@ def test_insert_is_exact() -> None:
     spec = wrapper_spec(bwrap=Path("/usr/bin/bwrap"), ro_binds=("/pk",),
                         masks=("/srv/in", "/srv/out"), file_masks=("/srv/a.tar",),
                         reexposed=("/srv/in/bench",))
-    assert sandbox.early_insert(spec) == (
+    assert wrapper.early_insert(spec) == (
         "--ro-bind", "/dev/null", "/srv/a.tar", "--tmpfs", "/srv/in",
         "--ro-bind", "/srv/in/bench", "/srv/in/bench", "--tmpfs", "/srv/out",
     )
-    assert sandbox.late_insert(spec) == ("--ro-bind", "/pk", "/pk")
-    assert sandbox.NO_NESTED_USERNS == ("--unshare-user", "--disable-userns")
-    assert sandbox.wrapper_insert(spec) == (*sandbox.early_insert(spec),
-                                            *sandbox.late_insert(spec),
+    assert wrapper.late_insert(spec) == ("--ro-bind", "/pk", "/pk")
+    assert wrapper.NO_NESTED_USERNS == ("--unshare-user", "--disable-userns")
+    assert wrapper.wrapper_insert(spec) == (*wrapper.early_insert(spec),
+                                            *wrapper.late_insert(spec),
                                             "--unshare-user", "--disable-userns")
 
 
 def test_early_insert_orders_parents_first_and_masks_before_reexposure() -> None:
     spec = wrapper_spec(bwrap=Path("/b"), masks=("/srv/x/bench/subs", "/srv/x", "/srv/y"),
                         reexposed=("/srv/x/bench", "/srv/y"))
-    assert sandbox.early_insert(spec) == (
+    assert wrapper.early_insert(spec) == (
         "--tmpfs", "/srv/x", "--ro-bind", "/srv/x/bench", "/srv/x/bench",
         "--tmpfs", "/srv/x/bench/subs", "--tmpfs", "/srv/y", "--ro-bind", "/srv/y", "/srv/y",
     )
 
 
 def test_wrapper_text_embeds_absolute_bwrap_and_reads_no_environment() -> None:
-    text = sandbox.wrapper_text(wrapper_spec(bwrap=Path("/opt/bw/bin/bwrap"),
+    text = wrapper.wrapper_text(wrapper_spec(bwrap=Path("/opt/bw/bin/bwrap"),
                                              masks=("/srv/x y",)))
     assert text.startswith("#!/bin/sh\n")
     assert "exec /opt/bw/bin/bwrap \"$@\"" in text
@@ -90,8 +90,8 @@ def test_wrapper_puts_masks_after_the_root_bind_and_packages_after_the_last_moun
                         reexposed=("/srv/sub's dir/tc",))
     done = run_wrapper(tmp_path, spec, LAKE_ARGS)
     assert done.returncode == 0, done.stderr
-    expected = (LAKE_ARGS[:3] + list(sandbox.early_insert(spec)) + LAKE_ARGS[3:MOUNT_END]
-                + list(sandbox.late_insert(spec)) + ["--unshare-user", "--disable-userns"]
+    expected = (LAKE_ARGS[:3] + list(wrapper.early_insert(spec)) + LAKE_ARGS[3:MOUNT_END]
+                + list(wrapper.late_insert(spec)) + ["--unshare-user", "--disable-userns"]
                 + LAKE_ARGS[MOUNT_END:])
     assert json.loads(done.stdout) == expected
 
@@ -115,10 +115,10 @@ def test_wrapper_mounts_added_do_not_grow_with_the_batch(outside: Path) -> None:
         for path in [*inputs, base / "work", base / "out" / "o"]:
             path.mkdir(parents=True)
         out = base / "out" / "o"
-        masks = sandbox.run_masks(scoring_root=base / "work", out_dir=out, inputs=inputs,
-                                  private=sandbox.default_private_roots(inputs, out), keep=())
-        spec = sandbox.WrapperSpec(bwrap=Path("/b"), mounts=masks)
-        return len(sandbox.wrapper_insert(spec))
+        mounts = masks.run_masks(scoring_root=base / "work", out_dir=out, inputs=inputs,
+                                  private=masks.default_private_roots(inputs, out), keep=())
+        spec = wrapper.WrapperSpec(bwrap=Path("/b"), mounts=mounts)
+        return len(wrapper.wrapper_insert(spec))
     assert count(10) == count(1000) == 10  # the same masks each time, then NO_NESTED_USERNS
 
 
@@ -137,13 +137,13 @@ def test_wrapper_mounts_added_do_not_grow_with_the_batch(outside: Path) -> None:
 def test_wrapper_fails_closed(tmp_path: Path, echo_bwrap: Path, args: list[str]) -> None:
     done = run_wrapper(tmp_path, wrapper_spec(bwrap=echo_bwrap, masks=("/m",)), args)
     assert done.returncode == 126
-    assert done.stderr.startswith(f"{sandbox.WRAPPER_TAG}: ")
+    assert done.stderr.startswith(f"{wrapper.WRAPPER_TAG}: ")
     assert done.stdout == ""
 
 
 def test_wrapper_refuses_newlines_in_paths() -> None:
     with pytest.raises(ValueError, match="newline"):
-        sandbox.wrapper_text(wrapper_spec(bwrap=Path("/b"), masks=("/a\nb",)))
+        wrapper.wrapper_text(wrapper_spec(bwrap=Path("/b"), masks=("/a\nb",)))
 
 
 def test_wrapper_refuses_a_lake_without_root_bind_even_with_nothing_to_insert(
@@ -163,7 +163,7 @@ def _mkbin(path: Path) -> Path:
 
 def test_filter_keeps_trusted_absolute_existing_entries(tmp_path: Path) -> None:
     root = _mkbin(tmp_path / "score")
-    assert sandbox.filter_search_path("/usr/bin:/bin", [root]) == ("/usr/bin", "/bin")
+    assert environment.filter_search_path("/usr/bin:/bin", [root]) == ("/usr/bin", "/bin")
 
 
 def test_filter_drops_planted_entries_every_way(tmp_path: Path) -> None:
@@ -176,7 +176,7 @@ def test_filter_drops_planted_entries_every_way(tmp_path: Path) -> None:
     value = ":".join([str(planted), ".lake/build/bin", "", str(link),
                       str(via_parent / ".lake" / "build" / "bin"), "/nonexistent/bin",
                       "/usr/bin", "/usr/bin"])
-    assert sandbox.filter_search_path(value, [root]) == ("/usr/bin",)
+    assert environment.filter_search_path(value, [root]) == ("/usr/bin",)
 
 
 def test_filter_drops_world_writable_directories(tmp_path: Path) -> None:
@@ -185,7 +185,7 @@ def test_filter_drops_world_writable_directories(tmp_path: Path) -> None:
     sticky = _mkbin(tmp_path / "sticky")
     sticky.chmod(0o777 | stat.S_ISVTX)
     inside_sticky = _mkbin(sticky / "bin")
-    kept = sandbox.filter_search_path(f"{open_dir}:{inside_sticky}", [])
+    kept = environment.filter_search_path(f"{open_dir}:{inside_sticky}", [])
     assert kept == (str(inside_sticky),)
 
 
@@ -202,7 +202,7 @@ def test_filter_never_keeps_anything_inside_a_writable_root(entries: list[str]) 
     if not link.is_symlink():
         link.symlink_to(root)
     value = ":".join(e.replace("ROOT", str(root)).replace("LINK", str(link)) for e in entries)
-    kept = sandbox.filter_search_path(value, [root])
+    kept = environment.filter_search_path(value, [root])
     for entry in kept:
         assert Path(entry).is_absolute()
         assert not os.path.realpath(entry).startswith(str(root.resolve()))
@@ -212,11 +212,11 @@ def test_filter_never_keeps_anything_inside_a_writable_root(entries: list[str]) 
 def test_lake_environment_is_the_allowlist_only(tmp_path: Path) -> None:
     caller = {"PATH": "/usr/bin", "HOME": "/h", "LANG": "C.UTF-8", "AWS_SECRET_ACCESS_KEY": "s",
               "LD_PRELOAD": "/evil.so", "GITHUB_TOKEN": "t", "LEAN_PATH": "/x"}
-    env = sandbox.lake_environment(caller, search_path=("/usr/bin", "/bin"), tmpdir=tmp_path,
+    env = environment.lake_environment(caller, search_path=("/usr/bin", "/bin"), tmpdir=tmp_path,
                                    wrapper=tmp_path / "w")
     assert env == {"PATH": "/usr/bin:/bin", "HOME": "/h", "LANG": "C.UTF-8",
                    "TMPDIR": str(tmp_path), "COMPARATOR_BWRAP": str(tmp_path / "w")}
-    assert set(env) <= set(sandbox.ENV_ALLOWLIST)
+    assert set(env) <= set(environment.ENV_ALLOWLIST)
 
 
 # --- the run's constant mask set --------------------------------------------------------------
@@ -232,39 +232,39 @@ def test_run_masks_hide_scoring_root_out_and_private_roots(outside: Path) -> Non
     (outside / "subs" / "c.tar").write_bytes(b"")
     inputs = [outside / "subs" / "a", outside / "subs" / "b", outside / "subs" / "c.tar"]
     out = outside / "runs" / "out"
-    masks = sandbox.run_masks(
+    mounts = masks.run_masks(
         scoring_root=outside / "work", out_dir=out, inputs=inputs,
-        private=[outside / "private", *sandbox.default_private_roots(inputs, out)],
+        private=[outside / "private", *masks.default_private_roots(inputs, out)],
         keep=[outside / "tc", outside / "bench" / ".lake" / "packages"])
-    assert masks.masks == tuple(str(outside / d) for d in (
+    assert mounts.masks == tuple(str(outside / d) for d in (
         "private", "runs", "runs/out", "subs", "work"))
-    assert masks.file_masks == ()
-    alone = sandbox.run_masks(scoring_root=outside / "work", out_dir=out, inputs=inputs,
+    assert mounts.file_masks == ()
+    alone = masks.run_masks(scoring_root=outside / "work", out_dir=out, inputs=inputs,
                               private=[], keep=[])
     assert alone.masks == tuple(str(outside / d) for d in ("runs/out", "subs/a", "subs/b", "work"))
     assert alone.file_masks == (str(outside / "subs" / "c.tar"),)
-    assert masks.reexposed == ()
+    assert mounts.reexposed == ()
 
 
 def test_run_masks_bind_back_what_scoring_needs_inside_a_private_root(outside: Path) -> None:
     _tree(outside, "work", "out", "tc/bin", "bench/.lake/packages/p", "sub")
-    masks = sandbox.run_masks(scoring_root=outside / "work", out_dir=outside / "out",
+    mounts = masks.run_masks(scoring_root=outside / "work", out_dir=outside / "out",
                               inputs=[outside / "sub"], private=[outside],
                               keep=[outside / "tc", outside / "bench" / ".lake" / "packages"])
-    assert str(outside) in masks.masks
-    assert masks.reexposed == (str(outside / "bench" / ".lake" / "packages"), str(outside / "tc"))
-    assert len(masks.notes) == 2 and all("bound back read-only" in n for n in masks.notes)
+    assert str(outside) in mounts.masks
+    assert mounts.reexposed == (str(outside / "bench" / ".lake" / "packages"), str(outside / "tc"))
+    assert len(mounts.notes) == 2 and all("bound back read-only" in n for n in mounts.notes)
 
 
 def test_run_masks_never_mask_a_system_directory(outside: Path) -> None:
-    masks = sandbox.run_masks(scoring_root=outside, out_dir=outside, inputs=[Path("/etc/hostname")],
+    mounts = masks.run_masks(scoring_root=outside, out_dir=outside, inputs=[Path("/etc/hostname")],
                               private=[Path("/"), Path("/etc"), Path("/usr")], keep=())
-    assert masks.masks == (str(outside),)
-    assert masks.file_masks == ("/etc/hostname",)
-    assert {"/", "/etc", "/usr"}.isdisjoint(masks.masks)
+    assert mounts.masks == (str(outside),)
+    assert mounts.file_masks == ("/etc/hostname",)
+    assert {"/", "/etc", "/usr"}.isdisjoint(mounts.masks)
 
 
 def test_run_masks_only_existing_directories_outside_lake_masks(outside: Path) -> None:
-    masks = sandbox.run_masks(scoring_root=outside / "missing", out_dir=Path("/tmp"),
+    mounts = masks.run_masks(scoring_root=outside / "missing", out_dir=Path("/tmp"),
                               inputs=[Path("/home/u/sub")], private=[Path("/root/x")], keep=())
-    assert masks.masks == () and masks.file_masks == ()
+    assert mounts.masks == () and mounts.file_masks == ()

@@ -22,8 +22,10 @@ from fake_runner import (
 )
 from support import STANDIN
 
-from lean_eval import classification, driver, resources, runner, sandbox
-from lean_eval.verdict import Mounts
+from lean_eval.records.verdict import Mounts
+from lean_eval.sandbox import environment, runner, wrapper
+from lean_eval.scoring import classification, driver
+from lean_eval.supervise import resources
 
 # case: verdict, execution, reason code, last phase, reason message (None: not checked)
 EXPECTED = {
@@ -91,7 +93,7 @@ def test_classify_of_each_transcript_alone(case: str, tmp_path: Path) -> None:
     launch = runner.Launch(argv=("/tc/bin/lake",), env={}, cwd=tmp_path / "s" / "p" / "workspace",
                            timeout=60.0, output_cap=1, rlimits={},
                            limits=resources.PairLimits(), wrapper=tmp_path / "w",
-                           spec=sandbox.WrapperSpec(bwrap=Path("/b")))
+                           spec=wrapper.WrapperSpec(bwrap=Path("/b")))
     c = classification.classify(outcome_of(TRANSCRIPTS[case], launch),
                                 catalog().problems[PROBLEM].config, 60.0)
     assert (c.verdict, c.execution, c.reason.code, c.last_phase, c.reason.message) == \
@@ -110,7 +112,7 @@ def test_the_driver_decides_the_launch_and_the_runner_only_carries_it_out(
     state = first.cwd.parent / "state"
     assert first.argv == (str(STANDIN.resolve() / "bin" / "lake"), "comparator", "--config",
                           str(state / "comparator.json"))
-    assert set(first.env) <= set(sandbox.ENV_ALLOWLIST)
+    assert set(first.env) <= set(environment.ENV_ALLOWLIST)
     assert first.env["COMPARATOR_BWRAP"] == str(first.wrapper) == str(state / "bwrap-wrapper")
     assert first.env["TMPDIR"] == str(state / "tmp")
     assert first.timeout == 42.0
@@ -129,16 +131,16 @@ def test_the_driver_decides_the_launch_and_the_runner_only_carries_it_out(
 
 def test_the_sandboxed_runner_writes_the_wrapper_then_runs_the_launch(tmp_path: Path) -> None:
     """The real runner without bubblewrap: its launch is a shell that reads the wrapper."""
-    wrapper = tmp_path / "bwrap-wrapper"
-    spec = sandbox.WrapperSpec(bwrap=Path("/opt/bw/bwrap"), mounts=Mounts(masks=("/srv/m",)))
+    script = tmp_path / "bwrap-wrapper"
+    spec = wrapper.WrapperSpec(bwrap=Path("/opt/bw/bwrap"), mounts=Mounts(masks=("/srv/m",)))
     launch = runner.Launch(argv=("/bin/sh", "-c", 'cat "$COMPARATOR_BWRAP"; exit 3'),
-                           env={"COMPARATOR_BWRAP": str(wrapper), "PATH": "/usr/bin:/bin"},
+                           env={"COMPARATOR_BWRAP": str(script), "PATH": "/usr/bin:/bin"},
                            cwd=tmp_path, timeout=30.0, output_cap=1 << 20,
                            rlimits=driver.pair_rlimits(1 << 20),
-                           limits=resources.PairLimits(None, None), wrapper=wrapper, spec=spec)
+                           limits=resources.PairLimits(None, None), wrapper=script, spec=spec)
     outcome = runner.SANDBOXED.run(launch)
     assert outcome.returncode == 3
-    assert outcome.stdout.decode() == sandbox.wrapper_text(spec)
-    assert stat.S_IMODE(os.stat(wrapper).st_mode) == 0o700
+    assert outcome.stdout.decode() == wrapper.wrapper_text(spec)
+    assert stat.S_IMODE(os.stat(script).st_mode) == 0o700
     with pytest.raises(FileExistsError):  # never through what is already there
         runner.SANDBOXED.run(launch)

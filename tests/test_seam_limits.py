@@ -19,7 +19,7 @@ from fake_runner import (
 )
 from support import REPO, make_submission
 
-from lean_eval.verdict import Verdict
+from lean_eval.records.verdict import Verdict
 
 MIB = 1 << 20
 

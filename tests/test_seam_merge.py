@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from fake_runner import FakeRunEval, FakeRunner
 from support import correct, make_submission
 
-from lean_eval import shard
 from lean_eval.cli import main
+from lean_eval.scoring import shard
 
 
 def _batch(inputs: Path) -> list[Path]:

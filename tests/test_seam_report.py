@@ -14,8 +14,8 @@ from click.testing import CliRunner
 from fake_runner import FakeRunEval, FakeRunner, by_pair, load_transcripts, submission
 from support import REPO, correct, make_submission
 
-from lean_eval import report
 from lean_eval.cli import main
+from lean_eval.outputs.report import run_report
 
 EXAMPLES = REPO / "examples" / "submissions"
 # What the example `incorrect` submission's pairs are (tests/test_run_eval.py checks the live run)
@@ -44,7 +44,7 @@ def every_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return run.out
 
 
-@pytest.mark.parametrize("fmt", report.FORMATS)
+@pytest.mark.parametrize("fmt", run_report.FORMATS)
 def test_every_format_of_a_finished_run_names_every_pair(every_kind: Path, fmt: str) -> None:
     summary = json.loads((every_kind / "summary.json").read_text())
     code, text = _report(every_kind, "--format", fmt)
@@ -71,7 +71,7 @@ def test_junit_csv_and_json_count_what_the_summary_counts(every_kind: Path) -> N
     rows = list(csv.DictReader(io.StringIO(text)))
     assert {(r["submission"], r["problem"]) for r in rows} >= set(verdicts)
     _, text = _report(every_kind, "--format", "json")
-    doc = report.RunReport.model_validate_json(text)
+    doc = run_report.RunReport.model_validate_json(text)
     assert {(p.submission, p.problem, p.verdict) for p in doc.pairs} >= {
         (s, p, v) for (s, p), v in verdicts.items()}
 

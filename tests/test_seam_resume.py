@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from fake_runner import PROBLEM, FakeRunEval, FakeRunner, catalog, options, score, submission
 
-from lean_eval import lock
 from lean_eval.errors import UsageError
+from lean_eval.supervise import lock
 
 
 def _verdicts(out: Path) -> dict[Path, tuple[bytes, int, int]]:

@@ -18,9 +18,10 @@ from fake_runner import (
     submission,
 )
 
-from lean_eval import disk, scheduler, sizing, workspace
-from lean_eval.runner import Launch
-from lean_eval.verdict import Verdict
+from lean_eval.records.verdict import Verdict
+from lean_eval.sandbox.runner import Launch
+from lean_eval.scoring import scheduler, sizing, workspace
+from lean_eval.supervise import disk
 
 MIB = 1 << 20
 

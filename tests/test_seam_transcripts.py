@@ -10,7 +10,7 @@ import pytest
 from fake_runner import PROBLEM, load_transcripts
 from transcripts import record
 
-from lean_eval import bubblewrap
+from lean_eval.sandbox import bubblewrap
 
 
 @pytest.mark.slow

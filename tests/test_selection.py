@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import SOURCE, UPDATE_INDEX, RunEval, make_submission, solved
 
+from lean_eval.benchmark.sets import Described, ProblemSet, Selection, SetMember, select
 from lean_eval.cli import main
 from lean_eval.errors import CatalogError
-from lean_eval.sets import Described, ProblemSet, Selection, SetMember, select
 
 ALL = ["counter_where", "scaled_norm", "widget_facts"]
 
@@ -182,7 +182,7 @@ def test_select_is_the_intersection_of_set_status_and_tag(
 def test_the_in_memory_index_is_the_committed_one() -> None:
     from support import REPO
 
-    from lean_eval import benchmark_source, catalog, index
+    from lean_eval.benchmark import catalog, index, source
 
-    files = benchmark_source.tree_files(REPO, catalog.TRUSTED_PATHS)
+    files = source.tree_files(REPO, catalog.TRUSTED_PATHS)
     assert index.render(index.index_of(files)) == (REPO / "workspaces" / "index.json").read_bytes()

@@ -72,7 +72,7 @@ def test_committed_revision_is_what_scores(outside: Path, bwrap: str) -> None:
     """A dirty working tree in trusted paths is reported and not used (design §5.1)."""
     from support import REPO
 
-    from lean_eval import catalog
+    from lean_eval.benchmark import catalog
 
     if not (REPO / ".git").exists():
         pytest.skip("the repository is not a git checkout here")

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lean_eval import shard
 from lean_eval.errors import UsageError
+from lean_eval.scoring import shard
 
 ids = st.text(min_size=1, max_size=12)
 pair_lists = st.lists(st.tuples(ids, ids), unique=True, max_size=40)

@@ -28,8 +28,8 @@ from support import (
     write_output,
 )
 
-from lean_eval import attest
 from lean_eval.cli import main
+from lean_eval.outputs import signing
 
 
 def _verify(out: Path, pub: Path, *extra: str) -> Result:
@@ -68,7 +68,7 @@ def test_signed_run_verifies_and_every_tampering_is_named(run_eval: RunEval,
     private, public = keypair(outside)
     subs, out = _signed_run(run_eval, outside, private)
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["signing_key"] == attest.load_public_key(public).fingerprint
+    assert summary["signing_key"] == signing.load_public_key(public).fingerprint
     for pair in summary["pairs"]:
         assert (out / pair["submission"] / f"{pair['problem']}.intoto.json").is_file()
 
@@ -118,10 +118,10 @@ def test_a_re_signed_forgery_fails_under_the_real_key(run_eval: RunEval, outside
     private, public = keypair(outside)
     _, out = _signed_run(run_eval, outside, private)
     forger_key, _ = keypair(outside, "forger")
-    forger = attest.load_signing_key(forger_key)
+    forger = signing.load_signing_key(forger_key)
     path = out / "bad" / "two_plus_two.json"
     path.write_text(path.read_text().replace('"verdict": "rejected"', '"verdict": "accepted"'))
-    envelope_file = attest.envelope_path(path)
+    envelope_file = signing.envelope_path(path)
     old = json.loads(envelope_file.read_text())
     options = json.loads(base64.b64decode(old["payload"]))["predicate"]["options"]
     envelope_file.write_text(json.dumps(
@@ -131,7 +131,7 @@ def test_a_re_signed_forgery_fails_under_the_real_key(run_eval: RunEval, outside
     assert "FAILED bad/two_plus_two.intoto.json: no signature verifies" in result.output
     # negative control: the forged envelope is self-consistent, so only the signature check
     # (securesystemslib's DSSE verification under --key) stands between it and acceptance
-    forged = attest.Statement.model_validate_json(
+    forged = signing.Statement.model_validate_json(
         base64.b64decode(json.loads(envelope_file.read_text())["payload"]))
     assert forged.predicate.verdict == "accepted"
     assert forged.subject[0].digest["sha256"] == hashlib.sha256(
@@ -152,7 +152,7 @@ def test_merge_of_signed_shards_keeps_envelopes_and_verifies(run_eval: RunEval,
     assert merged.exit_code == 0, merged.output
     summary = json.loads((outside / "merged" / "summary.json").read_text())
     assert len(summary["pairs"]) == 3
-    assert summary["signing_key"] == attest.load_public_key(public).fingerprint
+    assert summary["signing_key"] == signing.load_public_key(public).fingerprint
     result = _verify(outside / "merged", public, "--submission", str(subs[0]))
     assert result.exit_code == 0, result.output
     assert "3 envelope(s)" in result.output
@@ -226,7 +226,7 @@ def _verdict_bytes() -> bytes:
 
 def test_envelope_is_dsse_over_an_in_toto_statement_and_deterministic(tmp_path: Path) -> None:
     private, public = keypair(tmp_path)
-    key = attest.load_signing_key(private)
+    key = signing.load_signing_key(private)
     data = _verdict_bytes()
     options = {"timeout": 60.0, "skip_probes": False}
     one = key.envelope("alice/two_plus_two.json", data, options)
@@ -235,7 +235,7 @@ def test_envelope_is_dsse_over_an_in_toto_statement_and_deterministic(tmp_path: 
     assert [s["keyid"] for s in one["signatures"]] == [key.fingerprint]
     statement = json.loads(base64.b64decode(one["payload"]))
     assert statement["_type"] == "https://in-toto.io/Statement/v1"
-    assert statement["predicateType"] == attest.PREDICATE_TYPE
+    assert statement["predicateType"] == signing.PREDICATE_TYPE
     assert statement["subject"] == [
         {"name": "alice/two_plus_two.json",
          "digest": {"sha256": hashlib.sha256(data).hexdigest()}},
@@ -247,14 +247,14 @@ def test_envelope_is_dsse_over_an_in_toto_statement_and_deterministic(tmp_path: 
     assert predicate["harness_version"] == "0.1.0" and predicate["options"]["timeout"] == 60
     # securesystemslib's DSSE verifies it under the public key (PAE and all)
     envelope = Envelope.from_dict(json.loads(json.dumps(one)))
-    verified = envelope.verify([attest.load_public_key(public).sslib], 1)
+    verified = envelope.verify([signing.load_public_key(public).sslib], 1)
     assert list(verified) == [key.fingerprint]
 
 
 def test_verify_names_an_orphan_envelope_and_a_verdict_missing_from_disk(
         tmp_path: Path) -> None:
     private, public = keypair(tmp_path)
-    key = attest.load_signing_key(private)
+    key = signing.load_signing_key(private)
     out = write_output(tmp_path / "out", [("alice", "two_plus_two"), ("alice", "double_def")])
     for name in ("two_plus_two", "double_def"):
         assert key.sign(out / "alice" / f"{name}.json", out, {}) is None
@@ -270,7 +270,7 @@ def test_verify_names_an_orphan_envelope_and_a_verdict_missing_from_disk(
 
 def test_verify_json_report_lists_every_failure(tmp_path: Path) -> None:
     private, public = keypair(tmp_path)
-    key = attest.load_signing_key(private)
+    key = signing.load_signing_key(private)
     out = write_output(tmp_path / "out", [("alice", "two_plus_two"), ("bob", "two_plus_two")])
     assert key.sign(out / "alice" / "two_plus_two.json", out, {}) is None
     result = CliRunner().invoke(main, ["verify", str(out), "--key", str(public), "--json"],
@@ -285,7 +285,7 @@ def test_verify_json_report_lists_every_failure(tmp_path: Path) -> None:
 
 def test_a_garbled_envelope_is_named_and_the_others_still_checked(tmp_path: Path) -> None:
     private, public = keypair(tmp_path)
-    key = attest.load_signing_key(private)
+    key = signing.load_signing_key(private)
     out = write_output(tmp_path / "out", [("alice", "two_plus_two"), ("bob", "two_plus_two"),
                                           ("carol", "two_plus_two")])
     for sid in ("alice", "bob", "carol"):

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from support import CORRECT, PROBLEMS, REPO, RunEval
 
-from lean_eval import catalog, pins, starter
+from lean_eval.benchmark import catalog, pins, starter
 from lean_eval.cli import main
 
 WORKSPACES = REPO / "workspaces"

@@ -309,7 +309,7 @@ def test_extra_workspace_files_are_refused_alike_by_the_index_validate_catalog_a
 
 def test_a_workspace_without_a_lake_manifest_scores_with_the_one_derived_from_the_root(
         outside: Path, bwrap: str) -> None:
-    from lean_eval import catalog
+    from lean_eval.benchmark import catalog
     root = changed_benchmark(outside, lambda r: (r / "workspaces" / "two_plus_two" /
                                      "lake-manifest.json").unlink())
     assert validate_catalog(root).exit_code == 0

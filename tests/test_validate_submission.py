@@ -186,17 +186,17 @@ def test_a_problem_hidden_by_max_depth_is_named(bench_copy: Path, outside: Path)
 
 def test_a_file_the_harness_cannot_read_is_error_not_invalid(
         bench_copy: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lean_eval import intake
+    from lean_eval.intake import reader
 
     root = make_submission(outside, "fred", {GOOD: {"Submission.lean": correct(GOOD)}})
-    real = intake._open_same
+    real = reader._open_same
 
     def denied(name: str, dfd: int, flags: int, st: os.stat_result, shown: str) -> int:
         if name == "Submission.lean":  # as for a file the harness's user may not read
             raise PermissionError(13, "Permission denied", name)
         return real(name, dfd, flags, st, shown)
 
-    monkeypatch.setattr(intake, "_open_same", denied)
+    monkeypatch.setattr(reader, "_open_same", denied)
     result = validate_submission(bench_copy, root)
     assert result.exit_code == 1
     assert (f"{GOOD} ({GOOD}): error (the harness, not the submission): {GOOD}/Submission.lean: "

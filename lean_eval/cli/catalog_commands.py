@@ -32,7 +32,7 @@ def import_catalog_command(src: Path, dest: Path, check: bool, as_json: bool, ve
     manifests/sets/, generated/<id>/), into the benchmark layout in DEST, a fresh directory.
     Prints what was changed, dropped or could not be mapped; exit 2 naming the file when SRC
     cannot be imported faithfully. Importing twice gives the same bytes."""
-    from lean_eval import importer, toolchain
+    from lean_eval.benchmark import importer, toolchain
 
     plan = importer.plan_import(src)
     stale = importer.check_import(plan, dest) if check else []
@@ -92,7 +92,7 @@ def list_problems_command(benchmark: Path | None, benchmark_rev: str, problems: 
                           quiet: bool) -> NoReturn:
     """List the benchmark's problems (those --problem/--set/--status/--tag select): id, title,
     status, holes with their kinds, sets and tags."""
-    from lean_eval import selection
+    from lean_eval.benchmark import selection
 
     selected = frozenset(p for item in problems for p in item.split(",") if p) or None
     listing = selection.problem_list(load_selected(benchmark, benchmark_rev, selected,

@@ -13,25 +13,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from lean_eval import (
-        api,
-        catalog,
-        documents,
-        driver,
-        intake,
-        prepare,
-        probe,
-        problem,
-        progress,
-        report,
-        run,
-        selfcheck,
-        session,
-        starter,
-        validation,
-        verdict,
-    )
-    from lean_eval.toolchain import check_release, release_incompatibility
+    from lean_eval import api, session
+    from lean_eval.benchmark import catalog, problem, starter, validation
+    from lean_eval.benchmark.toolchain import check_release, release_incompatibility
+    from lean_eval.intake import reader
+    from lean_eval.machine import prepare
+    from lean_eval.outputs.report import run_report
+    from lean_eval.probes import registry, selfcheck
+    from lean_eval.records import documents, verdict
+    from lean_eval.scoring import driver, options
 else:
 
     class _Deferred:
@@ -51,24 +41,23 @@ else:
         return call
 
     api = _Deferred("lean_eval.api")
-    catalog = _Deferred("lean_eval.catalog")
-    documents = _Deferred("lean_eval.documents")
-    driver = _Deferred("lean_eval.driver")
-    intake = _Deferred("lean_eval.intake")
-    prepare = _Deferred("lean_eval.prepare")
-    probe = _Deferred("lean_eval.probe")
-    problem = _Deferred("lean_eval.problem")
-    progress = _Deferred("lean_eval.progress")
-    report = _Deferred("lean_eval.report")
-    run = _Deferred("lean_eval.run")
-    selfcheck = _Deferred("lean_eval.selfcheck")
+    catalog = _Deferred("lean_eval.benchmark.catalog")
+    documents = _Deferred("lean_eval.records.documents")
+    driver = _Deferred("lean_eval.scoring.driver")
+    reader = _Deferred("lean_eval.intake.reader")
+    prepare = _Deferred("lean_eval.machine.prepare")
+    registry = _Deferred("lean_eval.probes.registry")
+    problem = _Deferred("lean_eval.benchmark.problem")
+    run_report = _Deferred("lean_eval.outputs.report.run_report")
+    options = _Deferred("lean_eval.scoring.options")
+    selfcheck = _Deferred("lean_eval.probes.selfcheck")
     session = _Deferred("lean_eval.session")
-    starter = _Deferred("lean_eval.starter")
-    validation = _Deferred("lean_eval.validation")
-    verdict = _Deferred("lean_eval.verdict")
-    check_release = _deferred("lean_eval.toolchain", "check_release")
-    release_incompatibility = _deferred("lean_eval.toolchain", "release_incompatibility")
+    starter = _Deferred("lean_eval.benchmark.starter")
+    validation = _Deferred("lean_eval.benchmark.validation")
+    verdict = _Deferred("lean_eval.records.verdict")
+    check_release = _deferred("lean_eval.benchmark.toolchain", "check_release")
+    release_incompatibility = _deferred("lean_eval.benchmark.toolchain", "release_incompatibility")
 
-__all__ = ["api", "catalog", "check_release", "documents", "driver", "intake", "prepare", "probe",
-           "problem", "progress", "release_incompatibility", "report", "run", "selfcheck",
+__all__ = ["api", "catalog", "check_release", "documents", "driver", "options", "prepare",
+           "problem", "reader", "registry", "release_incompatibility", "run_report", "selfcheck",
            "session", "starter", "validation", "verdict"]

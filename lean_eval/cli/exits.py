@@ -118,7 +118,7 @@ def _raise_on_sigterm() -> Any:
 def crashed(exc: BaseException) -> NoReturn:
     """Exit :data:`EXIT_UNEXPECTED` with one line naming ``exc`` and the file holding its
     traceback; when no file can be written, the traceback follows the line on stderr."""
-    from lean_eval.limits import show  # pydantic comes with it: only on this rare path
+    from lean_eval.intake.bounds import show  # pydantic comes with it: only on this rare path
 
     lines = str(exc).strip().splitlines()
     # the message may hold a submitted name: escaped, as every other message is

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from lean_eval.cli.deferred import intake, report, verdict
+from lean_eval.cli.deferred import reader, run_report, verdict
 from lean_eval.errors import SetupError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -130,9 +130,9 @@ def intake_limit_options(func: F) -> F:
 
 
 def intake_limits(max_file_bytes: int, max_total_bytes: int, max_files: int, max_depth: int,
-                  max_archive_bytes: int, intake_timeout: float) -> intake.IntakeLimits:
+                  max_archive_bytes: int, intake_timeout: float) -> reader.IntakeLimits:
     """The :class:`IntakeLimits` the options of :func:`intake_limit_options` spell."""
-    return intake.IntakeLimits(max_file_bytes=max_file_bytes, max_total_bytes=max_total_bytes,
+    return reader.IntakeLimits(max_file_bytes=max_file_bytes, max_total_bytes=max_total_bytes,
                                max_files=max_files, max_depth=max_depth,
                                max_archive_bytes=max_archive_bytes,
                                intake_seconds=intake_timeout)
@@ -185,7 +185,7 @@ class FailOn(_KindsParamType):
         if isinstance(value, frozenset):
             return value
         try:
-            return report.failure_kinds([str(value)])
+            return run_report.failure_kinds([str(value)])
         except SetupError as exc:
             self.fail(str(exc).removeprefix("--fail-on: "), param, ctx)
 
@@ -202,10 +202,10 @@ def fail_on_option(command: F) -> F:
 
 def failing_exit(summary: verdict.Summary, fail_on: frozenset[str], code: int) -> int:
     """``code``, or 1 when it is 0 and some pair has a ``--fail-on`` kind (named on stderr)."""
-    found = report.failures(summary, fail_on) if fail_on else ()
+    found = run_report.failures(summary, fail_on) if fail_on else ()
     if found and code == 0:
         shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
         click.echo(f"lean-eval: --fail-on {','.join(sorted(fail_on))}: {len(found)} "
-                   f"pair(s) failed the gate: {report.printable(shown)}", err=True)
+                   f"pair(s) failed the gate: {run_report.printable(shown)}", err=True)
         return 1
     return code

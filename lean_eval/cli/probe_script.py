@@ -18,7 +18,7 @@ from typing import NoReturn
 
 import click
 
-from lean_eval.cli.deferred import probe
+from lean_eval.cli.deferred import registry
 from lean_eval.cli.exits import EXIT_FAULT, EXIT_SETUP
 from lean_eval.cli.options import PROBE_NAMES, tool_options
 from lean_eval.cli.steps import resolve_tools
@@ -42,7 +42,7 @@ def probe_script_command(name: str, scratch: Path | None, timeout: float,
     env = dict(os.environ)
     try:
         writable = [Path(tempfile.gettempdir()), *([scratch] if scratch else [])]
-        tools = resolve_tools(probe.pinned_toolchain_name(), toolchain, bwrap_path, allow_bwrap,
+        tools = resolve_tools(registry.pinned_toolchain_name(), toolchain, bwrap_path, allow_bwrap,
                               env, writable)
     except (LeanEvalError, OSError) as exc:
         _could_not_run(name, f"could not resolve the tools: {exc}")
@@ -54,7 +54,7 @@ def probe_script_command(name: str, scratch: Path | None, timeout: float,
     except OSError as exc:
         _could_not_run(name, f"could not create a scratch directory: {exc}")
     try:
-        (result,) = probe.run_probes(probe.ProbeContext(tools, env, where, timeout), [name])
+        (result,) = registry.run_probes(registry.ProbeContext(tools, env, where, timeout), [name])
     finally:
         if scratch is None:
             shutil.rmtree(where, ignore_errors=True)

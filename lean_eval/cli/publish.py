@@ -33,7 +33,7 @@ def export_results(out_dir: Path, metadata: Path, results_dir: Path, as_json: bo
     metadata with a missing or invalid field, an accepted submission it has no entry for, and
     a store file that does not validate, naming each.
     """
-    from lean_eval import export
+    from lean_eval.outputs import export
 
     done = export.export(out_dir, metadata, results_dir)
     if as_json:
@@ -70,9 +70,9 @@ def verify_command(out_dir: Path, key_file: Path, submissions: tuple[Path, ...],
     verdict file or submission whose digest differs, a predicate field that disagrees) and
     exits 1 on any; 0 when all hold.
     """
-    from lean_eval import attest, verify
+    from lean_eval.outputs import signing, verify
 
-    result = verify.verify(out_dir, attest.load_public_key(key_file), submissions)
+    result = verify.verify(out_dir, signing.load_public_key(key_file), submissions)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:

@@ -10,7 +10,6 @@ from typing import NoReturn
 
 import click
 
-from lean_eval.cli.deferred import progress
 from lean_eval.cli.exits import Worded, Wording
 from lean_eval.cli.group import Console
 from lean_eval.cli.options import ByteSize, common_options
@@ -61,7 +60,7 @@ def replay_command(record_dir: Path, submissions: tuple[Path, ...], out_dir: Pat
     every pair reproduced, 1 when any verdict or reason changed (or, under --paranoid, a
     checker rejected what the record accepted: kernel_disagreement).
     """
-    from lean_eval import replay, replay_report
+    from lean_eval.outputs import replay, replay_report
 
     err = Console(stderr=True)
     env = dict(os.environ)
@@ -77,6 +76,8 @@ def replay_command(record_dir: Path, submissions: tuple[Path, ...], out_dir: Pat
     plan = replay.plan(record, submissions, cat, tools, settings)
     replay.check(plan, allow_drift)  # before the probes: a refusal costs nothing
     probed = preflight(tools, env, work_dir, plan.skip_probes, quiet, verbose)
+    from lean_eval.cli import progress  # rich's progress display: off --help's path
+
     with progress.Display(err, quiet) as display:
         result = replay.replay(plan, tools, probed, env, settings, allow_drift,
                                on_progress=display.update)

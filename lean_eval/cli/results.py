@@ -8,7 +8,7 @@ from typing import NoReturn
 
 import click
 
-from lean_eval.cli.deferred import report
+from lean_eval.cli.deferred import run_report
 from lean_eval.cli.group import Console
 from lean_eval.cli.options import FAIL_ON_KINDS, REPORT_FORMATS, fail_on_option, failing_exit
 from lean_eval.errors import UsageError
@@ -37,7 +37,7 @@ def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool, ve
     merging when a shard is missing or some pairs were scored by no shard (listed here and in
     the merged summary.json) or a pair ended in an infrastructure failure.
     """
-    from lean_eval import merge
+    from lean_eval.outputs import merge
 
     result = merge.merge(shard_dirs, out_dir)  # a fault: the output could not be written
     summary = result.summary
@@ -87,7 +87,8 @@ def report_command(out_dir: Path, fmt: str, output: Path | None,
     """
     from typing import cast
 
-    from lean_eval import replay_report, report_console, report_formats
+    from lean_eval.outputs import replay_report
+    from lean_eval.outputs.report import console, formats
 
     if (out_dir / replay_report.REPLAY_FILE).is_file():  # a replay's --out: the replay
         replayed = replay_report.load(out_dir)
@@ -98,11 +99,11 @@ def report_command(out_dir: Path, fmt: str, output: Path | None,
         else:
             _write(output, replay_report.render(replayed, fmt))
         sys.exit(0)
-    run = report.load_run(out_dir)
+    run = run_report.load_run(out_dir)
     if fmt == "table" and output is None:
-        report_console.print_summary(run.summary, Console(), hints=True)
+        console.print_summary(run.summary, Console(), hints=True)
     else:
-        text = report_formats.render(run, cast("report.Format", fmt))
+        text = formats.render(run, cast("run_report.Format", fmt))
         if output is None:
             click.echo(text, nl=False)
         else:
@@ -112,7 +113,7 @@ def report_command(out_dir: Path, fmt: str, output: Path | None,
 
 def _write(output: Path, text: str) -> None:
     """``--output``, written atomically; a file that cannot be written is a bad argument."""
-    from lean_eval.atomic import write_text_atomic
+    from lean_eval.files.atomic import write_text_atomic
 
     try:
         write_text_atomic(output, text)

@@ -12,7 +12,7 @@ from typing import NoReturn
 
 import click
 
-from lean_eval.cli.deferred import api, documents, driver, problem, progress, selfcheck
+from lean_eval.cli.deferred import api, documents, driver, problem, selfcheck
 from lean_eval.cli.exits import EXIT_FAULT, EXIT_SETUP, Worded, Wording
 from lean_eval.cli.group import Console, warn
 from lean_eval.cli.options import (
@@ -109,6 +109,8 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     Re-running on the same --out resumes: verdicts whose inputs, identity and options are
     unchanged are kept; `error` pairs and the rest are scored (--rescore: all of them).
     """
+    from lean_eval.cli import progress  # rich's progress display: off --help's path
+
     err = Console(stderr=True)
     kept_before = scoring_dirs(work_dir) if keep_work else set()
     with contextlib.ExitStack() as stack:
@@ -142,7 +144,7 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     if as_json:
         click.echo(summary.model_dump_json(indent=2))
     elif not quiet:
-        from lean_eval import report_console
+        from lean_eval.outputs.report import console as report_console
 
         report_console.print_summary(summary, Console())
     sys.exit(failing_exit(summary, fail_on, summary.exit_code))
@@ -194,7 +196,7 @@ def _selfcheck_command(name: str, check_name: str, summary: str) -> click.Comman
             click.echo(result.report.model_dump_json(indent=2))
         elif not quiet or not result.ok:  # a failed check is an error: shown even under -q
             console = Console(stderr=quiet)
-            from lean_eval import report_console
+            from lean_eval.outputs.report import console as report_console
 
             report_console.print_selfcheck(result.report, console)
             if verbose:

@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lean_eval.cli.deferred import catalog, run, session
+from lean_eval.cli.deferred import catalog, options, session
 from lean_eval.cli.group import Console, warn
 
 if TYPE_CHECKING:
-    from lean_eval.probe_result import ProbeResult
-    from lean_eval.verdict import Preflight
+    from lean_eval.records.probe_result import ProbeResult
+    from lean_eval.records.verdict import Preflight
 
 
 def default_benchmark() -> Path:
@@ -34,20 +34,20 @@ def load_selected(benchmark: Path | None, revision: str, only: frozenset[str] | 
                   set_name: str | None, statuses: Sequence[str], tags: Sequence[str],
                   quiet: bool = False) -> catalog.Catalog:
     """``load``, narrowed to --problem (``only``), --set, --status and --tag together."""
-    from lean_eval.sets import Selection
+    from lean_eval.benchmark.sets import Selection
 
     chosen = Selection(set_name=set_name, statuses=tuple(statuses), tags=tuple(tags))
     return warned(session.load_selected(benchmark, revision, only, chosen), quiet)
 
 
 def tools_for(cat: catalog.Catalog, toolchain: Path | None, bwrap_path: str | None,
-              allow_bwrap: str | None, env: dict[str, str], writable: list[Path]) -> run.Tools:
+              allow_bwrap: str | None, env: dict[str, str], writable: list[Path]) -> options.Tools:
     return session.tools(cat, toolchain, bwrap_path, allow_bwrap, env, writable)
 
 
 def resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
                   allow_bwrap: str | None, env: dict[str, str],
-                  writable: list[Path]) -> run.Tools:
+                  writable: list[Path]) -> options.Tools:
     """The toolchain and bwrap; when neither can be used, one error names both."""
     return session.resolve_tools(name, toolchain, bwrap_path, allow_bwrap, env, writable)
 
@@ -66,7 +66,7 @@ def warned(cat: catalog.Catalog, quiet: bool) -> catalog.Catalog:
 
 def setup(benchmark: Path | None, toolchain: Path | None, bwrap_path: str | None,
           allow_bwrap: str | None, env: dict[str, str], work_dir: Path | None,
-          quiet: bool = False) -> tuple[catalog.Catalog, run.Tools]:
+          quiet: bool = False) -> tuple[catalog.Catalog, options.Tools]:
     """Catalog and tools for the commands that score generated submissions under work_dir."""
     cat = load(benchmark, quiet=quiet)
     tools = tools_for(cat, toolchain, bwrap_path, allow_bwrap, env,
@@ -76,7 +76,7 @@ def setup(benchmark: Path | None, toolchain: Path | None, bwrap_path: str | None
     return cat, tools
 
 
-def run_probes(tools: run.Tools, env: dict[str, str], work_dir: Path | None,
+def run_probes(tools: options.Tools, env: dict[str, str], work_dir: Path | None,
                names: tuple[str, ...] = ()) -> tuple[ProbeResult, ...]:
     """Each probe in turn, timed, in a scratch directory removed afterwards."""
     return session.run_probes(tools, env, work_dir, names)
@@ -105,19 +105,19 @@ def show_probes(entries: Sequence[ProbeResult], quiet: bool, verbose: int) -> No
                  Console(stderr=True), verbose)
 
 
-def preflight(tools: run.Tools, env: dict[str, str], work_dir: Path | None,
+def preflight(tools: options.Tools, env: dict[str, str], work_dir: Path | None,
               skip: bool, quiet: bool, verbose: int = 0) -> Preflight:
     """``session.preflight`` with its probe lines printed (``skip``: the warning instead); a
     failed probe raises ``session.ProbesFailedError``, a setup failure."""
     if skip:
         warn(session.SKIPPED_PROBES, quiet)
-        return run.not_probed(tools)
+        return options.not_probed(tools)
     return session.preflight(tools, env, work_dir,
                              lambda entries: show_probes(entries, quiet, verbose))
 
 
 def scoring_dirs(work_dir: Path | None) -> set[Path]:
-    """The run directories under the scoring parent (``lean_eval.lock.RUN_PREFIX``)."""
+    """The run directories under the scoring parent (``lean_eval.supervise.lock.RUN_PREFIX``)."""
     parent = work_dir or Path(tempfile.gettempdir())
     return set(parent.glob("lean-eval-run-*")) if parent.is_dir() else set()
 

@@ -14,8 +14,8 @@ import shlex
 import time
 from pathlib import Path
 
-from lean_eval import probe
-from lean_eval.probe_result import ProbeCheck, ProbeResult
+from lean_eval.probes import payloads, registry, synthetic
+from lean_eval.records.probe_result import ProbeCheck, ProbeResult
 
 NAME = "artifact_tamper"
 PROVES = ("a detached descendant of a submitted build dies with the build step: it cannot "
@@ -79,10 +79,10 @@ def _tampered(build: Path, mark: bytes) -> list[str]:
                   if p.is_file() and not p.is_symlink() and mark in p.read_bytes())
 
 
-def run(ctx: probe.ProbeContext) -> ProbeResult:
+def run(ctx: registry.ProbeContext) -> ProbeResult:
     """Score one synthetic proof whose build leaves a detached tamperer; judge its traces."""
-    tok = probe.token()
-    lay = probe.layout(ctx.scratch / "run")
+    tok = payloads.token()
+    lay = synthetic.layout(ctx.scratch / "run")
     ws = lay.workspace(SID, PID)
     evdir = ws / ".lake" / "probe"
     heartbeat, tamper_log = evdir / "heartbeat", evdir / "tampered"
@@ -95,13 +95,15 @@ def run(ctx: probe.ProbeContext) -> ProbeResult:
     # Start the detached heartbeat, then hold the build until its first beat is on disk (at
     # most 10 s), so that the heartbeat is certainly alive while the build still runs.
     command = (f"/bin/mkdir -p {shlex.quote(str(evdir))} && /usr/bin/setsid "
-               f"{probe.python_command(LOOP, spec)} </dev/null >/dev/null 2>&1 & "
+               f"{payloads.python_command(LOOP, spec)} </dev/null >/dev/null 2>&1 & "
                f"i=0; while [ ! -s {hb} ] && [ $i -lt 500 ]; do /bin/sleep 0.02; i=$((i+1)); "
                "done")
-    text = probe.submission(probe.VALID_TRUE, probe.io_payload(command))
+    text = payloads.submission(synthetic.VALID_TRUE, payloads.io_payload(command))
     name = ctx.tools.toolchain.name
-    catalog = probe.synthetic_catalog(ctx.scratch / "benchmark", [probe.probe_true(name)], name)
-    pair = probe.score(ctx, lay, catalog, {SID: {PID: {"Submission.lean": text}}})[f"{SID}/{PID}"]
+    catalog = synthetic.synthetic_catalog(ctx.scratch / "benchmark", [synthetic.probe_true(name)],
+                                          name)
+    scored = synthetic.score(ctx, lay, catalog, {SID: {PID: {"Submission.lean": text}}})
+    pair = scored[f"{SID}/{PID}"]
     sizes = [heartbeat.stat().st_size if heartbeat.exists() else -1]
     for _ in range(2):
         time.sleep(SETTLE)
@@ -119,10 +121,10 @@ def run(ctx: probe.ProbeContext) -> ProbeResult:
     check = ProbeCheck
     checks = [
         check(name="scored_through_driver", ok=pair.verdict.verdict == "accepted",
-              evidence=f"synthetic pair: {probe.summary_line(pair)}"),
+              evidence=f"synthetic pair: {synthetic.summary_line(pair)}"),
         check(name="heartbeat_started", ok=bool(beats),
               evidence=f"{len(beats)} heartbeat(s) in {heartbeat}"
-                       + ("" if beats else f" ({probe.PY} and setsid must be visible)")),
+                       + ("" if beats else f" ({payloads.PY} and setsid must be visible)")),
     ]
     if last is not None:
         late = sum(1 for b in beats if b > boundary + SLACK)
@@ -146,4 +148,4 @@ def run(ctx: probe.ProbeContext) -> ProbeResult:
               evidence=f"build outputs with the tamper marker: {bad or 'none'}; tamper log: "
                        f"{tamper_log.read_text()[:200] if tamper_log.exists() else 'absent'}"),
     ]
-    return probe.judge(NAME, PROVES, checks)
+    return registry.judge(NAME, PROVES, checks)

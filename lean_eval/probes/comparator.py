@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from lean_eval import probe
-from lean_eval.bubblewrap import BwrapInfo
-from lean_eval.catalog import Catalog
+from lean_eval.benchmark.catalog import Catalog
+from lean_eval.benchmark.toolchain import Toolchain, resolve_toolchain
 from lean_eval.errors import SetupError, ToolchainError
-from lean_eval.probe_result import ProbeCheck, ProbeResult
-from lean_eval.run import Tools
-from lean_eval.toolchain import Toolchain, resolve_toolchain
+from lean_eval.probes import payloads, registry, synthetic
+from lean_eval.records.probe_result import ProbeCheck, ProbeResult
+from lean_eval.sandbox.bubblewrap import BwrapInfo
+from lean_eval.scoring.options import Tools
 
 NAME = "comparator"
 PROVES = ("the comparator accepts a valid proof and a right definition, rejects a statement "
@@ -36,7 +36,7 @@ AXIOM = """axiom probe_cheat : False
 theorem probe_true : True := False.elim probe_cheat"""
 # submission id -> (problem, declarations, expected verdict)
 CASES: Mapping[str, tuple[str, str, str]] = {
-    "valid": ("probe_true", probe.VALID_TRUE, "accepted"),
+    "valid": ("probe_true", synthetic.VALID_TRUE, "accepted"),
     "statement_mismatch": ("probe_true", "theorem probe_true : False → True := fun _ => trivial",
                            "rejected"),
     "sorry": ("probe_true", "theorem probe_true : True := sorry", "rejected"),
@@ -63,21 +63,21 @@ def _without_nanoda(root: Path, into: Path) -> Path:
     return into
 
 
-def run(ctx: probe.ProbeContext) -> ProbeResult:
+def run(ctx: registry.ProbeContext) -> ProbeResult:
     """Score the synthetic cases and the broken installations; judge the verdicts."""
     name = ctx.tools.toolchain.name
-    catalog = probe.synthetic_catalog(ctx.scratch / "benchmark",
-                                      [probe.probe_true(name), probe.probe_def(name)], name)
+    catalog = synthetic.synthetic_catalog(ctx.scratch / "benchmark",
+                                      [synthetic.probe_true(name), synthetic.probe_def(name)], name)
     check = ProbeCheck
-    scored = probe.score(ctx, probe.layout(ctx.scratch / "cases"), catalog, {
-        sid: {pid: {"Submission.lean": probe.submission(decls)}}
+    scored = synthetic.score(ctx, synthetic.layout(ctx.scratch / "cases"), catalog, {
+        sid: {pid: {"Submission.lean": payloads.submission(decls)}}
         for sid, (pid, decls, _) in CASES.items()})
     checks = []
     for sid, (pid, _, expected) in CASES.items():
         pair = scored.get(f"{sid}/{pid}")
         got = pair.verdict.verdict if pair else "missing"
         checks.append(check(name=f"{sid}_{expected}", ok=got == expected,
-                            evidence=f"{pid}: {probe.summary_line(pair) if pair else got}"))
+                            evidence=f"{pid}: {synthetic.summary_line(pair) if pair else got}"))
     copy = _without_nanoda(ctx.tools.toolchain.root, ctx.scratch / "toolchain-without-nanoda")
     try:
         resolve_toolchain(copy, {}, name)
@@ -89,7 +89,7 @@ def run(ctx: probe.ProbeContext) -> ProbeResult:
     if refused:
         checks.append(check(name="toolchain_without_nanoda_refused", ok=False, evidence=refused))
     root = ctx.tools.toolchain.root  # a NanoDa path that does not exist, outside every scratch
-    missing = root / "bin" / f"nanoda_bin.missing-{probe.token()}"
+    missing = root / "bin" / f"nanoda_bin.missing-{payloads.token()}"
     broken = [("missing_nanoda_never_accepted", ctx.tools._replace(toolchain=Toolchain(
         name=name, root=root, lake=ctx.tools.toolchain.lake, nanoda=missing)))]
     fake = ctx.scratch / "broken-sandbox" / "bwrap"
@@ -101,23 +101,23 @@ def run(ctx: probe.ProbeContext) -> ProbeResult:
                         minimum=ctx.tools.bwrap.minimum))))
     for label, tools in broken:
         checks.append(_never_accepted(ctx, catalog, label, tools))
-    return probe.judge(NAME, PROVES, checks)
+    return registry.judge(NAME, PROVES, checks)
 
 
-def _never_accepted(ctx: probe.ProbeContext, catalog: Catalog, label: str,
+def _never_accepted(ctx: registry.ProbeContext, catalog: Catalog, label: str,
                     tools: Tools) -> ProbeCheck:
     """Score the valid proof with a broken installation: anything but ``accepted`` is right."""
     broken = (f"nanoda {tools.toolchain.nanoda} (exists: {tools.toolchain.nanoda.exists()})"
               if label.startswith("missing") else f"bwrap {tools.bwrap.path} (exits 1)")
     try:
-        scored = probe.score(ctx, probe.layout(ctx.scratch / label), catalog,
+        scored = synthetic.score(ctx, synthetic.layout(ctx.scratch / label), catalog,
                              {"valid": {"probe_true": {"Submission.lean":
-                                                       probe.submission(probe.VALID_TRUE)}}},
+                                                       payloads.submission(synthetic.VALID_TRUE)}}},
                              tools=tools)
     except SetupError as exc:  # refused before anything was scored: never accepted
         return ProbeCheck(name=label, ok=True,
                           evidence=f"valid proof with {broken}: refused ({exc})")
     pair = scored.get("valid/probe_true")
-    evidence = probe.summary_line(pair) if pair else "no verdict"
+    evidence = synthetic.summary_line(pair) if pair else "no verdict"
     return ProbeCheck(name=label, ok=pair is not None and pair.verdict.verdict != "accepted",
                       evidence=f"valid proof with {broken}: {evidence}")

@@ -14,8 +14,8 @@ import hashlib
 import secrets
 import shlex
 
-from lean_eval import probe
-from lean_eval.probe_result import ProbeCheck, ProbeResult
+from lean_eval.probes import payloads, registry, synthetic
+from lean_eval.records.probe_result import ProbeCheck, ProbeResult
 
 NAME = "env_dump"
 PROVES = ("no variable of the caller's environment (tokens, keys, agent sockets, loader "
@@ -88,32 +88,33 @@ def _views(ev: dict[str, object]) -> dict[str, tuple[set[str], set[str]]]:
     return views
 
 
-def run(ctx: probe.ProbeContext) -> ProbeResult:
+def run(ctx: registry.ProbeContext) -> ProbeResult:
     """Score one synthetic proof with decoys in the caller environment; judge the dump."""
     decoys = {n: f"decoy-{n.lower().replace('_', '-')}-{secrets.token_hex(12)}"
               for n in DECOY_NAMES}
-    lay = probe.layout(ctx.scratch / "run")
+    lay = synthetic.layout(ctx.scratch / "run")
     ws = lay.workspace(SID, PID)
     evdir = ws / ".lake" / "probe"
     env0 = evdir / "env0"
     command = (f"/bin/mkdir -p {shlex.quote(str(evdir))} && "
                f"/usr/bin/env -0 > {shlex.quote(str(env0))}; "
-               + probe.python_command(PAYLOAD, {"evidence": str(evdir / "env.json"),
+               + payloads.python_command(PAYLOAD, {"evidence": str(evdir / "env.json"),
                                                 "env0": str(env0)}))
-    text = probe.submission(probe.VALID_TRUE, probe.io_payload(command))
+    text = payloads.submission(synthetic.VALID_TRUE, payloads.io_payload(command))
     name = ctx.tools.toolchain.name
-    catalog = probe.synthetic_catalog(ctx.scratch / "benchmark", [probe.probe_true(name)], name)
-    pair = probe.score(ctx, lay, catalog, {SID: {PID: {"Submission.lean": text}}},
+    catalog = synthetic.synthetic_catalog(ctx.scratch / "benchmark", [synthetic.probe_true(name)],
+                                          name)
+    pair = synthetic.score(ctx, lay, catalog, {SID: {PID: {"Submission.lean": text}}},
                        caller_env={**ctx.caller_env, **decoys})[f"{SID}/{PID}"]
     check = ProbeCheck
     checks = [check(name="scored_through_driver", ok=pair.verdict.verdict == "accepted",
-                    evidence=f"synthetic pair: {probe.summary_line(pair)}")]
-    ev = probe.read_evidence(evdir / "env.json")
+                    evidence=f"synthetic pair: {synthetic.summary_line(pair)}")]
+    ev = synthetic.read_evidence(evdir / "env.json")
     if ev is None or ev.get("self") is None:
-        return probe.judge(NAME, PROVES, [*checks, check(
+        return registry.judge(NAME, PROVES, [*checks, check(
             name="payload_evidence", ok=False,
             evidence=f"the payload left no environment dump in {evdir} "
-                     f"({probe.PY} must be visible in the sandbox)")])
+                     f"({payloads.PY} must be visible in the sandbox)")])
     views = _views(ev)
     raw = b"".join(p.read_bytes() for p in sorted(evdir.iterdir()) if p.is_file())
     digests = {n: hashlib.sha256(v.encode()).hexdigest() for n, v in decoys.items()}
@@ -141,4 +142,4 @@ def run(ctx: probe.ProbeContext) -> ProbeResult:
     checks.append(check(name="required_names_present", ok=not missing,
                         evidence=f"payload environment {sorted(own)}; missing: "
                                  f"{missing or 'none'}"))
-    return probe.judge(NAME, PROVES, checks)
+    return registry.judge(NAME, PROVES, checks)

@@ -15,9 +15,9 @@ import socket
 import tempfile
 from pathlib import Path
 
-from lean_eval import probe
-from lean_eval.probe_result import ProbeCheck, ProbeResult
-from lean_eval.sandbox import LAKE_MASKED_ROOTS
+from lean_eval.probes import payloads, registry, synthetic
+from lean_eval.records.probe_result import ProbeCheck, ProbeResult
+from lean_eval.sandbox.masks import LAKE_MASKED_ROOTS
 
 NAME = "sandbox_engaged"
 PROVES = ("a submitted build cannot write host files, the project source or through a link out "
@@ -125,10 +125,10 @@ def _writable_dir(value: str | None) -> Path | None:
     return Path(value) if os.access(value, os.W_OK | os.X_OK) else None
 
 
-def run(ctx: probe.ProbeContext) -> ProbeResult:
+def run(ctx: registry.ProbeContext) -> ProbeResult:
     """Score one synthetic proof whose payload attacks the sandbox; judge evidence and host."""
-    tok = probe.token()
-    lay = probe.layout(ctx.scratch / "run")
+    tok = payloads.token()
+    lay = synthetic.layout(ctx.scratch / "run")
     ws = lay.workspace(SID, PID)
     evidence = ws / ".lake" / "probe" / "sandbox.json"
     marker_dir = ctx.scratch / "host-marker"
@@ -166,12 +166,12 @@ def run(ctx: probe.ProbeContext) -> ProbeResult:
                 "inside": str(ws / ".lake" / "probe" / f"inside-{tok}"),
                 "hidden": [str(p) for p in hidden.values()],
                 "port": listener.getsockname()[1], "ns": list(NAMESPACES)}
-        text = probe.submission(probe.VALID_TRUE,
-                                probe.io_payload(probe.python_command(PAYLOAD, spec)))
-        catalog = probe.synthetic_catalog(ctx.scratch / "benchmark",
-                                          [probe.probe_true(ctx.tools.toolchain.name)],
+        text = payloads.submission(synthetic.VALID_TRUE,
+                                payloads.io_payload(payloads.python_command(PAYLOAD, spec)))
+        catalog = synthetic.synthetic_catalog(ctx.scratch / "benchmark",
+                                          [synthetic.probe_true(ctx.tools.toolchain.name)],
                                           ctx.tools.toolchain.name)
-        scored = probe.score(ctx, lay, catalog, {SID: {PID: {"Submission.lean": text}}})
+        scored = synthetic.score(ctx, lay, catalog, {SID: {PID: {"Submission.lean": text}}})
         pair = scored[f"{SID}/{PID}"]
         try:
             conn, peer = listener.accept()
@@ -180,8 +180,8 @@ def run(ctx: probe.ProbeContext) -> ProbeResult:
         except BlockingIOError:
             accepted_conn = ""
         stray_found = [str(p) for p in stray if p.exists()]
-        ev = probe.read_evidence(evidence)
-        return probe.judge(NAME, PROVES, _checks(
+        ev = synthetic.read_evidence(evidence)
+        return registry.judge(NAME, PROVES, _checks(
             ev, pair, catalog.problems[PID].trusted, ws, marker_dir, before, tok, hidden,
             stray_found, accepted_conn, ctx.scratch))
     finally:
@@ -194,17 +194,17 @@ def _host_ns() -> dict[str, str]:
     return {n: os.readlink(f"/proc/self/ns/{n}") for n in NAMESPACES}
 
 
-def _checks(ev: dict[str, object] | None, pair: probe.Scored, trusted: dict[str, bytes],
+def _checks(ev: dict[str, object] | None, pair: synthetic.Scored, trusted: dict[str, bytes],
             ws: Path, marker_dir: Path, before: dict[str, bytes], tok: str,
             hidden: dict[str, Path], stray_found: list[str], accepted_conn: str,
             scratch: Path) -> list[ProbeCheck]:
     check = ProbeCheck
     checks = [check(name="scored_through_driver", ok=pair.verdict.verdict == "accepted",
-                    evidence=f"synthetic pair: {probe.summary_line(pair)}")]
+                    evidence=f"synthetic pair: {synthetic.summary_line(pair)}")]
     if ev is None:
         return [*checks, check(name="payload_evidence", ok=False,
                                evidence=f"the payload left no evidence file in {ws}/.lake/probe "
-                                        f"({probe.PY} must be visible in the sandbox)")]
+                                        f"({payloads.PY} must be visible in the sandbox)")]
     w = ev.get("writes")
     writes: dict[str, str] = w if isinstance(w, dict) else {}
 

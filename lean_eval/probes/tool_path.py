@@ -15,8 +15,8 @@ import os
 import shutil
 from pathlib import Path
 
-from lean_eval import probe
-from lean_eval.probe_result import ProbeCheck, ProbeResult
+from lean_eval.probes import payloads, registry, synthetic
+from lean_eval.records.probe_result import ProbeCheck, ProbeResult
 
 NAME = "tool_path"
 PROVES = ("PATH lookups made for a scoring run (by Lake and the harness) never execute a "
@@ -44,7 +44,7 @@ def _planted(tool: str, tok: str, evidence: Path, real: str | None) -> str:
             f"echo \"{tool} $0\" >> {evidence} 2>/dev/null\n{tail}\n")
 
 
-def _real(ctx: probe.ProbeContext, tool: str) -> str | None:
+def _real(ctx: registry.ProbeContext, tool: str) -> str | None:
     if tool == "bwrap":
         return str(ctx.tools.bwrap.path)
     inside = ctx.tools.toolchain.root / "bin" / tool
@@ -53,10 +53,10 @@ def _real(ctx: probe.ProbeContext, tool: str) -> str | None:
     return next((c for c in (f"/usr/bin/{tool}", f"/bin/{tool}") if os.path.isfile(c)), None)
 
 
-def run(ctx: probe.ProbeContext) -> ProbeResult:
+def run(ctx: registry.ProbeContext) -> ProbeResult:
     """Score one synthetic proof with tools planted on the caller PATH; judge host evidence."""
-    tok = probe.token()
-    lay = probe.layout(ctx.scratch / "run")
+    tok = payloads.token()
+    lay = synthetic.layout(ctx.scratch / "run")
     ws = lay.workspace(SID, PID)
     evidence_dir = ctx.scratch / "tool-evidence"
     evidence_dir.mkdir(mode=0o755)
@@ -76,11 +76,12 @@ def run(ctx: probe.ProbeContext) -> ProbeResult:
                     ".lake/build/bin", str(build_link), ""]
     caller_path = ctx.caller_env.get("PATH") or "/usr/local/bin:/usr/bin:/bin"
     env = {**ctx.caller_env, "PATH": os.pathsep.join([*planted_path, caller_path])}
-    payload = probe.python_command(PAYLOAD, {"dir": str(build_bin), "files": scripts})
-    text = probe.submission(probe.VALID_TRUE, probe.io_payload(payload))
+    payload = payloads.python_command(PAYLOAD, {"dir": str(build_bin), "files": scripts})
+    text = payloads.submission(synthetic.VALID_TRUE, payloads.io_payload(payload))
     name = ctx.tools.toolchain.name
-    catalog = probe.synthetic_catalog(ctx.scratch / "benchmark", [probe.probe_true(name)], name)
-    pair = probe.score(ctx, lay, catalog, {SID: {PID: {"Submission.lean": text}}},
+    catalog = synthetic.synthetic_catalog(ctx.scratch / "benchmark", [synthetic.probe_true(name)],
+                                          name)
+    pair = synthetic.score(ctx, lay, catalog, {SID: {PID: {"Submission.lean": text}}},
                        caller_env=env)[f"{SID}/{PID}"]
     lines = evidence.read_text(errors="replace").splitlines() if evidence.exists() else []
     ran = sorted({ln.split()[0] for ln in lines if ln.split()})
@@ -89,7 +90,7 @@ def run(ctx: probe.ProbeContext) -> ProbeResult:
     check = ProbeCheck
     checks = [
         check(name="scored_through_driver", ok=pair.verdict.verdict == "accepted",
-              evidence=f"synthetic pair: {probe.summary_line(pair)}"),
+              evidence=f"synthetic pair: {synthetic.summary_line(pair)}"),
         check(name="build_planted_its_tools", ok=built == sorted(TOOLS),
               evidence=f"planted by the build in {build_bin}: {built or 'nothing'}"),
         check(name="no_planted_program_ran", ok=not lines,
@@ -100,4 +101,4 @@ def run(ctx: probe.ProbeContext) -> ProbeResult:
                        f"{in_log or 'none'}"),
     ]
     shutil.rmtree(cache, ignore_errors=True)
-    return probe.judge(NAME, PROVES, checks)
+    return registry.judge(NAME, PROVES, checks)

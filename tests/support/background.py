@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from lean_eval import process
+from lean_eval.supervise import process
 from support.places import BWRAP_FLOOR, REPO, STANDIN, UNPRIVILEGED
 from support.runs import RunEval
 
@@ -34,7 +34,8 @@ def harness_env() -> dict[str, str]:
 
 def in_background(argv: tuple[str, ...], timeout: float,
                   grace: float = 5.0) -> tuple[threading.Thread, list[process.ProcessResult]]:
-    """Run ``argv`` under :func:`lean_eval.process.run` in a thread; its outcome is appended
+    """Run ``argv`` under :func:`lean_eval.supervise.process.run` in a thread; its outcome is
+    appended
     to the returned list when it ends."""
     outcomes: list[process.ProcessResult] = []
 

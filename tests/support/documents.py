@@ -7,9 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lean_eval import shard
-from lean_eval.atomic import write_model
-from lean_eval.verdict import (
+from lean_eval.files.atomic import write_model
+from lean_eval.records.verdict import (
     Identity,
     LogRef,
     PairSummary,
@@ -24,6 +23,7 @@ from lean_eval.verdict import (
     Verdict,
     compact_pairs,
 )
+from lean_eval.scoring import shard
 
 # The one factory of the suite: every verdict, summary and output directory a test writes
 # without running the harness is built here, so a model change is made once.

@@ -17,7 +17,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from lean_eval import process
+from lean_eval.supervise import process
 from support.places import BENCHMARK_FILES, CORRECT, PROBLEM, REPO
 
 

@@ -8,8 +8,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from lean_eval import bubblewrap, process
-from lean_eval.toolchain import resolve_toolchain
+from lean_eval.benchmark.toolchain import resolve_toolchain
+from lean_eval.sandbox import bubblewrap
+from lean_eval.supervise import process
 
 REPO = Path(__file__).resolve().parent.parent.parent
 STANDIN = REPO / "tests" / "standin" / "toolchain"

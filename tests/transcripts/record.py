@@ -38,11 +38,12 @@ from fake_runner import (
 )
 from support import BWRAP_FLOOR, correct
 
-from lean_eval import batch, bubblewrap, classification, runner
-from lean_eval.catalog import Catalog
-from lean_eval.inputs import check_ids
-from lean_eval.problem import ComparatorConfig
-from lean_eval.run import RunOptions
+from lean_eval.benchmark.catalog import Catalog
+from lean_eval.benchmark.problem import ComparatorConfig
+from lean_eval.sandbox import bubblewrap, runner
+from lean_eval.scoring import batch, classification
+from lean_eval.scoring.arguments import check_ids
+from lean_eval.scoring.options import RunOptions
 
 HEADER = correct(PROBLEM).split("theorem")[0]
 THEOREM = "theorem two_plus_two : 2 + 2 = 4 := by"

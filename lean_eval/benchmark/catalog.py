@@ -1,0 +1,260 @@
+"""Load and validate the trusted benchmark: problems, workspaces, pins and trusted digests.
+
+Invariants:
+- Trusted bytes come from the benchmark's git revision when the benchmark is a git checkout
+  (a dirty working tree is reported, never used), else from the directory as it stands
+  (lean_eval.benchmark.source reads them; TRUSTED_PATHS says which).
+- Every trusted and starter file must match its SHA-256 in ``workspaces/index.json``; any
+  difference is a setup failure, so a tampered checkout cannot score.
+- ``config.json`` is decoded strictly (lean_eval.benchmark.problem): duplicate keys, NaN/Infinity
+and
+  wrong types are errors.
+- Every workspace's ``lean-toolchain``, ``[[require]]`` entries and ``lake-manifest.json``
+  package pins (name, url, rev) equal the root's (checked for every workspace, also when
+  ``only`` selects some), and trusted Lean (``Challenge.lean``,
+  ``ChallengeDeps.lean``) imports no module the benchmark declares solution-only in
+  ``benchmark.toml``; otherwise the catalog is refused before any submission is read.
+- A workspace without ``lake-manifest.json`` is scored with the one derived from the root's
+  (``pins.derived_lake_manifest``), whose digest the index records like any trusted file; any other
+  workspace file that is neither trusted nor starter is refused (scoring would leave it out).
+- Set files (``sets/<name>.toml``) are trusted: their digests are under ``root`` in the index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from lean_eval.benchmark import pins, source
+from lean_eval.benchmark.problem import (
+    PROBLEM_ID,
+    ComparatorConfig,
+    Problem,
+    hole_differences,
+    manifest_errors,
+    parse_config,
+)
+from lean_eval.benchmark.sets import SETS_DIR, ProblemSet, load_sets, set_files
+from lean_eval.errors import CatalogError, DigestMismatchError
+from lean_eval.files.decoding import strict_json, toml_table
+from lean_eval.lean.header import HeaderError, parse_header
+
+TRUSTED_FILES = (
+    "Challenge.lean",
+    "Solution.lean",
+    "config.json",
+    "lakefile.toml",
+    "lake-manifest.json",
+    "lean-toolchain",
+    "README.md",
+)
+OPTIONAL_TRUSTED_FILES = ("ChallengeDeps.lean",)
+# Trusted files a workspace may omit: derived from the root's at scoring time (workspace_file).
+DERIVED_FILES = ("lake-manifest.json",)
+STARTER_FILES = ("Submission.lean", "Submission/Helpers.lean")
+ROOT_PIN_FILES = ("lean-toolchain", "lakefile.toml", "lake-manifest.json")
+BENCHMARK_CONFIG = "benchmark.toml"  # trusted benchmark settings; digest in workspaces/index.json
+TRUSTED_LEAN = ("Challenge.lean", "ChallengeDeps.lean")
+# Every path of the benchmark that is trusted: what a revision or the directory is read for.
+TRUSTED_PATHS = ("problems", "workspaces", *ROOT_PIN_FILES, BENCHMARK_CONFIG, SETS_DIR)
+
+
+def workspace_file(pid: str, name: str, files: Mapping[str, bytes]) -> bytes | None:
+    """The bytes of trusted file ``name`` of workspace ``pid``: as committed, or (only for a
+    missing ``lake-manifest.json``) derived from the root's; None when absent."""
+    path = f"workspaces/{pid}/{name}"
+    if path in files:
+        return files[path]
+    lakefile = files.get(f"workspaces/{pid}/lakefile.toml")
+    if name in DERIVED_FILES and lakefile is not None and "lake-manifest.json" in files:
+        return pins.derived_lake_manifest(files["lake-manifest.json"], lakefile,
+                                          f"workspaces/{pid}/lakefile.toml")
+    return None
+
+
+def unexpected_files(pid: str, files: Mapping[str, bytes]) -> list[str]:
+    """Workspace files of ``pid`` that are neither trusted nor starter files (dot-entries such
+    as ``.lake/`` excepted): scoring would leave them out, so a catalog may not have them."""
+    prefix = f"workspaces/{pid}/"
+    known = {*TRUSTED_FILES, *OPTIONAL_TRUSTED_FILES, *STARTER_FILES}
+    return sorted(name for name in files if name.startswith(prefix)
+                  and name[len(prefix):] not in known
+                  and not any(part.startswith(".") for part in name[len(prefix):].split("/")))
+
+
+class ProblemWorkspace(BaseModel):
+    """Everything trusted about one problem, read once per run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    problem: Problem
+    config: ComparatorConfig
+    config_raw: bytes
+    trusted: dict[str, bytes]
+    starter: dict[str, bytes]
+    digests: dict[str, str]
+
+
+class Catalog(BaseModel):
+    """The benchmark as the run sees it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    root: Path
+    commit: str | None
+    toolchain_name: str
+    problems: dict[str, ProblemWorkspace]
+    shared_packages: Path | None
+    warnings: tuple[str, ...] = ()
+    solution_only_modules: tuple[str, ...] = ()
+    sets: dict[str, ProblemSet] = Field(default_factory=dict)
+
+
+def sha256(data: bytes) -> str:
+    """Hex SHA-256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def solution_only_modules(files: Mapping[str, bytes]) -> tuple[str, ...]:
+    """Module roots ``benchmark.toml`` reserves for solutions (``[lean-eval]
+    solution_only_modules``); none when the file is absent."""
+    if BENCHMARK_CONFIG not in files:
+        return ()
+    table = toml_table(files[BENCHMARK_CONFIG], BENCHMARK_CONFIG).get("lean-eval", {})
+    modules = table.get("solution_only_modules", []) if isinstance(table, dict) else None
+    if not isinstance(modules, list) or not all(isinstance(m, str) and m for m in modules):
+        raise CatalogError(f"{BENCHMARK_CONFIG}: [lean-eval] solution_only_modules must be a "
+                           "list of module names")
+    return tuple(modules)
+
+
+def forbidden_imports(pid: str, files: Mapping[str, bytes],
+                      reserved: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(file, message) for each trusted Lean file of ``pid`` importing a solution-only module."""
+    found: list[tuple[str, str]] = []
+    for name in TRUSTED_LEAN:
+        path = f"workspaces/{pid}/{name}"
+        if path not in files:
+            continue
+        try:  # the parser that checks submitted headers; a header it refuses is a fault here too
+            imports = [i.module for i in
+                       parse_header(files[path].decode("utf-8", errors="replace")).imports]
+        except HeaderError as exc:
+            found.append((path, f"{exc}; cannot tell what it imports"))
+            continue
+        found.extend((path, f"imports {module}, which {BENCHMARK_CONFIG} declares solution-only")
+                     for module in imports
+                     if any(module == r or module.startswith(r + ".") for r in reserved))
+    return found
+
+
+def _load_problem(pid: str, files: Mapping[str, bytes],
+                  index: Mapping[str, Any]) -> ProblemWorkspace:
+    manifest = f"problems/{pid}.toml"
+    raw = toml_table(files[manifest], manifest)
+    try:
+        problem = Problem.model_validate(raw)
+    except ValidationError as exc:
+        raise CatalogError(f"{manifest}: " + "; ".join(manifest_errors(exc))) from exc
+    if problem.id != pid:
+        raise CatalogError(f"{manifest}: id {problem.id!r} differs from the file name")
+    prefix = f"workspaces/{pid}/"
+    present = {name: workspace_file(pid, name, files)
+               for name in TRUSTED_FILES + OPTIONAL_TRUSTED_FILES}
+    missing = [name for name in TRUSTED_FILES if present[name] is None]
+    if missing:
+        raise CatalogError(f"workspace {prefix} lacks trusted file(s): {', '.join(missing)}")
+    extra = unexpected_files(pid, files)
+    if extra:
+        raise CatalogError(f"{extra[0]} is not a trusted or starter file: scoring would leave "
+                           "it out; run `lean-eval validate-catalog`")
+    trusted = {name: data for name, data in present.items() if data is not None}
+    starter = {name: files[prefix + name] for name in STARTER_FILES if prefix + name in files}
+    if "Submission.lean" not in starter:
+        raise CatalogError(f"workspace {prefix} lacks the starter Submission.lean")
+    entry = index.get(pid)
+    if not isinstance(entry, dict):
+        raise DigestMismatchError(f"workspaces/index.json has no entry for problem {pid!r}")
+    expected = {**entry.get("trusted", {}),
+                **{f"starter:{k}": v for k, v in entry.get("starter", {}).items()}}
+    actual = {**{k: sha256(v) for k, v in trusted.items()},
+              **{f"starter:{k}": sha256(v) for k, v in starter.items()}}
+    if expected != actual:
+        differing = sorted(k for k in expected.keys() | actual.keys()
+                           if expected.get(k) != actual.get(k))
+        raise DigestMismatchError(
+            f"trusted files of {prefix} do not match workspaces/index.json: "
+            + ", ".join(prefix + d.removeprefix("starter:") for d in differing)
+        )
+    for path, message in pins.pin_differences(pid, files):
+        raise CatalogError(f"{path} {message}; run `lean-eval validate-catalog`")
+    config = parse_config(trusted["config.json"], f"{prefix}config.json")
+    for message in hole_differences(problem, config):
+        raise CatalogError(f"{prefix}config.json: {message} ({manifest})")
+    return ProblemWorkspace(problem=problem, config=config, config_raw=trusted["config.json"],
+                            trusted=trusted, starter=starter,
+                            digests={k: sha256(v) for k, v in trusted.items()})
+
+
+def load_catalog(root: Path, *, revision: str | None = "HEAD",
+                 only: frozenset[str] | None = None) -> Catalog:
+    """Read and validate the benchmark at ``root`` (one revision when it is a git checkout)."""
+    root = root.resolve()
+    if not root.is_dir():
+        raise CatalogError(f"benchmark directory {root} does not exist")
+    warnings: tuple[str, ...] = ()
+    commit: str | None = None
+    if revision is not None and (root / ".git").exists():
+        commit, files = source.git_files(root, revision, TRUSTED_PATHS)
+        warnings = source.dirty(root, commit, TRUSTED_PATHS)
+    else:
+        files = source.tree_files(root, TRUSTED_PATHS)
+    for name in ROOT_PIN_FILES:
+        if name not in files:
+            raise CatalogError(f"benchmark {root} lacks {name}")
+    toolchain_name = files["lean-toolchain"].decode("utf-8", errors="replace").strip()
+    strict_json(files["lake-manifest.json"], "lake-manifest.json")
+    index = strict_json(files.get("workspaces/index.json", b"null"), "workspaces/index.json")
+    if not isinstance(index, dict) or not isinstance(index.get("problems"), dict):
+        raise CatalogError("workspaces/index.json is missing or has no 'problems' object")
+    ids = sorted(
+        name.removeprefix("problems/").removesuffix(".toml")
+        for name in files
+        if name.startswith("problems/") and name.endswith(".toml") and name.count("/") == 1
+    )
+    if not ids:
+        raise CatalogError(f"benchmark {root} has no problems/*.toml")
+    for pid in ids:
+        if not PROBLEM_ID.match(pid):
+            raise CatalogError(f"problems/{pid}.toml: invalid problem id {pid!r}")
+    every_id = ids
+    if only is not None:
+        unknown = sorted(only - set(ids))
+        if unknown:
+            raise CatalogError(f"unknown problem id(s): {', '.join(unknown)}")
+        ids = [pid for pid in ids if pid in only]
+    root_digests = index.get("root", {})
+    root_digests = root_digests if isinstance(root_digests, dict) else {}
+    for name in sorted({BENCHMARK_CONFIG, *set_files(files).values(), *root_digests}):
+        expected = root_digests.get(name)
+        actual = sha256(files[name]) if name in files else None
+        if expected != actual:
+            raise DigestMismatchError(f"{name} does not match workspaces/index.json")
+    reserved = solution_only_modules(files)
+    problems = {pid: _load_problem(pid, files, index["problems"]) for pid in ids}
+    # Pins of every workspace, selected or not (design §5.1): a drift anywhere means the revision
+    # is not the benchmark its maintainers validated, and a --problem or --shard run must not
+    # score what a full run of the same revision refuses.
+    for pid in every_id:
+        for path, message in pins.pin_differences(pid, files):
+            raise CatalogError(f"{path} {message} (workspace {pid}); run `lean-eval "
+                               "validate-catalog`")
+    for pid in ids:
+        for path, message in forbidden_imports(pid, files, reserved):
+            raise CatalogError(f"{path} {message}")
+    shared = root / ".lake" / "packages"
+    return Catalog(root=root, commit=commit, toolchain_name=toolchain_name, problems=problems,
+                   shared_packages=shared.resolve() if shared.is_dir() else None,
+                   warnings=warnings, solution_only_modules=reserved, sets=load_sets(files))

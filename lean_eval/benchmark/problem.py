@@ -1,0 +1,139 @@
+"""What the benchmark says about one problem: its manifest (``problems/<id>.toml``, design §4.1)
+and its comparator configuration (``config.json``, design §4.2), as frozen models.
+
+Invariants:
+- Both are typed strictly (``strict=True``, ``extra="forbid"``): an unknown key, a wrong type
+  or a missing field is a fault, never a default. Arrays become tuples, so the models stay
+  hashable and immutable.
+- ``parse_config`` decodes ``config.json`` with lean_eval.files.decoding's strict JSON first, so a
+  duplicate key or a non-finite number is refused before typing; its error names the first
+  fault.
+- ``hole_differences`` compares the manifest's holes with the config's names by kind; a
+  difference is a catalog fault, never something scoring works around.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from lean_eval.errors import TrustedConfigError
+from lean_eval.files.decoding import strict_json
+
+PROBLEM_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]{0,127}$")
+
+
+class Hole(BaseModel):
+    """One hole of a problem: a declaration the submission must supply."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    name: str
+    kind: Literal["theorem", "def", "instance"]
+
+
+class StatusChange(BaseModel):
+    """A ``[[status_history]]`` row of a manifest: descriptive, kept and shown, never scored."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    status: str
+    effective_date: str
+    reason: str
+
+
+class RevisionChange(BaseModel):
+    """A ``[[revision_history]]`` row of a manifest: descriptive, kept and shown, never scored."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    revision: int = Field(ge=1)
+    effective_date: str
+    reason: str
+    statement_digest: str | None = None
+
+
+class Problem(BaseModel):
+    """A problem manifest, ``problems/<id>.toml`` (design §4.1). The keys after ``source`` are
+    the descriptive keys of the lean-eval catalog layout: optional, typed, kept by
+    ``import-catalog`` and shown by ``list-problems``; scoring reads none of them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    id: str = Field(pattern=PROBLEM_ID.pattern)
+    title: str
+    status: str
+    visible: bool
+    statement_revision: int = Field(ge=1)
+    tags: tuple[str, ...]
+    holes: tuple[Hole, ...] = Field(min_length=1)
+    submitter: str
+    notes: str | None = None
+    source: str | None = None
+    group: str | None = None
+    module: str | None = None  # the source catalog's Lean module the statement comes from
+    informal_solution: str | None = None
+    test: bool | None = None  # the source catalog's marker of a test-only problem
+    status_history: tuple[StatusChange, ...] = ()
+    revision_history: tuple[RevisionChange, ...] = ()
+
+    @field_validator("tags", "holes", "status_history", "revision_history", mode="before")
+    @classmethod
+    def _lists_are_tuples(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+
+def manifest_errors(exc: ValidationError) -> list[str]:
+    """Every fault of a manifest pydantic found (every unknown key among them), one line each."""
+    return [f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}"
+            for err in exc.errors()]
+
+
+class ComparatorConfig(BaseModel):
+    """A trusted ``config.json`` (design §4.2), typed exactly as ``lake comparator`` reads it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    challenge_module: str
+    solution_module: str
+    theorem_names: tuple[str, ...]
+    definition_names: tuple[str, ...] | None = None
+    permitted_axioms: tuple[str, ...]
+    enable_nanoda: bool | None = None
+    external_kernels: dict[str, tuple[str, ...]] | None = None
+
+    @field_validator(
+        "theorem_names", "definition_names", "permitted_axioms", mode="before"
+    )
+    @classmethod
+    def _arrays(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+    @field_validator("external_kernels", mode="before")
+    @classmethod
+    def _kernel_argvs(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
+        return value
+
+
+def parse_config(data: bytes, what: str) -> ComparatorConfig:
+    """Strictly decode and type-check a trusted comparator configuration."""
+    value = strict_json(data, what)
+    try:
+        return ComparatorConfig.model_validate(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        raise TrustedConfigError(f"{what}: {loc}: {first['msg']}") from exc
+
+
+def hole_differences(problem: Problem, config: ComparatorConfig) -> list[str]:
+    """How the manifest's holes and config.json's names disagree (by kind)."""
+    theorems = {h.name for h in problem.holes if h.kind == "theorem"}
+    others = {h.name for h in problem.holes if h.kind != "theorem"}
+    found: list[str] = []
+    if set(config.theorem_names) != theorems:
+        found.append(f"theorem_names {sorted(config.theorem_names)} differ from the manifest's "
+                     f"theorem holes {sorted(theorems)}")
+    if set(config.definition_names or ()) != others:
+        found.append(f"definition_names {sorted(config.definition_names or ())} differ from "
+                     f"the manifest's def/instance holes {sorted(others)}")
+    return found

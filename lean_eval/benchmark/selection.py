@@ -1,0 +1,90 @@
+"""Choose the problems a command works on (``--problem``, ``--set``, ``--status``, ``--tag``)
+and list them (``lean-eval list-problems``).
+
+A selection narrows a loaded catalog; it never changes what a problem is. Given together, the
+options intersect. A frozen set whose member's statement revision differs from the catalog's is
+refused (CatalogError naming the member): a published set is scored as published or not at all.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from lean_eval.benchmark.catalog import Catalog
+from lean_eval.benchmark.sets import Described, Selection, memberships, select
+from lean_eval.errors import UsageError
+from lean_eval.records.documents import DOCUMENT_SCHEMA_VERSION
+
+
+def select_catalog(cat: Catalog, selection: Selection,
+                   only: frozenset[str] | None = None) -> Catalog:
+    """``cat`` (loaded whole) with only the problems ``selection`` picks, intersected with
+    ``only`` (``--problem``) when given; UsageError when that leaves none."""
+    if only is not None:
+        unknown = sorted(only - set(cat.problems))
+        if unknown:
+            raise UsageError(f"unknown problem id(s): {', '.join(unknown)}")
+    if selection.is_everything and only is None:
+        return cat
+    described = {pid: Described(status=ws.problem.status, tags=ws.problem.tags,
+                                statement_revision=ws.problem.statement_revision)
+                 for pid, ws in cat.problems.items()}
+    chosen = select(selection, described, cat.sets) & (only if only is not None
+                                                         else frozenset(cat.problems))
+    if not chosen:
+        raise UsageError("no problem matches the selection ("
+                         + ", ".join(part for part in (
+                             f"set {selection.set_name}" if selection.set_name else "",
+                             f"status {'/'.join(selection.statuses)}" if selection.statuses
+                             else "",
+                             f"tag {'/'.join(selection.tags)}" if selection.tags else "")
+                                     if part) + ")")
+    return cat.model_copy(update={"problems": {pid: ws for pid, ws in cat.problems.items()
+                                               if pid in chosen}})
+
+
+class ListedHole(BaseModel):
+    """One hole of a listed problem."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str
+    kind: Literal["theorem", "def", "instance"]
+
+
+class ListedProblem(BaseModel):
+    """One problem as ``list-problems`` shows it (descriptive keys included)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    id: str
+    title: str
+    status: str
+    visible: bool
+    statement_revision: int
+    holes: tuple[ListedHole, ...]
+    sets: tuple[str, ...]
+    tags: tuple[str, ...]
+    group: str | None = None
+    module: str | None = None
+
+
+class ProblemList(BaseModel):
+    """``lean-eval list-problems --json``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    schema_version: int = DOCUMENT_SCHEMA_VERSION
+    benchmark: str
+    sets: tuple[str, ...]
+    problems: tuple[ListedProblem, ...]
+
+
+def problem_list(cat: Catalog) -> ProblemList:
+    """The problems of ``cat`` (already selected), sorted by id."""
+    member_of = memberships(cat.sets)
+    return ProblemList(benchmark=str(cat.root), sets=tuple(sorted(cat.sets)), problems=tuple(
+        ListedProblem(id=pid, title=p.title, status=p.status, visible=p.visible,
+                      statement_revision=p.statement_revision,
+                      holes=tuple(ListedHole(name=h.name, kind=h.kind) for h in p.holes),
+                      sets=member_of.get(pid, ()), tags=p.tags, group=p.group, module=p.module)
+        for pid, p in ((pid, cat.problems[pid].problem) for pid in sorted(cat.problems))))

@@ -1,0 +1,101 @@
+"""How ``run-eval`` shows a batch as it goes: a progress bar on a terminal, lines otherwise.
+
+Every string a submission controls goes through ``rich.markup.escape`` or ``Text`` before it
+reaches the console, so a name cannot restyle or hide console text.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from lean_eval.outputs.report import console as report_console
+from lean_eval.records.verdict import Summary
+from lean_eval.scoring import scheduler
+
+_SHORT = {"accepted": "ok", "rejected": "rej", "invalid_submission": "inv",
+          "unchanged": "same", "error": "err"}
+
+
+class Display:
+    """A context manager whose ``update`` is ``run_batch``'s ``on_progress`` callback."""
+
+    def __init__(self, console: Console, quiet: bool) -> None:
+        self.console, self.quiet = console, quiet
+        self.bar: Progress | None = None
+        self.task: TaskID | None = None
+        self.started = False
+
+    def __enter__(self) -> Display:
+        return self
+
+    def _start(self) -> None:
+        # Started by the first event, not on entry: the preflight probes print their lines
+        # after the batch is planned, before any pair, and the bar must not overwrite them.
+        self.started = True
+        if not self.quiet and self.console.is_terminal:
+            self.bar = Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(),
+                                TextColumn("{task.fields[status]}"), TimeElapsedColumn(),
+                                TextColumn("eta"), TimeRemainingColumn(),
+                                console=self.console, transient=False)
+            self.bar.start()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def update(self, event: scheduler.Progress) -> None:
+        """One pair finished (or was reused): advance the bar or print its line."""
+        if self.quiet:
+            return
+        if not self.started:
+            self._start()
+        if self.bar is None:
+            if event.verdict is not None:
+                line = report_console.verdict_line(event.verdict)
+                self.console.print(Text(line + "  (kept: an earlier run's verdict)"
+                                        if event.kept else line), highlight=False,
+                                   soft_wrap=True)
+            return
+        status = f"{event.running} running  " + " ".join(
+            f"{_SHORT[k]} {n}" for k, n in event.counts.items() if n)
+        if self.task is None:
+            self.task = self.bar.add_task("scoring", total=event.total, status=status)
+        self.bar.update(self.task, completed=event.done, total=event.total, status=status)
+
+
+def report_end(summary: Summary, console: Console, quiet: bool) -> None:
+    """Name the submissions in which intake found no problem directory (with its hint), every
+    entry an intake limit hid (even under -q: a problem directory may be behind it), and say how
+    to resume an interrupted run (even under -q: the run did not finish)."""
+    if summary.interrupted:
+        console.print(f"lean-eval: interrupted: {summary.not_scored} pair(s) not scored; run "
+                      "the same command again to resume (verdicts already written are kept)",
+                      markup=False, highlight=False)
+    for sub in summary.submissions:  # even under -q: a problem may have gone unscored
+        for line in sub.hidden:
+            console.print(f"[yellow]warning:[/] {escape(sub.id)}: hidden by an intake limit: "
+                          f"{escape(line)}", highlight=False, soft_wrap=True)
+    if quiet:
+        return
+    if summary.reused:
+        console.print(f"{summary.reused} pair(s) kept: their verdicts from an earlier run on "
+                      "this --out still apply (--rescore scores them again)",
+                      markup=False, highlight=False)
+    for sub in summary.submissions:
+        if not sub.problems and sub.rejection is None:
+            console.print(f"[yellow]warning:[/] {escape(sub.id)}: no problem directory found"
+                          + (f": {escape(sub.hint)}" if sub.hint else ""), highlight=False)

@@ -1,0 +1,126 @@
+"""The bytes of a submitted archive (design §5.2): the file, read within its limit and hashed,
+then decoded (gzip members inflated) in bounded steps up to a cap, for lean_eval.intake.archive's
+parser.
+
+Invariants (tests/test_intake_archives.py, tests/test_intake_bounds.py):
+- An archive file over ``max_archive_bytes`` is refused from its size, or at the first byte past
+  it, and never read further; its digest then covers the bytes read and its size.
+- Decoding is bounded before it is done: at most CHUNK bytes are inflated per step, every step
+  counts toward the cap and checks the intake deadline, so a decompression bomb is not
+  decompressed past the cap. Concatenated gzip members and NUL padding between them are read;
+  anything else after the gzip stream, or a truncated one, is a corrupt archive.
+- A host fault reading the file (EIO, ...) is an OSError for the caller (lean_eval.intake.archive
+  refuses the run), never a rejection of the submitter's archive.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import zlib
+from typing import TYPE_CHECKING
+
+from lean_eval.intake.bounds import CHUNK, Budget, LimitError, RejectError
+
+if TYPE_CHECKING:
+    from hashlib import _Hash
+
+_NULS = re.compile(rb"\0*")
+
+
+def read_raw(fd: int, budget: Budget, digest: _Hash) -> bytes:
+    """The archive file, hashed into `digest`; LimitError past ``max_archive_bytes``.
+
+    An archive over the limit is not read past it: its digest covers the bytes read and its
+    size, which is enough to tell two such submissions apart in a verdict.
+    """
+    limit = budget.limits.max_archive_bytes
+    size = os.fstat(fd).st_size
+    kept: list[bytes] = []
+    total = 0
+    if size <= limit:
+        while chunk := os.read(fd, min(1 << 20, limit + 1 - total)):
+            budget.tick("archive")
+            digest.update(chunk)
+            total += len(chunk)
+            kept.append(chunk)
+            if total > limit:
+                break
+    if size > limit or total > limit:
+        digest.update(b"\0oversized archive\0" + str(max(size, total)).encode())
+        raise LimitError(f"archive: more than {limit} bytes (--max-archive-bytes)")
+    return b"".join(kept)
+
+
+def corrupt(where: str, why: str) -> RejectError:
+    return RejectError(f"archive: corrupt {where}: {why}")
+
+
+class Stream:
+    """The decoded archive (gzip members inflated by zlib), read in bounded steps up to a cap."""
+
+    def __init__(self, raw: bytes, cap: int, budget: Budget) -> None:
+        self.raw, self.pos, self.cap, self.used, self.budget = raw, 0, cap, 0, budget
+        self.gzip = raw.startswith(b"\x1f\x8b")
+        self.inflater = zlib.decompressobj(31)
+        self.buffer = bytearray()
+        self.where = "at its start"
+
+    def _more(self) -> bytes:
+        """The next decoded bytes (at most CHUNK); b"" at the end of the archive file."""
+        if not self.gzip:
+            chunk = self.raw[self.pos:self.pos + CHUNK]
+            self.pos += len(chunk)
+            return chunk
+        while True:
+            inflater = self.inflater
+            if inflater.eof:  # one gzip member done: padding, another member, or garbage
+                self.pos -= len(inflater.unused_data)
+                self.pos = skip_nuls(self.raw, self.pos)
+                if self.pos >= len(self.raw):
+                    return b""
+                if self.raw[self.pos:self.pos + 2] != b"\x1f\x8b":
+                    raise corrupt(self.where, "data after the gzip stream")
+                self.inflater = inflater = zlib.decompressobj(31)
+            data = inflater.unconsumed_tail
+            if not data:
+                data = self.raw[self.pos:self.pos + CHUNK]
+                self.pos += len(data)
+                if not data:
+                    raise corrupt(self.where, "the gzip stream is truncated")
+            try:
+                out = inflater.decompress(data, CHUNK)
+            except zlib.error as exc:
+                raise corrupt(self.where, f"gzip: {exc}") from None
+            if out:
+                return out
+
+    def read(self, size: int) -> bytes:
+        """`size` decoded bytes, or fewer at the end; LimitError past the cap or the deadline."""
+        while len(self.buffer) < size:
+            more = self._more()
+            if not more:
+                break
+            self.used += len(more)
+            if self.used > self.cap:
+                raise LimitError(f"archive expands beyond {self.cap} bytes {self.where}")
+            self.budget.tick(f"archive {self.where}")
+            self.buffer += more
+        out = bytes(self.buffer[:size])
+        del self.buffer[:size]
+        return out
+
+    def exact(self, size: int, what: str) -> bytes:
+        data = self.read(size)
+        if len(data) != size:
+            raise corrupt(self.where, f"{what} is truncated")
+        return data
+
+    def skip(self, size: int, what: str) -> None:
+        while size > 0:
+            size -= len(self.exact(min(size, CHUNK), what))
+
+
+def skip_nuls(data: bytes, pos: int) -> int:
+    match = _NULS.match(data, pos)
+    return match.end() if match else pos

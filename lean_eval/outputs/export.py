@@ -1,0 +1,278 @@
+"""Export the accepted pairs of a run into the leaderboard results store (``results_store``).
+
+Invariants:
+- Only pairs whose verdict file says ``accepted`` become results; each needs a ``--metadata``
+  entry for its submission id and a 40-hex benchmark commit.
+- Everything is checked before anything is written: the metadata (every entry, every field),
+  the run, and every store file the export would touch (schema, recomputed ids, duplicates).
+  Any problem refuses the export as a whole, naming the file, submission, record and field.
+- The store is append-only and sticky: a result whose id is already in its user's file is left
+  exactly as it is; new results are appended in the run's pair order. A file with nothing new
+  is not rewritten. Files are ``json.dumps(indent=2, sort_keys=True, ensure_ascii=False)`` plus
+  a newline, written atomically.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from lean_eval.errors import CatalogError, ExportRefusedError, OutputError
+from lean_eval.files.atomic import write_text_atomic
+from lean_eval.files.decoding import strict_json, toml_table
+from lean_eval.outputs import outdir
+from lean_eval.outputs.report import run_report
+from lean_eval.outputs.results_store import (
+    STORE_SCHEMA_VERSION,
+    MetadataEntry,
+    Result,
+    UserFile,
+    file_name,
+    result_id,
+)
+from lean_eval.records.verdict import PairSummary, Verdict
+
+_COMMIT_LEN = 40
+_TAGS = frozenset({"issue", "server"})  # discriminator tags pydantic puts in error locations
+
+
+class Added(NamedTuple):
+    """One result this export appended."""
+
+    file: Path
+    result_id: str
+    submission: str
+    problem: str
+
+
+class Exported(NamedTuple):
+    """What an export did: results appended, results already stored, files written."""
+
+    added: tuple[Added, ...]
+    kept: tuple[Added, ...]  # accepted pairs whose result id the store already had
+    written: tuple[Path, ...]
+
+
+class ExportReport(BaseModel):
+    """``lean-eval export-results --json``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    schema_version: Literal[1] = 1
+    results_dir: str
+    added: tuple[dict[str, str], ...]  # file, result_id, submission, problem
+    kept: int
+    written: tuple[str, ...]
+
+
+def export_report(results_dir: Path, done: Exported) -> ExportReport:
+    """The ``--json`` document of an export."""
+    return ExportReport(results_dir=str(results_dir), kept=len(done.kept),
+                        added=tuple({k: str(v) for k, v in a._asdict().items()}
+                                    for a in done.added),
+                        written=tuple(str(p) for p in done.written))
+
+
+def statement_revision(verdict: Verdict) -> int:
+    """The revision a result is for: the problem manifest's ``statement_revision``, as the
+    verdict recorded it when the pair was scored (a later revision is a new result)."""
+    return verdict.problem.statement_revision
+
+
+def _where(loc: Sequence[int | str]) -> str:
+    parts = [str(p) for i, p in enumerate(loc) if not (i and loc[i - 1] == "intake"
+                                                        and p in _TAGS)]
+    return ".".join(parts) or "(the entry itself)"
+
+
+def _problems(exc: ValidationError) -> list[str]:
+    return [f"field {_where(e['loc'])}: {e['msg']}" for e in exc.errors()]
+
+
+def _decode(data: bytes, path: Path) -> Any:
+    try:
+        if path.name.lower().endswith(".toml"):
+            return toml_table(data, str(path))
+        return strict_json(data, str(path))
+    except CatalogError as exc:
+        raise ExportRefusedError(f"{exc}; nothing was written") from exc
+
+
+def read_metadata(path: Path) -> tuple[dict[str, MetadataEntry], dict[str, list[str]]]:
+    """``--metadata``: an object keyed by submission id. The valid entries, and the problems
+    of each invalid one (every field named); a file that is not such an object is refused."""
+    try:
+        raw = _decode(path.read_bytes(), path)
+    except OSError as exc:
+        raise ExportRefusedError(f"--metadata {path}: {exc.strerror or exc}") from exc
+    if not isinstance(raw, dict):
+        raise ExportRefusedError(f"--metadata {path}: expected an object keyed by submission "
+                                 "id; nothing was written")
+    entries: dict[str, MetadataEntry] = {}
+    invalid: dict[str, list[str]] = {}
+    for sid, value in raw.items():
+        try:
+            entries[sid] = MetadataEntry.model_validate(value)
+        except ValidationError as exc:  # noqa: PERF203 - every entry's problems are named
+            invalid[sid] = [f"--metadata {path}: submission {sid!r}: {p}"
+                            for p in _problems(exc)]
+    return entries, invalid
+
+
+def utc_seconds(stamp: str) -> str:
+    """An ISO 8601 time as second-precision UTC, ``YYYY-MM-DDTHH:MM:SSZ``."""
+    when = datetime.fromisoformat(stamp)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _store_errors(path: Path, data: Any) -> list[str]:
+    try:
+        store = UserFile.model_validate(data)
+    except ValidationError as exc:
+        errors = []
+        for e in exc.errors():
+            loc = e["loc"]
+            if len(loc) >= 2 and loc[0] == "results" and isinstance(loc[1], int):
+                record = data["results"][loc[1]]
+                rid = record.get("result_id") if isinstance(record, dict) else None
+                errors.append(f"{path}: record {loc[1]} ({rid or 'no result_id'}): field "
+                              f"{_where(loc[2:])}: {e['msg']}")
+            else:
+                errors.append(f"{path}: {_where(loc)}: {e['msg']}")
+        return errors
+    errors = []
+    if path.name != file_name(store.user):
+        errors.append(f"{path}: holds user {store.user!r}, whose file is {file_name(store.user)}")
+    seen: dict[str, int] = {}
+    for i, r in enumerate(store.results):
+        expected = result_id(store.user, r.declared_model, r.problem_id, r.statement_revision)
+        if r.result_id != expected:
+            errors.append(f"{path}: record {i} ({r.result_id}): result_id does not match "
+                          f"user, declared_model, problem_id and statement_revision (they give "
+                          f"{expected}); was the record edited?")
+        if r.result_id in seen:
+            errors.append(f"{path}: record {i} ({r.result_id}): duplicate of record "
+                          f"{seen[r.result_id]}")
+        seen.setdefault(r.result_id, i)
+    return errors
+
+
+def load_store(path: Path) -> tuple[dict[str, Any] | None, list[str]]:
+    """A user's existing store file as parsed (None when absent), and what is wrong with it."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None, []
+    except OSError as exc:
+        return None, [f"{path}: {exc.strerror or exc}"]
+    try:
+        raw = strict_json(data, str(path))
+    except CatalogError as exc:
+        return None, [str(exc)]
+    if not isinstance(raw, dict):
+        return None, [f"{path}: not a results store file (expected an object)"]
+    return raw, _store_errors(path, raw)
+
+
+def render(document: Mapping[str, Any]) -> str:
+    """The bytes of a store file (as text)."""
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _candidates(run: run_report.Run, metadata: Mapping[str, MetadataEntry],
+                invalid: Mapping[str, object]
+                ) -> tuple[list[tuple[MetadataEntry, Result, PairSummary]], list[str]]:
+    errors: list[str] = []
+    found: list[tuple[MetadataEntry, Result, PairSummary]] = []
+    try:
+        accepted_at = utc_seconds(run.summary.finished_at)
+    except ValueError:
+        return [], [(f"{run.out_dir}/summary.json: finished_at {run.summary.finished_at!r} "
+                     "is not an ISO 8601 time")]
+    missing: dict[str, list[str]] = {}
+    for pair, verdict in zip(run.summary.every_pair(), run.verdicts, strict=True):
+        if pair.verdict != "accepted":
+            continue
+        where = run.out_dir / outdir.place_of(pair.submission, pair.problem)
+        if verdict is None or verdict.verdict != "accepted":
+            errors.append(f"{where}: summary.json says accepted but the verdict file "
+                          + ("is unreadable" if verdict is None else f"says {verdict.verdict}"))
+            continue
+        entry = metadata.get(pair.submission)
+        if entry is None:
+            if pair.submission in invalid:
+                continue  # its entry's own problems are reported
+            missing.setdefault(pair.submission, []).append(pair.problem)
+            continue
+        commit = verdict.identity.benchmark_commit or ""
+        if len(commit) != _COMMIT_LEN or commit.strip("0123456789abcdef"):
+            errors.append(f"{where}: benchmark_commit {commit or None!r} is not a 40-hex git "
+                          "commit (score from a git checkout of the benchmark)")
+            continue
+        revision = statement_revision(verdict)
+        try:
+            result = Result.model_validate({
+                "result_id": result_id(entry.user, entry.declared_model, pair.problem, revision),
+                "problem_id": pair.problem, "statement_revision": revision,
+                "declared_model": entry.declared_model, "accepted_at": accepted_at,
+                "benchmark_commit": commit, "intake": entry.intake, "submission": entry.submission,
+                "production_metadata": entry.production_metadata})
+        except ValidationError as exc:
+            errors += [f"{where}: {p}" for p in _problems(exc)]
+            continue
+        found.append((entry, result, pair))
+    errors += [f"submission {sid!r} has accepted pairs ({', '.join(pids)}) but no entry in "
+               "--metadata" for sid, pids in missing.items()]
+    return found, errors
+
+
+def _existing(path: Path, user: str) -> tuple[dict[str, Any], list[str]]:
+    raw, problems = load_store(path)
+    if raw is None or problems:  # an invalid store is refused: give it nothing to append to
+        raw = {"schema_version": STORE_SCHEMA_VERSION, "user": user, "results": []}
+    return raw, problems
+
+
+def export(out_dir: Path, metadata_path: Path, results_dir: Path) -> Exported:
+    """Append the accepted pairs of ``out_dir`` to the store in ``results_dir`` (see module)."""
+    run = run_report.load_run(out_dir)
+    metadata, invalid = read_metadata(metadata_path)
+    candidates, errors = _candidates(run, metadata, invalid)
+    errors = [line for lines in invalid.values() for line in lines] + errors
+    documents: dict[Path, dict[str, Any]] = {}
+    changed: dict[Path, bool] = {}
+    ids: dict[Path, set[str]] = {}
+    added: list[Added] = []
+    kept: list[Added] = []
+    for entry, result, pair in candidates:
+        path = results_dir / file_name(entry.user)
+        if path not in documents:
+            documents[path], problems = _existing(path, entry.user)
+            errors += problems
+            changed[path] = False
+            ids[path] = {r["result_id"] for r in documents[path]["results"]}
+        if result.result_id in ids[path]:
+            kept.append(Added(path, result.result_id, pair.submission, pair.problem))
+            continue
+        ids[path].add(result.result_id)
+        documents[path]["results"].append(result.model_dump(mode="json", exclude_none=True))
+        changed[path] = True
+        added.append(Added(path, result.result_id, pair.submission, pair.problem))
+    if errors:
+        raise ExportRefusedError("\n".join([*errors, "nothing was written"]))
+    written = tuple(path for path, did in changed.items() if did)
+    for i, path in enumerate(written):
+        UserFile.model_validate(documents[path])  # what is written always reads back
+        try:
+            write_text_atomic(path, render(documents[path]))
+        except OSError as exc:
+            done = ", ".join(str(p) for p in written[:i]) or "none"
+            raise OutputError(f"cannot write {path}: {exc.strerror or exc} (files already "
+                              f"written: {done})") from exc
+    return Exported(tuple(added), tuple(kept), written)

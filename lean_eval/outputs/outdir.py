@@ -1,0 +1,263 @@
+"""What a run-eval or merge output directory really holds, read the way merge and report read it.
+
+An output directory may come from another machine (a shard's artifact): its ``summary.json`` is
+data, not a map of the host. Invariants:
+- Every submission id, problem id and pair a summary names passes the rules intake and the
+  catalog apply (``intake.SUBMISSION_ID_RE``, ``problem.PROBLEM_ID``), so no id can be ``..``,
+  hold a ``/`` or a control character; a shard's pairs must hash into that shard
+  (``shard.shard_of``) and its recorded batch must have its batch digest.
+- A pair's files are ``<dir>/<submission>/<problem>.json`` and the files beside it (``.log``),
+  built from the checked ids: a recorded ``path`` must name exactly that place (relative, or an
+  absolute path of the machine that ran it ending in it), and is never itself opened.
+- Files are opened below the directory without following links (``O_NOFOLLOW`` on the submission
+  directory and on the file, ``O_NONBLOCK`` so a FIFO cannot block) and used only when ``fstat``
+  says they are regular files; what was checked is the open file itself, so a name swapped
+  afterwards changes nothing.
+Anything else is an ``OutputRefusedError`` naming the directory and the entry.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
+from typing import NamedTuple, overload
+
+from pydantic import ValidationError
+
+from lean_eval.benchmark.problem import PROBLEM_ID
+from lean_eval.errors import OutputRefusedError, UsageError
+from lean_eval.intake.bounds import show
+from lean_eval.intake.reader import SUBMISSION_ID_RE
+from lean_eval.records.verdict import PairSummary, SubmissionSummary, Summary, Verdict
+from lean_eval.scoring import shard
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+VERDICT_CAP = 64 << 20  # bytes; a verdict is a few KiB, so anything near this is not one
+
+
+def _refuse(where: Path, what: str) -> OutputRefusedError:
+    return OutputRefusedError(f"{where}: {what}; refusing it (nothing was written)")
+
+
+def _check_id(where: Path, kind: str, value: str, context: str = "") -> None:
+    rule = SUBMISSION_ID_RE.fullmatch if kind == "submission id" else PROBLEM_ID.fullmatch
+    if not rule(value):
+        raise _refuse(where, f"{context}{kind} '{show(value)}' is not one intake or the "
+                             "catalog would accept")
+
+
+def place_of(submission_id: str, problem_id: str, suffix: str = ".json") -> PurePosixPath:
+    """Where, relative to an output directory, a pair's verdict (or log: ``.log``) is."""
+    return PurePosixPath(submission_id) / f"{problem_id}{suffix}"
+
+
+def _check_path(where: Path, pair: PairSummary) -> None:
+    place = place_of(pair.submission, pair.problem)
+    recorded = PurePosixPath(pair.path)
+    # Older runs recorded the absolute path on their machine: its last two parts must be ours.
+    if recorded == place or (recorded.is_absolute() and ".." not in recorded.parts
+                             and recorded.parts[-2:] == place.parts):
+        return
+    raise _refuse(where, f"pair {show(pair.submission)}/{show(pair.problem)} records path "
+                         f"'{show(pair.path)}'; its verdict can only be {place}")
+
+
+def _check_unchanged(where: Path, sub: SubmissionSummary,
+                     scored: set[tuple[str, str]]) -> None:
+    """A problem listed unchanged is one of the submission's, once, and has no pair entry."""
+    problems = set(sub.problems)
+    seen: set[str] = set()
+    for pid in sub.unchanged:
+        if pid not in problems:
+            raise _refuse(where, f"submission {sub.id} lists {pid} unchanged but not among its "
+                                 "problems")
+        if pid in seen or (sub.id, pid) in scored:
+            raise _refuse(where, f"pair {sub.id}/{pid} is recorded twice")
+        seen.add(pid)
+
+
+def check_summary(where: Path, summary: Summary) -> None:
+    """Refuse a summary naming an id the rules forbid, a path off its place or a foreign pair."""
+    for pid in summary.problems:
+        _check_id(where, "problem id", pid, "catalog: ")
+    scored = {(p.submission, p.problem) for p in summary.pairs}
+    for sub in summary.submissions:
+        _check_id(where, "submission id", sub.id)
+        for pid in sub.problems:
+            _check_id(where, "problem id", pid, f"submission {sub.id}: ")
+        for pid in sub.unchanged:  # listed by id, checked as any pair's ids (below, too)
+            _check_id(where, "problem id", pid, f"submission {sub.id} unchanged: ")
+        _check_unchanged(where, sub, scored)
+    for ref in summary.not_scored_pairs:
+        _check_id(where, "submission id", ref.submission, "not scored: ")
+        _check_id(where, "problem id", ref.problem, f"not scored: {ref.submission}/")
+    for text in summary.missing_shards:
+        if not _is_shard(text):
+            raise _refuse(where, f"missing shard '{show(text)}' is not K/N")
+    listed = {sub.id for sub in summary.submissions}
+    info = summary.shard
+    for pair in summary.every_pair():
+        _check_id(where, "submission id", pair.submission, "pair: ")
+        _check_id(where, "problem id", pair.problem, f"pair {pair.submission}/")
+        if pair.submission not in listed:
+            raise _refuse(where, f"pair {pair.submission}/{pair.problem} is of a submission "
+                                 "the summary does not list")
+        _check_path(where, pair)
+        if info is not None and shard.shard_of(pair.submission, pair.problem, info.n) != info.k:
+            raise _refuse(where, f"pair {pair.submission}/{pair.problem} belongs to shard "
+                                 f"{shard.shard_of(pair.submission, pair.problem, info.n)}/"
+                                 f"{info.n}, not to {info.k}/{info.n} that claims it")
+    if info is not None and info.batch:
+        for sid, problems in info.batch.items():
+            _check_id(where, "submission id", sid, "batch: ")
+            for pid in problems:
+                _check_id(where, "problem id", pid, f"batch: {sid}/")
+        if shard.batch_digest(shard.batch_pairs(info.batch)) != info.batch_digest:
+            raise _refuse(where, "the batch it records does not have its batch digest "
+                                 f"{info.batch_digest[:12]}")
+
+
+def _is_shard(text: str) -> bool:
+    try:
+        return str(shard.parse_shard(text)) == text
+    except UsageError:
+        return False
+
+
+@contextmanager
+def directory(where: Path) -> Iterator[int]:
+    """A descriptor of the output directory itself, resolved as given (the caller's choice)."""
+    try:
+        fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _refuse(where, f"cannot open it ({exc.strerror or exc})") from exc
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def submission_dir(where: Path, root_fd: int, submission_id: str) -> Iterator[int | None]:
+    """A descriptor of ``<submission>`` opened without following a link (None: absent)."""
+    try:
+        fd = os.open(submission_id, _DIR_FLAGS, dir_fd=root_fd)
+    except FileNotFoundError:
+        yield None
+        return
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise _refuse(where, f"{submission_id} is a symbolic link or not a directory; "
+                                 "only directories are read there") from exc
+        raise _refuse(where, f"{submission_id}: {exc.strerror or exc}") from exc
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def open_regular(where: Path, dir_fd: int | None, submission_id: str, name: str) -> int | None:
+    """A descriptor of the regular file ``<submission>/<name>`` (None: absent); else a refusal.
+
+    The caller closes it.
+    """
+    if dir_fd is None:
+        return None
+    shown = f"{submission_id}/{name}"
+    try:
+        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _refuse(where, f"{shown} is a symbolic link; only regular files are "
+                                 "read from an output directory") from exc
+        raise _refuse(where, f"{shown}: {exc.strerror or exc}") from exc
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise _refuse(where, f"{shown} is not a regular file ({_kind(mode)}); only regular "
+                             "files are read")
+    return fd
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "not a file"
+
+
+@overload
+def read_verdict(where: Path, fd: int, pair: tuple[str, str]) -> Verdict: ...
+@overload
+def read_verdict(where: Path, fd: int, pair: tuple[str, str], *, strict: bool) -> Verdict | None:
+    ...
+
+
+def read_verdict(where: Path, fd: int, pair: tuple[str, str], *,
+                 strict: bool = True) -> Verdict | None:
+    """The verdict in the open file ``fd``, of ``pair``; else a refusal.
+
+    Not ``strict``: a file that is no verdict (too large, not one this lean-eval reads) is None;
+    a verdict of another pair is still a refusal.
+    """
+    shown = "/".join(place_of(*pair).parts)
+    chunks, size = [], 0
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > VERDICT_CAP:
+            if not strict:
+                return None
+            raise _refuse(where, f"{shown} is larger than any verdict ({VERDICT_CAP} bytes)")
+    try:
+        verdict = Verdict.model_validate_json(b"".join(chunks))
+    except ValidationError as exc:
+        if not strict:
+            return None
+        raise _refuse(where, f"{shown} is not a verdict this lean-eval can read "
+                             f"({exc.errors()[0]['msg']})") from exc
+    if (verdict.submission.id, verdict.problem.id) != pair:
+        raise _refuse(where, f"{shown} holds the verdict of {show(verdict.submission.id)}/"
+                             f"{show(verdict.problem.id)}, not of {pair[0]}/{pair[1]}")
+    return verdict
+
+
+class PairFiles(NamedTuple):
+    """What an output directory holds for one pair of its summary, as report reads it."""
+
+    verdict: Verdict | None  # None: absent, or not a verdict this lean-eval can read
+    log: bool  # a regular ``<problem>.log`` is beside it
+
+
+def pair_files(where: Path, summary: Summary) -> tuple[PairFiles, ...]:
+    """Each pair's files, aligned with ``summary.every_pair()`` (``check_summary`` it first).
+
+    A link, a non-regular file or a verdict of another pair is a refusal; an absent or
+    unreadable verdict is reported as such.
+    """
+    found = []
+    with directory(where) as root_fd:
+        for pair in summary.every_pair():
+            sid, pid = pair.submission, pair.problem
+            with submission_dir(where, root_fd, sid) as dir_fd:
+                verdict = None
+                fd = open_regular(where, dir_fd, sid, f"{pid}.json")
+                if fd is not None:
+                    try:
+                        verdict = read_verdict(where, fd, (sid, pid), strict=False)
+                    finally:
+                        os.close(fd)
+                log = open_regular(where, dir_fd, sid, f"{pid}.log")
+                if log is not None:
+                    os.close(log)
+            found.append(PairFiles(verdict, log is not None))
+    return tuple(found)

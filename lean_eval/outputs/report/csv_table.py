@@ -1,0 +1,55 @@
+"""A run as CSV: one row per pair, then one per pair no run scored and per submission that
+scored no pair (rejected as a whole, or no problem directory, with intake's hint).
+
+Invariants:
+- Written by the standard ``csv`` module (RFC 4180 quoting), so a comma, quote or newline in a
+  message cannot add a column or a row; control characters are shown as ``\\xNN`` and bidi and
+  zero-width controls as ``\\uXXXX`` (``report.printable``).
+- A cell that a spreadsheet would read as a formula (starting with ``=``, ``+``, ``-``, ``@``,
+  a tab or a carriage return) is prefixed with ``'``, the usual guard against CSV injection: a
+  message such as ``=HYPERLINK(...)`` is shown, never evaluated.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from lean_eval.outputs.report.run_report import Run, printable, run_report, why_not_scored
+from lean_eval.records.verdict import TALLY
+
+COLUMNS = ("submission", "problem", "verdict", "tally", "execution", "reason", "message",
+           "wall_seconds", "verdict_path", "log_path")
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def cell(value: object) -> str:
+    """One CSV field: printable, and never read as a spreadsheet formula."""
+    if value is None:
+        return ""
+    text = printable(str(value))
+    return f"'{text}" if text.startswith(_FORMULA) else text
+
+
+def render_csv(run: Run) -> str:
+    """The header ``COLUMNS``, then a row per pair, per unscored pair, per empty submission."""
+    doc = run_report(run)
+    rows: list[tuple[object, ...]] = [
+        (p.submission, p.problem, p.verdict, TALLY[p.verdict], p.execution, p.reason,
+         p.message, p.wall_seconds, p.verdict_path, p.log_path) for p in doc.pairs]
+    rows += [(r.submission, r.problem, "not_scored", "", "not_run", "not_scored",
+              why_not_scored(run.summary, r), None, None, None) for r in doc.not_scored]
+    for s in doc.submissions:
+        if s.pairs or any(r.submission == s.id for r in doc.not_scored):
+            continue
+        if s.rejection:
+            rows.append((s.id, "", "rejected_submission", "invalid", "not_run",
+                         "rejected_submission", s.rejection, None, None, None))
+        elif s.hint:
+            rows.append((s.id, "", "no_problem_directory", "", "not_run",
+                         "no_problem_directory", s.hint, None, None, None))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    writer.writerows(tuple(cell(v) for v in row) for row in rows)
+    return buffer.getvalue()

@@ -1,0 +1,30 @@
+"""A run rendered in any of the report formats (``report.FORMATS``): the one place that picks
+a renderer for ``lean-eval report``.
+
+Each format module builds on the ``RunReport`` document of ``lean_eval.outputs.report.run_report``;
+this module sits above all of them, so none of them imports it.
+"""
+
+from __future__ import annotations
+
+from lean_eval.outputs.report.console import render_table
+from lean_eval.outputs.report.csv_table import render_csv
+from lean_eval.outputs.report.html_page import render_html
+from lean_eval.outputs.report.junit import render_junit
+from lean_eval.outputs.report.markdown import render_markdown
+from lean_eval.outputs.report.run_report import Format, Run, render_json
+
+
+def render(run: Run, fmt: Format) -> str:
+    """The run in one of ``FORMATS`` as text."""
+    if fmt == "markdown":
+        return render_markdown(run)
+    if fmt == "junit":
+        return render_junit(run)
+    if fmt == "csv":
+        return render_csv(run)
+    if fmt == "html":
+        return render_html(run)
+    if fmt == "json":
+        return render_json(run)
+    return render_table(run, hints=True)

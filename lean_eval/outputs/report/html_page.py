@@ -1,0 +1,217 @@
+"""A run as one self-contained HTML page: the matrix coloured by verdict, a filter, each pair.
+
+Invariants:
+- One file that needs nothing else: the style and the script are inline, no font, image, style
+  sheet or script is loaded, and the page's Content-Security-Policy (``default-src 'none'``,
+  the inline style and script allowed by their SHA-256 only) forbids every fetch and any
+  script but ours, should a string ever slip through.
+- Every string a submission or a build controls is escaped with ``html.escape`` (text and
+  attribute values alike), after control characters are shown as ``\\xNN`` and bidi and
+  zero-width controls as ``\\uXXXX`` (``report.printable``): a name such as
+  ``<img src=x onerror=...>`` is text on the page, never an element.
+- Without the script the page still shows everything: the matrix's cells link to each pair's
+  ``<details>``; the script only filters and opens them.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+
+from lean_eval.outputs.report.markdown import FAILING, matrix_cells, matrix_problems
+from lean_eval.outputs.report.run_report import (
+    PairReport,
+    Run,
+    printable,
+    run_report,
+    unscored_count,
+    why_not_scored,
+)
+from lean_eval.outputs.report.run_report import detail as _detail
+from lean_eval.records.verdict import TALLY
+
+# Plain symbols most text fonts have (markdown's emoji need an emoji font); colour says the rest
+SYMBOLS = {"solved": "\u2713", "rejected": "\u2717", "invalid": "\u2298", "unchanged": "=",
+           "error": "\u26a0", "not scored": "?", "not submitted": "\u00b7"}
+
+CSS = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #1f2328; }
+table { border-collapse: collapse; margin: .5em 0 1em; }
+th, td { border: 1px solid #d0d7de; padding: 2px 8px; }
+thead th { background: #f6f8fa; }
+tbody th { text-align: left; font-weight: normal; }
+td.cell { text-align: center; min-width: 2em; }
+td.cell a { color: inherit; text-decoration: none; display: block; }
+.v-solved { background: #dafbe1; } .v-rejected { background: #ffd7d5; }
+.v-invalid { background: #f5d0fe; } .v-unchanged { background: #eaeef2; }
+.v-error { background: #fff1b8; } .v-not-scored { background: #ffe4b5; }
+.v-none { color: #8c959f; } .dim { opacity: .25; }
+.controls { margin: 1em 0; } .controls input { width: 24em; }
+details.pair { border-left: 6px solid #d0d7de; margin: 2px 0; padding: 2px 8px; }
+details.pair.v-solved { border-color: #1a7f37; } details.pair.v-rejected { border-color: #cf222e; }
+details.pair.v-invalid { border-color: #8250df; } details.pair.v-error { border-color: #bf8700; }
+details.pair.v-not-scored { border-color: #fb8f44; }
+dl { display: grid; grid-template-columns: max-content auto; gap: 2px 1em; }
+dt { color: #57606a; } dd { margin: 0; } pre { margin: 0; white-space: pre-wrap; }
+"""
+
+SCRIPT = """
+(function () {
+  "use strict";
+  var filter = document.getElementById("filter");
+  var kind = document.getElementById("kind");
+  var shown = document.getElementById("shown");
+  var pairs = Array.prototype.slice.call(document.querySelectorAll("#pairs .pair"));
+  var rows = Array.prototype.slice.call(document.querySelectorAll("#matrix tbody tr"));
+  function matches(el, words, k) {
+    if (k && el.getAttribute("data-kind") !== k) { return false; }
+    var text = el.getAttribute("data-search") || "";
+    return words.every(function (w) { return text.indexOf(w) !== -1; });
+  }
+  function apply() {
+    var words = filter.value.toLowerCase().split(/\\s+/).filter(Boolean);
+    var k = kind.value;
+    var n = 0;
+    pairs.forEach(function (p) {
+      var ok = matches(p, words, k);
+      p.hidden = !ok;
+      if (ok) { n += 1; }
+    });
+    rows.forEach(function (r) {
+      var any = !k && matches(r, words, "");
+      r.querySelectorAll("td[data-search]").forEach(function (c) {
+        var ok = matches(c, words, k);
+        c.classList.toggle("dim", !ok);
+        any = any || ok;
+      });
+      r.hidden = !any;
+    });
+    shown.textContent = n + " of " + pairs.length + " pair(s) shown";
+  }
+  function open(id) {
+    var d = document.getElementById(id);
+    if (d && d.tagName === "DETAILS") { d.open = true; }
+  }
+  document.querySelectorAll("#matrix a").forEach(function (a) {
+    a.addEventListener("click", function () { open(a.getAttribute("href").slice(1)); });
+  });
+  filter.addEventListener("input", apply);
+  kind.addEventListener("change", apply);
+  if (location.hash) { open(location.hash.slice(1)); }
+  apply();
+})();
+"""
+
+
+def _sha256(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+
+
+CSP = (f"default-src 'none'; style-src '{_sha256(CSS)}'; script-src '{_sha256(SCRIPT)}'; "
+       "base-uri 'none'; form-action 'none'")
+
+
+def h(text: str) -> str:
+    """``text`` as HTML text or attribute value: printable, then entity-escaped."""
+    return html.escape(printable(text), quote=True)
+
+
+def _pre(text: str) -> str:
+    """Multi-line ``text`` for ``<pre>``: lines kept, everything else as ``h`` does."""
+    return "\n".join(h(line) for line in text.split("\n"))
+
+
+def _kind(verdict: str) -> str:
+    return TALLY.get(verdict, "not-scored")
+
+
+def _details(i: int, p: PairReport, tail: tuple[str, ...]) -> str:
+    kind = _kind(p.verdict)
+    reason = _detail(p.verdict, p.reason, p.execution)
+    rows = [("verdict", h(f"{p.verdict} ({kind})")), ("execution", h(p.execution)),
+            ("reason", h(p.reason)), ("message", f"<pre>{_pre(p.message)}</pre>"),
+            ("time", h(f"{p.wall_seconds:.1f} s") if p.wall_seconds is not None else ""),
+            ("verdict file", h(p.verdict_path)), ("log", h(p.log_path or "(none)"))]
+    if tail:
+        rows.append(("log tail", f"<pre>{_pre(chr(10).join(tail))}</pre>"))
+    search = " ".join((p.submission, p.problem, p.verdict, kind, p.reason)).lower()
+    body = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
+    return (f'<details id="pair-{i}" class="pair v-{kind}" data-kind="{kind}" '
+            f'data-search="{h(search)}"><summary>{SYMBOLS.get(kind, "")} {h(p.submission)} / '
+            f"{h(p.problem)}: {h(p.verdict)}{h(f' ({reason})') if reason else ''}</summary>"
+            f"<dl>{body}</dl></details>")
+
+
+def _unscored_details(i: int, sub: str, prob: str, why: str) -> str:
+    search = f"{sub} {prob} not scored".lower()
+    return (f'<details id="pair-{i}" class="pair v-not-scored" data-kind="not-scored" '
+            f'data-search="{h(search)}"><summary>{SYMBOLS["not scored"]} {h(sub)} / {h(prob)}: '
+            f"not scored</summary><dl><dt>why</dt><dd>{h(why)}</dd></dl></details>")
+
+
+def render_html(run: Run) -> str:
+    """The page: totals, the matrix, submissions without pairs, then every pair (failures
+    first) as ``<details>``."""
+    doc = run_report(run)
+    tails = {(v.submission.id, v.problem.id): v.log.tail for v in run.verdicts if v is not None}
+    problems = matrix_problems(run, doc)
+    kinds = matrix_cells(doc)
+    order = sorted(range(len(doc.pairs)), key=lambda i: doc.pairs[i].verdict not in FAILING)
+    anchors = {(doc.pairs[i].submission, doc.pairs[i].problem): n for n, i in enumerate(order)}
+    anchors.update({(r.submission, r.problem): len(order) + n
+                    for n, r in enumerate(doc.not_scored)})
+    blocks = [_details(n, doc.pairs[i], tails.get((doc.pairs[i].submission,
+                                                   doc.pairs[i].problem), ()))
+              for n, i in enumerate(order)]
+    blocks += [_unscored_details(len(order) + n, r.submission, r.problem,
+                                 why_not_scored(run.summary, r))
+               for n, r in enumerate(doc.not_scored)]
+    head = "".join(f"<th>{h(p)}</th>" for p in problems)
+    body = []
+    for s in doc.submissions:
+        cells = []
+        for p in problems:
+            kind = kinds.get((s.id, p))
+            if kind is None:
+                cells.append(f'<td class="cell v-none">{SYMBOLS["not submitted"]}</td>')
+                continue
+            css = kind.replace(" ", "-")
+            search = h(f"{s.id} {p} {kind}".lower())
+            cells.append(f'<td class="cell v-{css}" data-kind="{css}" data-search="{search}">'
+                         f'<a href="#pair-{anchors[(s.id, p)]}" title="{h(f"{s.id} / {p}")}: '
+                         f'{h(kind)}">{SYMBOLS[kind]}</a></td>')
+        body.append(f'<tr data-search="{h(s.id.lower())}"><th scope="row">{h(s.id)}</th>'
+                    f"{''.join(cells)}<td>{s.solved}/{s.pairs}</td></tr>")
+    counts = ", ".join(f"{n} {name}" for name, n in doc.counts.items() if n) or "no pairs"
+    unscored = unscored_count(run.summary, doc.not_scored)
+    legend = ", ".join(f"{sym} {name}" for name, sym in SYMBOLS.items())
+    without = [f"<li>{h(s.id)}: rejected as a whole: {h(s.rejection)}</li>"
+               for s in doc.submissions if s.rejection and not s.pairs]
+    without += [f"<li>{h(s.id)}: no problem directory found: {h(s.hint)}</li>"
+                for s in doc.submissions if not s.rejection and not s.pairs and s.hint]
+    missing = [f"<li>shard {h(k)} is missing: none of the merged outputs scored it</li>"
+               for k in doc.missing_shards]
+    options = "".join(f'<option value="{k}">{k}</option>'
+                      for k in (*TALLY.values(), "not-scored"))
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>lean-eval results</title><style>{CSS}</style></head><body>",
+        "<h1>lean-eval results</h1>",
+        (f'<p id="totals">{len(doc.pairs)} pair(s): {h(counts)}'
+        f"{h('; ' + unscored) if unscored else ''}; exit code {doc.exit_code}.</p>"),
+        f'<ul id="missing-shards">{"".join(missing)}</ul>' if missing else "",
+        ('<div class="controls"><label>Filter <input id="filter" type="search" '
+        'placeholder="submission, problem, verdict or reason" autocomplete="off"></label> '
+        f'<select id="kind" aria-label="verdict"><option value="">every verdict</option>'
+        f'{options}</select> <span id="shown"></span></div>'),
+        (f'<table id="matrix"><thead><tr><th>submission</th>{head}<th>solved</th></tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"),
+        f'<p class="legend">{legend}</p>',
+        (f'<h2>Submissions without a scored pair</h2><ul id="without-pairs">{"".join(without)}'
+         "</ul>") if without else "",
+        f'<h2>Pairs</h2><div id="pairs">{"".join(blocks)}</div>',
+        f"<script>{SCRIPT}</script></body></html>"]
+    return "\n".join(part for part in parts if part) + "\n"

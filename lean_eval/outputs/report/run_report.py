@@ -1,0 +1,245 @@
+"""An output directory for people and CI systems: loading it, and the report document.
+
+This module loads a run and builds the ``RunReport`` document every format renders:
+``report_console`` (table), ``report_markdown``, ``report_junit``, ``report_csv`` and
+``report_html`` all build on the document and the escaping here, and ``report_formats`` picks
+one of them (``render``).
+
+Invariants:
+- Every string a submission or a build controls (submission ids, problem ids, paths, messages,
+  log tails, rejection texts, hints) reaches the console as ``rich.text.Text`` or through
+  ``rich.markup.escape``: a name such as ``[bold red]x`` or ``a[/x]`` can neither raise
+  ``MarkupError`` nor restyle or hide console text.
+- Bidi and zero-width controls (U+202A-U+202E, U+2066-U+2069, U+200E/F, U+061C, U+200B-U+200D,
+  U+2060, U+FEFF) are shown as ``\\uXXXX`` in every format, so no text can be reordered or
+  hidden in a review; the console and markdown show other control characters as ``\\xNN``.
+- ``report`` renders only what the output directory really holds (``lean_eval/outputs/outdir.py``),
+  and a summary's pairs no run scored (missing shards, interrupted runs) are shown in every
+  format: a "not scored" section, an ``error`` testcase each in JUnit, entries in JSON.
+- A submission in which intake found no problem directory is named with its hint in every
+  format (summary.json's ``hint``), so an empty submission is never silently absent.
+- ``--fail-on`` speaks the tally's vocabulary (``FAIL_ON``); ``failures`` is the one place
+  that decides which pairs trip it, for ``run-eval`` and ``report`` alike.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from lean_eval.errors import UsageError
+from lean_eval.outputs import outdir
+from lean_eval.records.verdict import TALLY, PairRef, Summary, Verdict
+from lean_eval.scoring.shard import shard_of
+
+Format = Literal["table", "markdown", "junit", "json", "csv", "html"]
+FORMATS: tuple[Format, ...] = ("table", "markdown", "junit", "json", "csv", "html")
+# What --fail-on accepts: the tally's names of the non-solved kinds, and the verdict names
+FAIL_ON: dict[str, str] = {"rejected": "rejected", "invalid": "invalid",
+                           "invalid_submission": "invalid", "unchanged": "unchanged",
+                           "error": "error"}
+
+
+# Bidi embeddings, overrides, isolates and marks, and zero-width characters: they reorder or
+# hide text without being seen (the "Trojan Source" characters).
+_INVISIBLE = "\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff"
+_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{_INVISIBLE}]")
+_HIDDEN = re.compile(f"[{_INVISIBLE}]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters (escape sequences, newlines) shown as ``\\xNN``.
+
+    A name or message can then not move the cursor, recolour or hide what the console shows;
+    bidi and zero-width controls are shown as ``\\uXXXX``.
+    """
+    return _CONTROL.sub(_escaped, text)
+
+
+def visible(text: str) -> str:
+    """``text`` with bidi and zero-width controls shown as ``\\uXXXX`` (lines kept)."""
+    return _HIDDEN.sub(_escaped, text)
+
+
+def detail(verdict: str, reason: str, execution: str) -> str:
+    """The reason code and execution status, only where they add to the verdict."""
+    parts = [] if reason in (verdict, "accepted", "unchanged") else [reason]
+    if execution not in ("completed", "not_run"):
+        parts.append(execution)
+    return ", ".join(parts)
+
+
+def not_scored(summary: Summary) -> tuple[PairRef, ...]:
+    """The pairs no run scored: those a merge lists, and those a submission names without a pair
+    (an interrupted run's), in submission order."""
+    scored = {(p.submission, p.problem) for p in summary.every_pair()}
+    found = dict.fromkeys((r.submission, r.problem) for r in summary.not_scored_pairs)
+    for sub in summary.submissions:
+        found.update(dict.fromkeys(key for key in ((sub.id, pid) for pid in sub.problems)
+                                   if key not in scored))
+    return tuple(PairRef(submission=s, problem=p) for s, p in found if (s, p) not in scored)
+
+
+def why_not_scored(summary: Summary, ref: PairRef) -> str:
+    """One sentence on why a pair has no verdict."""
+    for text in summary.missing_shards:
+        k, n = (int(x) for x in text.split("/"))
+        if shard_of(ref.submission, ref.problem, n) == k:
+            return f"not scored: its shard {text} is missing from the merge"
+    return ("not scored: no run recorded a verdict for it (interrupted or stopped); a re-run "
+            "scores it")
+
+
+def unscored_count(summary: Summary, missing: Sequence[PairRef]) -> str:
+    n = max(summary.not_scored, len(missing))
+    shards = f" (missing shard(s) {', '.join(summary.missing_shards)})" \
+        if summary.missing_shards else ""
+    return f"{n} not scored{shards}" if n or shards else ""
+
+
+def no_problem_directory(summary: Summary) -> tuple[tuple[str, str | None], ...]:
+    """(id, hint) of each submission in which intake found no problem directory."""
+    return tuple((s.id, s.hint) for s in summary.submissions
+                 if not s.problems and s.rejection is None)
+
+
+# --- lean-eval report OUT: one output directory, rendered -----------------------------------
+
+
+class _Document(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PairReport(_Document):
+    """One pair as ``report --format json`` gives it."""
+
+    submission: str
+    problem: str
+    verdict: str
+    execution: str
+    reason: str
+    message: str
+    wall_seconds: float | None
+    verdict_path: str
+    log_path: str | None
+
+
+class SubmissionReport(_Document):
+    """One submission's pairs by outcome."""
+
+    id: str
+    solved: int
+    rejected: int
+    invalid: int
+    unchanged: int
+    error: int
+    pairs: int
+    rejection: str | None
+    hint: str | None = None  # no problem directory was found: what the submitter should change
+
+
+class RunReport(_Document):
+    """An output directory (one run or a merge) as ``report --format json`` gives it."""
+
+    schema_version: Literal[1] = 1
+    started_at: str
+    finished_at: str
+    exit_code: int
+    counts: dict[str, int]
+    submissions: tuple[SubmissionReport, ...]
+    pairs: tuple[PairReport, ...]
+    not_scored: tuple[PairRef, ...] = ()  # pairs no run scored (none has a verdict)
+    missing_shards: tuple[str, ...] = ()  # merge: shards "K/N" none of its outputs scored
+
+
+class Run(NamedTuple):
+    """An output directory: its summary and what it holds for each pair."""
+
+    out_dir: Path
+    summary: Summary
+    verdicts: tuple[Verdict | None, ...]  # aligned with every_pair(); None: unreadable
+    logs: tuple[bool, ...] = ()  # aligned with every_pair(): a log is beside it
+
+
+def load_run(out_dir: Path) -> Run:
+    """Read ``out_dir/summary.json`` and what it lists, checked as merge checks a shard."""
+    try:
+        summary = Summary.model_validate_json((out_dir / "summary.json").read_bytes())
+    except OSError as exc:
+        raise UsageError(f"{out_dir}: no readable summary.json ({exc.strerror or exc}); is it "
+                         "a run-eval or merge output directory?") from exc
+    except ValidationError as exc:
+        raise UsageError(f"{out_dir}/summary.json is not a summary this lean-eval can read: "
+                         f"{exc.errors()[0]['msg']}") from exc
+    outdir.check_summary(out_dir, summary)
+    files = outdir.pair_files(out_dir, summary)
+    return Run(out_dir, summary, tuple(f.verdict for f in files), tuple(f.log for f in files))
+
+
+def run_report(run: Run) -> RunReport:
+    """The output directory as one JSON document (bidi and zero-width controls escaped)."""
+    tallies: dict[str, dict[str, int]] = {s.id: dict.fromkeys(TALLY.values(), 0)
+                                          for s in run.summary.submissions}
+    pairs = []
+    logs = run.logs or (False,) * len(run.verdicts)
+    every = run.summary.every_pair()
+    for pair, verdict, beside in zip(every, run.verdicts, logs, strict=True):
+        tally = tallies.setdefault(pair.submission, dict.fromkeys(TALLY.values(), 0))
+        tally[TALLY[pair.verdict]] += 1
+        # The log beside the verdict file, as the summary names it (relative to the output
+        # directory, which may have moved or been merged); else what the verdict recorded.
+        log = str(outdir.place_of(pair.submission, pair.problem, ".log")) if beside else \
+            verdict.log.path if verdict is not None else None
+        pairs.append(PairReport(
+            submission=pair.submission, problem=pair.problem, verdict=pair.verdict,
+            execution=pair.execution, reason=visible(pair.reason),
+            message=visible(verdict.reason.message) if verdict else "(verdict file unreadable)",
+            wall_seconds=verdict.timings.wall_seconds if verdict else None,
+            verdict_path=pair.path, log_path=visible(log) if log is not None else None))
+    rejections = {s.id: s.rejection for s in run.summary.submissions}
+    hints = dict(no_problem_directory(run.summary))
+    return RunReport(
+        started_at=visible(run.summary.started_at), finished_at=visible(run.summary.finished_at),
+        exit_code=run.summary.exit_code,
+        counts={visible(k): v for k, v in run.summary.counts.items()},
+        submissions=tuple(SubmissionReport(id=sid, **t, pairs=sum(t.values()),
+                                           rejection=visible(rejections.get(sid) or "") or None,
+                                           hint=visible(hints.get(sid) or "") or None)
+                          for sid, t in tallies.items()),
+        pairs=tuple(pairs), not_scored=not_scored(run.summary),
+        missing_shards=run.summary.missing_shards)
+
+
+def render_json(run: Run) -> str:
+    """The ``RunReport`` document."""
+    return run_report(run).model_dump_json(indent=2) + "\n"
+
+
+def failure_kinds(names: Sequence[str]) -> frozenset[str]:
+    """The tally kinds ``--fail-on`` names (comma-separated items), checked against FAIL_ON."""
+    items = [item.strip() for name in names for item in name.split(",") if item.strip()]
+    unknown = [item for item in items if item not in FAIL_ON]
+    if unknown:
+        raise UsageError(f"--fail-on: unknown kind(s) {', '.join(map(repr, unknown))}; "
+                         f"choose from {', '.join(k for k in FAIL_ON if k != 'invalid_submission')}"
+                         " (verdict names such as invalid_submission are accepted too)")
+    return frozenset(FAIL_ON[item] for item in items)
+
+
+def failures(summary: Summary, kinds: frozenset[str]) -> tuple[str, ...]:
+    """``submission/problem`` of each pair whose tally kind is in ``kinds``; a submission
+    rejected as a whole (no pair scored) counts as ``invalid``."""
+    found = [f"{p.submission}/{p.problem}" for p in summary.every_pair()
+             if TALLY[p.verdict] in kinds]
+    if "invalid" in kinds:
+        found += [s.id for s in summary.submissions if s.rejection and not s.problems]
+    return tuple(found)

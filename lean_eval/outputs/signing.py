@@ -1,0 +1,231 @@
+"""Signed verdicts: a DSSE envelope over an in-toto Statement v1 beside each verdict file.
+
+``run-eval --sign-key FILE`` writes ``<submission>/<problem>.intoto.json`` next to every verdict
+it records (scored or reused): a DSSE envelope (payload type ``application/vnd.in-toto+json``)
+whose payload is an in-toto Statement v1. Its subjects are the verdict file (SHA-256 of its
+bytes) and the submission (its intake digest); its predicate repeats what the verdict means:
+verdict, execution, reason code, checkers, benchmark commit, trusted-file digests, toolchain,
+bubblewrap version and digest, harness version, and the options that can change a verdict.
+``lean_eval.outputs.verify`` checks all of it offline against the public key.
+
+Invariants:
+- Nothing cryptographic is written here: Ed25519 is ``cryptography``'s, the DSSE envelope, its
+  pre-authentication encoding, signing and verification are ``securesystemslib``'s, and the
+  payload is the RFC 8785 canonical JSON of the statement (``rfc8785``), so signing the same
+  verdict file with the same key gives the same envelope byte for byte.
+- The statement is built from the verdict file's bytes as they are on disk, never from a copy
+  in memory, so the envelope attests exactly what a reader finds.
+- A key's fingerprint is the SHA-256 of its DER SubjectPublicKeyInfo, the same value
+  ``openssl pkey -pubin -outform DER | sha256sum`` prints; it is the envelope's ``keyid`` and
+  ``summary.json``'s ``signing_key``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import rfc8785
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from securesystemslib.dsse import Envelope
+from securesystemslib.signer import CryptoSigner, SSlibKey
+
+from lean_eval.errors import SigningKeyError
+from lean_eval.files.atomic import write_json_atomic
+from lean_eval.records.verdict import Checker, Execution, Outcome, ProblemRef, Verdict
+
+PAYLOAD_TYPE = "application/vnd.in-toto+json"
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "urn:lean-eval:predicate:verdict:v1"
+ENVELOPE_SUFFIX = ".intoto.json"  # problem ids hold no dot, so no verdict is ever named so
+SUBMISSION_SUBJECT = "submission:"  # + the submission id
+_KEY_BYTES = 64 * 1024
+
+
+def envelope_path(verdict_file: Path) -> Path:
+    """Where the envelope of a verdict file goes: ``<problem>.intoto.json`` beside it."""
+    return verdict_file.with_name(verdict_file.name.removesuffix(".json") + ENVELOPE_SUFFIX)
+
+
+def is_envelope(path: Path) -> bool:
+    """Whether ``path`` is named like an envelope (and so is not a verdict)."""
+    return path.name.endswith(ENVELOPE_SUFFIX)
+
+
+class _Model(BaseModel):
+    # Statement fields are validated and dumped by their in-toto names (aliases).
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Subject(_Model):
+    """An in-toto ResourceDescriptor: what the statement is about, by name and digest."""
+
+    name: str
+    digest: dict[str, str]
+
+
+class SubmissionClaim(_Model):
+    """The submission the verdict judged."""
+
+    id: str
+    digest: str
+
+
+class ToolchainClaim(_Model):
+    """The Lean toolchain that scored."""
+
+    name: str
+    path: str
+
+
+class BubblewrapClaim(_Model):
+    """The bubblewrap that sandboxed the build."""
+
+    version: str
+    sha256: str
+    minimum_version: str
+
+
+class Predicate(_Model):
+    """What the verdict file says, repeated under the signature (``verify`` compares each)."""
+
+    submission: SubmissionClaim
+    problem: ProblemRef
+    verdict: Outcome
+    execution: Execution
+    reason_code: str
+    checkers: tuple[Checker, ...]
+    benchmark_commit: str | None
+    trusted_files: dict[str, str]
+    toolchain: ToolchainClaim
+    bubblewrap: BubblewrapClaim
+    harness_version: str
+    probes_skipped: bool
+    # Every run-eval option that can change a verdict (resume.verdict_options): the signer's
+    # word only, as the verdict file does not record them.
+    options: dict[str, Any]
+
+
+class Statement(_Model):
+    """An in-toto Statement v1 about one verdict file."""
+
+    type: Literal["https://in-toto.io/Statement/v1"] = Field(alias="_type")
+    subject: tuple[Subject, Subject]  # the verdict file, then the submission
+    predicate_type: Literal["urn:lean-eval:predicate:verdict:v1"] = Field(alias="predicateType")
+    predicate: Predicate
+
+
+def predicate_of(verdict: Verdict, options: Mapping[str, Any]) -> Predicate:
+    """The predicate that a verdict's own fields call for (``options`` come from the run)."""
+    ident = verdict.identity
+    return Predicate(
+        submission=SubmissionClaim(id=verdict.submission.id, digest=verdict.submission.digest),
+        problem=verdict.problem, verdict=verdict.verdict, execution=verdict.execution,
+        reason_code=verdict.reason.code, checkers=verdict.checkers,
+        benchmark_commit=ident.benchmark_commit, trusted_files=dict(verdict.trusted_files),
+        toolchain=ToolchainClaim(name=ident.toolchain_name, path=ident.toolchain_path),
+        bubblewrap=BubblewrapClaim(version=ident.bwrap_version, sha256=ident.bwrap_sha256,
+                                   minimum_version=ident.bwrap_minimum_version),
+        harness_version=ident.harness_version, probes_skipped=verdict.probes_skipped,
+        options=dict(options))
+
+
+def statement_of(name: str, data: bytes, options: Mapping[str, Any]) -> Statement:
+    """The statement about the verdict file ``name`` (relative to --out) whose bytes are
+    ``data``; ValidationError when they are not a verdict."""
+    verdict = Verdict.model_validate_json(data)
+    return Statement.model_validate({
+        "_type": STATEMENT_TYPE,
+        "subject": (Subject(name=name, digest={"sha256": hashlib.sha256(data).hexdigest()}),
+                    Subject(name=SUBMISSION_SUBJECT + verdict.submission.id,
+                            digest={"sha256": verdict.submission.digest})),
+        "predicateType": PREDICATE_TYPE, "predicate": predicate_of(verdict, options)})
+
+
+def fingerprint(key: Ed25519PublicKey) -> str:
+    """Hex SHA-256 of the key's DER SubjectPublicKeyInfo."""
+    der = key.public_bytes(serialization.Encoding.DER,
+                           serialization.PublicFormat.SubjectPublicKeyInfo)
+    return hashlib.sha256(der).hexdigest()
+
+
+class PublicKey:
+    """An Ed25519 public key, as ``securesystemslib`` verifies with it."""
+
+    def __init__(self, key: Ed25519PublicKey) -> None:
+        self.fingerprint = fingerprint(key)
+        self.sslib = SSlibKey.from_crypto(key, keyid=self.fingerprint)
+
+
+class SigningKey:
+    """An Ed25519 private key, loaded (and so checked) before anything is scored."""
+
+    def __init__(self, key: Ed25519PrivateKey) -> None:
+        self.public = PublicKey(key.public_key())
+        self.fingerprint = self.public.fingerprint
+        self._signer = CryptoSigner(key, self.public.sslib)
+
+    def envelope(self, name: str, data: bytes, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The DSSE envelope (as JSON) over the statement about the verdict file ``name``."""
+        statement = statement_of(name, data, options)
+        payload = rfc8785.dumps(statement.model_dump(mode="json", by_alias=True))
+        envelope = Envelope(payload, PAYLOAD_TYPE, {})
+        envelope.sign(self._signer)
+        return envelope.to_dict()
+
+    def sign(self, verdict_file: Path, out_dir: Path, options: Mapping[str, Any]) -> str | None:
+        """Write the envelope of ``verdict_file``; None, or why it could not be written."""
+        try:
+            data = verdict_file.read_bytes()
+            name = verdict_file.relative_to(out_dir).as_posix()
+            write_json_atomic(envelope_path(verdict_file), self.envelope(name, data, options))
+        except (OSError, ValueError, ValidationError) as exc:
+            return f"cannot sign {verdict_file}: {type(exc).__name__}: {exc}"
+        return None
+
+
+def _read_key(path: Path, what: str) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(_KEY_BYTES + 1)
+    except OSError as exc:
+        raise SigningKeyError(f"{what} {path}: {exc.strerror or exc}") from exc
+    if len(data) > _KEY_BYTES:
+        raise SigningKeyError(f"{what} {path}: larger than {_KEY_BYTES} bytes; not a PEM key")
+    return data
+
+
+def load_signing_key(path: Path) -> SigningKey:
+    """An unencrypted Ed25519 private key in PEM (``openssl genpkey -algorithm ed25519``)."""
+    data = _read_key(path, "--sign-key")
+    try:
+        key = serialization.load_pem_private_key(data, password=None)
+    except TypeError as exc:  # cryptography: encrypted, and no password given
+        raise SigningKeyError(f"--sign-key {path}: the key is encrypted; give an unencrypted "
+                              "Ed25519 key (openssl genpkey -algorithm ed25519)") from exc
+    except (ValueError, UnsupportedAlgorithm) as exc:
+        raise SigningKeyError(f"--sign-key {path}: not a PEM private key ({exc}); make one with "
+                              "openssl genpkey -algorithm ed25519 -out FILE") from exc
+    if not isinstance(key, Ed25519PrivateKey):
+        raise SigningKeyError(f"--sign-key {path}: a {type(key).__name__.removesuffix('_')} "
+                              "key, not Ed25519 (openssl genpkey -algorithm ed25519)")
+    return SigningKey(key)
+
+
+def load_public_key(path: Path) -> PublicKey:
+    """An Ed25519 public key in PEM (``openssl pkey -in KEY -pubout``)."""
+    data = _read_key(path, "--key")
+    try:
+        key = serialization.load_pem_public_key(data)
+    except (ValueError, UnsupportedAlgorithm) as exc:
+        hint = (" (that is a private key: give its public half, openssl pkey -in KEY -pubout)"
+                if b"PRIVATE KEY" in data else "")
+        raise SigningKeyError(f"--key {path}: not a PEM public key{hint}") from exc
+    if not isinstance(key, Ed25519PublicKey):
+        raise SigningKeyError(f"--key {path}: a {type(key).__name__} key, not Ed25519")
+    return PublicKey(key)

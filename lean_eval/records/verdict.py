@@ -1,0 +1,314 @@
+"""Verdict and run-summary models (design §4.4).
+
+Invariants:
+- Both models are frozen, reject unknown keys, and carry ``schema_version`` first; their JSON
+  Schema is committed under ``lean_eval/schemas`` (``python3 -m lean_eval.schema_registry``
+  regenerates it) and a test fails on drift.
+- They are written only through ``lean_eval.files.atomic`` (never half-written files).
+- ``summary.json`` lists unchanged pairs compactly (``SubmissionSummary.unchanged``, by id);
+  ``Summary.every_pair()`` is every recorded pair, the unchanged ones included.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from lean_eval.records.probe_result import ProbeOutcome
+
+SCHEMA_VERSION = 1
+SUMMARY_SCHEMA_VERSION = 2  # 2: unchanged pairs listed by id per submission, not in ``pairs``
+
+Execution = Literal[
+    "completed", "timed_out", "resource_exhausted", "crashed", "sandbox_error", "not_run",
+    "harness_error",
+]
+Outcome = Literal["accepted", "rejected", "invalid_submission", "unchanged", "error"]
+INFRASTRUCTURE_FAILURES: frozenset[str] = frozenset(
+    {"timed_out", "resource_exhausted", "crashed", "sandbox_error", "harness_error"}
+)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Reason(_Model):
+    """A machine code and the human message (the comparator's own ``error:`` line if any)."""
+
+    code: str
+    message: str
+
+
+class Checker(_Model):
+    """One kernel as the comparator's stdout reported it."""
+
+    name: str
+    result: Literal["accepted", "rejected", "started"]
+
+
+class Timings(_Model):
+    """Wall time of the pair and of each phase reached, in seconds."""
+
+    wall_seconds: float
+    phases: dict[str, float] = {}
+
+
+class SubmissionRef(_Model):
+    """Which submission this is."""
+
+    id: str
+    digest: str
+    source: str
+
+
+class ProblemRef(_Model):
+    """Which problem, at which statement revision."""
+
+    id: str
+    statement_revision: int
+
+
+class Identity(_Model):
+    """Everything that a verdict's meaning depends on besides the two inputs."""
+
+    harness_version: str
+    benchmark_path: str
+    benchmark_commit: str | None
+    toolchain_name: str
+    toolchain_path: str
+    bwrap_path: str
+    bwrap_version: str
+    bwrap_owner: str
+    bwrap_setuid: bool
+    bwrap_sha256: str
+    bwrap_minimum_version: str  # below 0.12.0 only when --allow-bwrap-version said so
+
+
+class Preflight(_Model):
+    """The probes run before any pair was scored, and what they covered."""
+
+    skipped: bool
+    probes: tuple[ProbeOutcome, ...] = ()
+    toolchain_path: str
+    bwrap_path: str
+    bwrap_version: str
+    bwrap_sha256: str
+    # Why no probe ran although the run asked for them (``skipped`` False: the probe policy,
+    # which resume keys and merge compare, is unchanged), e.g. ``nothing to score: ...`` when
+    # every pair was kept from an earlier run or decided at intake; None otherwise.
+    reason: str | None = None
+
+
+class LogRef(_Model):
+    """Where the retained raw log is (relative to the output directory:
+    ``<submission>/<problem>.log``) and its last lines."""
+
+    path: str | None
+    tail: tuple[str, ...] = ()
+
+
+class ResourceLimits(_Model):
+    """The per-pair limits, how they were enforced, which was exceeded, and the room the pair
+    started with (design §5.5 Limits, Disk)."""
+
+    memory_bytes: int | None  # None: no memory limit
+    max_processes: int | None  # tasks (processes and threads); None: no limit
+    mechanism: Literal["cgroup_v2", "watchdog", "none"]
+    exceeded: Literal["memory", "processes", "disk_bytes", "disk_files"] | None = None
+    disk_bytes: int | None = None  # blocks the pair's writable trees may hold; None: no limit
+    disk_files: int | None = None  # entries they may hold; None: no limit
+    disk_mechanism: Literal["watchdog", "none"] = "none"
+    disk_reserve_bytes: int | None = None  # free space admission keeps; None: no reserve
+    # Measured by the harness when the pair was admitted (None: not measured or unknown)
+    memory_available_at_start: int | None = None  # MemAvailable
+    started_below_memory: bool = False  # it started with less available than memory_bytes
+    disk_free_at_start: int | None = None  # least free bytes of the scoring and output fs
+    started_below_reserve: bool = False  # ... below disk_reserve_bytes
+    short_of_space: bool = False  # a filesystem was short of space while the pair ran
+
+
+class Mounts(_Model):
+    """What the wrapper hid and re-exposed in this pair's sandbox (fixed for the run)."""
+
+    masks: tuple[str, ...] = ()  # directories under an empty tmpfs
+    file_masks: tuple[str, ...] = ()  # files under /dev/null
+    reexposed: tuple[str, ...] = ()  # needed paths inside a mask, bound back read-only
+    ro_binds: tuple[str, ...] = ()  # shared packages, read-only after Lake's own masks
+    notes: tuple[str, ...] = ()  # why a private root was narrowed or re-exposed
+
+
+class Verdict(_Model):
+    """The judgement of one (submission, problem) pair."""
+
+    schema_version: Literal[1] = 1
+    submission: SubmissionRef
+    problem: ProblemRef
+    verdict: Outcome
+    execution: Execution
+    reason: Reason
+    last_phase: str | None = None
+    checkers: tuple[Checker, ...] = ()
+    exit_code: int | None = None
+    signal: int | None = None
+    timings: Timings
+    identity: Identity
+    trusted_files: dict[str, str] = {}
+    submission_files: dict[str, str] = {}
+    ignored: tuple[str, ...] = ()
+    log: LogRef = LogRef(path=None)
+    probes_skipped: bool = False  # --skip-probes: local reproduction only
+    mounts: Mounts | None = None  # the run's mask set (None: written outside a run)
+    cleanup: tuple[str, ...] = ()  # paths of the pair's scoring directory removal left behind
+    # SHA-256 of everything this verdict depends on (inputs, identity, options): a re-run on the
+    # same --out reuses the file when its key matches (design §5.5 "Resume")
+    resume_key: str | None = None
+    limits: ResourceLimits | None = None  # None: the pair never ran (refused, unchanged)
+
+
+class PairSummary(_Model):
+    """One line of the run summary."""
+
+    submission: str
+    problem: str
+    verdict: Outcome
+    execution: Execution
+    reason: str
+    path: str
+
+
+class Tally(_Model):
+    """One submission's pairs by outcome (leaderboards read ``solved``)."""
+
+    solved: int = 0
+    rejected: int = 0
+    invalid: int = 0
+    unchanged: int = 0
+    error: int = 0
+
+
+# A verdict's name in the tally (summary.json's ``tally``, the reports' columns, --fail-on):
+# leaderboards read ``solved``; README states the two renamings.
+TALLY: dict[str, str] = {"accepted": "solved", "rejected": "rejected",
+                         "invalid_submission": "invalid", "unchanged": "unchanged",
+                         "error": "error"}
+
+
+class SubmissionSummary(_Model):
+    """One input of the run."""
+
+    id: str
+    source: str
+    digest: str
+    problems: tuple[str, ...]
+    rejection: str | None = None
+    rejection_code: str | None = None
+    hint: str | None = None  # why intake found no problem directory, when it found none
+    tally: Tally = Tally()
+    # Entries an intake limit hid (too deep, unreadable) where a problem directory may be.
+    hidden: tuple[str, ...] = ()
+    # Problems of this submission judged ``unchanged`` (every file its starter), in problem
+    # order: each has a verdict file at ``<id>/<problem>.json`` but no entry in ``pairs``, so a
+    # fork naming every problem costs the summary a few bytes per problem (design §4.4).
+    unchanged: tuple[str, ...] = ()
+
+
+class PairRef(_Model):
+    """One (submission, problem) pair by its ids."""
+
+    submission: str
+    problem: str
+
+
+class ShardInfo(_Model):
+    """Which shard of a batch a run scored (``--shard K/N``, 1-based) and which batch it was."""
+
+    k: int
+    n: int
+    batch_digest: str  # SHA-256 of the whole batch's sorted (submission id, problem id) list
+    # SHA-256 of every option that can change a verdict (shard.options_digest); merge refuses
+    # shards whose digests differ. None: not recorded by the run.
+    options_digest: str | None = None
+    # Every submission's problems in the whole batch (all shards), which ``batch_digest`` is the
+    # digest of: a merge missing a shard lists that shard's pairs from it. Empty: not recorded.
+    batch: dict[str, tuple[str, ...]] = {}
+
+
+UNCHANGED_REASON = "unchanged"  # the reason code of every unchanged verdict
+
+
+def unchanged_pair(submission: str, problem: str) -> PairSummary:
+    """The summary line an unchanged pair listed in ``SubmissionSummary.unchanged`` stands for."""
+    return PairSummary(submission=submission, problem=problem, verdict="unchanged",
+                       execution="not_run", reason=UNCHANGED_REASON,
+                       path=f"{submission}/{problem}.json")
+
+
+def is_compact(pair: PairSummary) -> bool:
+    """Whether ``pair`` is exactly what ``unchanged_pair`` gives, so listing it by id loses
+    nothing."""
+    return pair == unchanged_pair(pair.submission, pair.problem)
+
+
+class Summary(_Model):
+    """The run as a whole; ``exit_code`` is what ``run-eval`` exits with."""
+
+    schema_version: Literal[2] = 2
+    started_at: str
+    finished_at: str
+    identity: Identity
+    preflight: Preflight
+    problems: tuple[str, ...]
+    submissions: tuple[SubmissionSummary, ...]
+    counts: dict[str, int]
+    pairs: tuple[PairSummary, ...]
+    exit_code: int
+    shard: ShardInfo | None = None  # None: the run scored the whole batch
+    interrupted: bool = False  # SIGINT/SIGTERM stopped admission; a re-run resumes
+    not_scored: int = 0  # pairs of this run left for a re-run (interrupted or stopped)
+    # merge: the shards ("K/N") no given output scored, and the pairs no shard scored (counted
+    # in not_scored). A run-eval summary lists its unscored pairs through submissions' problems.
+    missing_shards: tuple[str, ...] = ()
+    not_scored_pairs: tuple[PairRef, ...] = ()
+    reused: int = 0  # verdicts whose resume key matched and were kept as they were
+    jobs: int = 1
+    # --sign-key: fingerprint (hex SHA-256 of the DER public key) of the key whose envelopes
+    # (<problem>.intoto.json) sign every verdict; None: the run signed nothing
+    signing_key: str | None = None
+    # Why the run scored nothing although its arguments were usable (a preflight probe did not
+    # pass); None: the run planned and scored. A refused run exits 2 (design §5.5).
+    refused: str | None = None
+    # Every option that can change a verdict (resume.verdict_options), so `replay` scores with
+    # them again; None: not recorded (a summary written before they were).
+    options: dict[str, Any] | None = None
+
+    def every_pair(self) -> tuple[PairSummary, ...]:
+        """Every recorded pair, the unchanged ones (listed by id) included, in input order:
+        submissions as listed, each one's problems in its ``problems`` order; a scored pair
+        its submission does not list comes last, in ``pairs`` order."""
+        scored = {(p.submission, p.problem): p for p in self.pairs}
+        found: list[PairSummary] = []
+        for sub in self.submissions:
+            unchanged = set(sub.unchanged)
+            for pid in dict.fromkeys((*sub.problems, *sub.unchanged)):
+                pair = scored.pop((sub.id, pid), None)
+                if pair is not None:
+                    found.append(pair)
+                elif pid in unchanged:
+                    found.append(unchanged_pair(sub.id, pid))
+        found.extend(scored.values())
+        return tuple(found)
+
+
+def compact_pairs(pairs: tuple[PairSummary, ...]
+                  ) -> tuple[tuple[PairSummary, ...], dict[str, tuple[str, ...]]]:
+    """Split recorded pairs into those ``pairs`` lists and each submission's unchanged ids."""
+    kept: list[PairSummary] = []
+    unchanged: dict[str, list[str]] = {}
+    for pair in pairs:
+        if is_compact(pair):
+            unchanged.setdefault(pair.submission, []).append(pair.problem)
+        else:
+            kept.append(pair)
+    return tuple(kept), {sid: tuple(ids) for sid, ids in unchanged.items()}

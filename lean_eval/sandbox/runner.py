@@ -1,0 +1,58 @@
+"""How the driver starts ``lake comparator``: the runner protocol and the sandboxed runner.
+
+Invariants (design §5.4 step 5):
+- The driver decides everything about a launch (:class:`Launch`: argv, the whole environment,
+  cwd, deadline, output cap, rlimits, the pair's limits, the ``COMPARATOR_BWRAP`` wrapper's
+  path and spec); a runner only carries it out and returns the child's
+  :class:`lean_eval.supervise.process.ProcessResult`. Classification, the raw log and the limits
+  record are the driver's, whichever runner ran.
+- :data:`SANDBOXED` is the package's only runner: it writes the wrapper where the environment
+  names it, then starts Lake through :func:`lean_eval.supervise.process.run`, whose whole process
+  tree is gone on return. Every run uses it unless a caller passes another in ``Tools.runner``;
+  nothing in the package does (tests replay recorded transcripts through one, without a
+  sandbox), and no environment variable or setting chooses one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import NamedTuple, Protocol
+
+from lean_eval.sandbox import wrapper
+from lean_eval.supervise import process, resources
+
+
+class Launch(NamedTuple):
+    """One ``lake comparator`` run of one pair, as the driver decided it."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str]  # all of Lake's environment; COMPARATOR_BWRAP names ``wrapper``
+    cwd: Path  # the pair's workspace
+    timeout: float
+    output_cap: int
+    rlimits: Mapping[int, tuple[int, int]]
+    limits: resources.PairLimits
+    wrapper: Path  # where the wrapper goes (not yet written)
+    spec: wrapper.WrapperSpec
+
+
+class ComparatorRunner(Protocol):
+    """Runs one launch to its end and reports how it ended."""
+
+    def run(self, launch: Launch) -> process.ProcessResult:
+        """Run ``launch``; its processes are all gone on return."""
+        ...
+
+
+class SandboxedRunner:
+    """The real runner: the wrapper written, Lake started under the supervisor."""
+
+    def run(self, launch: Launch) -> process.ProcessResult:
+        wrapper.write_wrapper(launch.wrapper, launch.spec)
+        return process.run(launch.argv, env=launch.env, cwd=launch.cwd, timeout=launch.timeout,
+                           output_cap=launch.output_cap, rlimits=launch.rlimits,
+                           limits=launch.limits)
+
+
+SANDBOXED: ComparatorRunner = SandboxedRunner()

@@ -1,0 +1,176 @@
+"""The WorkspaceTest driver: run ``lake comparator`` on one workspace and classify its outcome.
+
+Invariants (design §5.4, §6.3-§6.6):
+- Lake and NanoDa are absolute paths inside the toolchain and outside every writable root.
+- The configuration Lake reads is a temporary file outside the workspace: the trusted one,
+  with ``enable_nanoda`` removed and ``external_kernels.nanoda`` forced to the bundled NanoDa.
+- Lake is started by ``DriverSettings.runner`` (:mod:`lean_eval.sandbox.runner`; the sandboxed one
+  unless a test passes its own), with everything about the launch decided here; the run's
+  masks reach the wrapper as the one :class:`~lean_eval.records.verdict.Mounts` record of the run.
+- Lake's environment is the allowlist of :mod:`lean_eval.sandbox`; ``--inadvisably-no-sandbox``
+  is never passed, ``--paranoid`` only when ``DriverSettings.paranoid`` asks for the audit of
+  ``lean-eval replay --paranoid`` (``run-eval`` never sets it); no submitted module is built or
+  imported here.
+- What the run means is decided by :mod:`lean_eval.scoring.classification` from its outcome alone.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+from lean_eval.benchmark.problem import ComparatorConfig
+from lean_eval.benchmark.toolchain import Toolchain
+from lean_eval.errors import ToolchainError
+from lean_eval.files.atomic import write_bytes_atomic
+from lean_eval.files.paths import inside
+from lean_eval.records.documents import WorkspaceTestReport
+from lean_eval.records.verdict import Mounts, ResourceLimits
+from lean_eval.sandbox import environment, wrapper
+from lean_eval.sandbox.runner import SANDBOXED, ComparatorRunner, Launch
+from lean_eval.scoring.classification import Classification, classify, phase_seconds
+from lean_eval.supervise import process, resources
+
+DEFAULT_MAX_FILE_BYTES = 8 << 30
+LOG_TAIL_LINES = 40
+
+
+class DriverSettings(NamedTuple):
+    """Everything the driver needs besides the workspace; fixed for a run."""
+
+    toolchain: Toolchain
+    bwrap: Path
+    caller_env: Mapping[str, str]
+    timeout: float
+    writable_roots: tuple[Path, ...]  # scoring root, output, work dir: never hold a tool
+    mounts: Mounts = Mounts()  # the run's one mask set (sandbox.run_masks)
+    output_cap: int = 256 * 1024
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # RLIMIT_FSIZE: no single file written larger
+    memory_limit: int | None = resources.DEFAULT_MEMORY_LIMIT  # bytes, for the pair's whole tree
+    max_processes: int | None = resources.DEFAULT_MAX_PROCESSES  # tasks of the pair's tree
+    limits_mechanism: str = "auto"  # "auto" (cgroup v2 where possible), "cgroup_v2", "watchdog"
+    paranoid: bool = False  # `lake comparator --paranoid`: the replay audit only, never run-eval
+    disk_bytes: int | None = None  # blocks the pair's workspace and state may hold
+    disk_files: int | None = None  # entries they may hold
+    disk_reserve: int | None = None  # recorded only: admission keeps it (scoring.scheduler)
+    runner: ComparatorRunner = SANDBOXED  # starts Lake (tests: a replay)
+
+
+def pair_rlimits(max_file_bytes: int) -> dict[int, tuple[int, int]]:
+    """Limits Lake and everything it starts inherit (bwrap keeps them): no core files of
+    untrusted processes left on disk, and no single written file past ``max_file_bytes``."""
+    return {resource.RLIMIT_CORE: (0, 0),
+            resource.RLIMIT_FSIZE: (max_file_bytes, max_file_bytes)}
+
+
+class DriverResult(NamedTuple):
+    """A classified run and its raw outcome."""
+
+    classification: Classification
+    outcome: process.ProcessResult
+    log_tail: tuple[str, ...]
+    phase_seconds: dict[str, float]
+    limits: ResourceLimits
+
+
+def _inside(path: Path, roots: tuple[Path, ...]) -> bool:
+    return any(inside(path, r) for r in roots)
+
+
+def check_toolchain_placement(toolchain: Toolchain, writable_roots: tuple[Path, ...]) -> None:
+    """Step 1: the absolute tools must not lie in anything a build can write."""
+    for tool in (toolchain.lake, toolchain.nanoda):
+        if _inside(tool, writable_roots):
+            raise ToolchainError(f"{tool} lies inside a writable scoring directory; refusing it")
+
+
+def forced_config(config: ComparatorConfig, nanoda: Path) -> dict[str, object]:
+    """Step 2: the trusted configuration with NanoDa forced on (pure)."""
+    data = config.model_dump(mode="json", exclude_none=True)
+    data.pop("enable_nanoda", None)
+    kernels = dict(data.get("external_kernels") or {})
+    kernels["nanoda"] = [str(nanoda)]
+    data["external_kernels"] = kernels
+    return data
+
+
+def comparator_argv(toolchain: Toolchain, config_path: Path,
+                    paranoid: bool = False) -> tuple[str, ...]:
+    """Step 5's command: the toolchain's absolute Lake, nothing else on the command line but
+    ``--paranoid`` when the audit asks for every bundled checker."""
+    return (str(toolchain.lake), "comparator", "--config", str(config_path),
+            *(("--paranoid",) if paranoid else ()))
+
+
+def write_log(path: Path, argv: tuple[str, ...], outcome: process.ProcessResult) -> tuple[str, ...]:
+    """Write the capped raw log and return its last lines."""
+    text = (
+        f"# argv: {json.dumps(list(argv))}\n"
+        f"# returncode: {outcome.returncode} signal: {outcome.signal} "
+        f"timed_out: {outcome.timed_out} duration: {outcome.duration:.3f}s\n"
+        "## stdout\n" + outcome.stdout.decode("utf-8", errors="replace")
+        + "\n## stderr\n" + outcome.stderr.decode("utf-8", errors="replace") + "\n"
+    )
+    write_bytes_atomic(path, text.encode("utf-8"))  # as verdicts are: never through a planted link
+    return tuple(text.splitlines()[-LOG_TAIL_LINES:])
+
+
+def run_workspace(workspace: Path, state: Path, config: ComparatorConfig,
+                  settings: DriverSettings, log_path: Path) -> DriverResult:
+    """Run the six steps of design §5.4 on ``workspace``, using ``state`` for harness files."""
+    roots = (*settings.writable_roots, workspace, workspace / ".lake")
+    check_toolchain_placement(settings.toolchain, roots)
+    state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    config_path = state / "comparator.json"
+    config_path.write_text(json.dumps(forced_config(config, settings.toolchain.nanoda), indent=2),
+                           encoding="utf-8")
+    tmpdir = state / "tmp"
+    tmpdir.mkdir(mode=0o700, exist_ok=True)
+    # The system temp dir is no place for a tool either, though a toolchain may live there (CI).
+    search = environment.filter_search_path(settings.caller_env.get("PATH", ""),
+                                        (*roots, Path(tempfile.gettempdir())))
+    wrapper_path = state / "bwrap-wrapper"
+    env = environment.lake_environment(settings.caller_env, search_path=search, tmpdir=tmpdir,
+                                       wrapper=wrapper_path)
+    argv = comparator_argv(settings.toolchain, config_path, settings.paranoid)
+    limits = resources.PairLimits(settings.memory_limit, settings.max_processes,
+                                  settings.limits_mechanism, settings.disk_bytes,
+                                  settings.disk_files, (str(workspace), str(state)))
+    outcome = settings.runner.run(Launch(
+        argv=argv, env=env, cwd=workspace, timeout=settings.timeout,
+        output_cap=settings.output_cap,
+        rlimits=pair_rlimits(min(settings.max_file_bytes, settings.disk_bytes or (1 << 62))),
+        limits=limits, wrapper=wrapper_path,
+        spec=wrapper.WrapperSpec(bwrap=settings.bwrap, mounts=settings.mounts)))
+    tail = write_log(log_path, argv, outcome)
+    return DriverResult(classify(outcome, config, settings.timeout, settings.paranoid), outcome,
+                        tail, phase_seconds(outcome, config),
+                        resource_limits(limits, outcome, settings.disk_reserve))
+
+
+def workspace_test_report(workspace: Path, result: DriverResult, log: Path | None,
+                          kept: Path | None) -> WorkspaceTestReport:
+    """What ``lean-eval test`` found (``log``, ``kept``: what --keep-work kept, else None)."""
+    c = result.classification
+    return WorkspaceTestReport(workspace=str(workspace), verdict=c.verdict,
+                               execution=c.execution, reason=c.reason, last_phase=c.last_phase,
+                               checkers=c.checkers, exit_code=result.outcome.returncode,
+                               log=str(log) if log else None, kept=str(kept) if kept else None)
+
+
+def resource_limits(limits: resources.PairLimits, outcome: process.ProcessResult,
+                    reserve: int | None = None) -> ResourceLimits:
+    """What the verdict records about the pair's limits (pure)."""
+    ran = outcome.limits_mechanism is not None
+    return ResourceLimits.model_validate({
+        "memory_bytes": limits.memory, "max_processes": limits.processes,
+        "mechanism": (outcome.limits_mechanism or "none")
+        if limits.memory is not None or limits.processes is not None else "none",
+        "exceeded": outcome.limit_exceeded,
+        "disk_bytes": limits.disk_bytes, "disk_files": limits.disk_files,
+        "disk_mechanism": "watchdog" if ran and limits.watches_disk() else "none",
+        "disk_reserve_bytes": reserve})

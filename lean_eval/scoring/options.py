@@ -1,0 +1,104 @@
+"""What a run is: its options, the tools it uses, its identity and the pairs it plans.
+
+Invariants:
+- Everything a verdict can depend on besides its two inputs is in :func:`identity` or in
+  ``RunOptions`` (``resume.verdict_options`` names the options that can change a verdict).
+- A ``Planned`` pair keeps no submission bytes: only names, digests and its plan without data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
+
+from lean_eval import __version__
+from lean_eval.benchmark.catalog import Catalog
+from lean_eval.benchmark.toolchain import Toolchain
+from lean_eval.intake import reader
+from lean_eval.records.verdict import Identity, Preflight
+from lean_eval.sandbox.bubblewrap import BwrapInfo
+from lean_eval.sandbox.runner import SANDBOXED, ComparatorRunner
+from lean_eval.scoring import driver
+from lean_eval.scoring.shard import Shard
+from lean_eval.supervise import disk, resources
+
+SUMMARY = "summary.json"  # the run's summary, at the top of --out
+REFUSED_SUMMARY = "summary.refused.json"  # a refusal beside an earlier run's summary.json
+
+
+class Signer(Protocol):
+    """What a run needs of a signing key (``attest.SigningKey``): an envelope per verdict."""
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    def sign(self, verdict_file: Path, out_dir: Path, options: Mapping[str, Any]) -> str | None:
+        """Write the envelope beside ``verdict_file``; a fault message, or None."""
+
+
+class RunOptions(NamedTuple):
+    """Options of one ``run-eval``."""
+
+    out_dir: Path
+    timeout: float
+    work_dir: Path | None = None
+    limits: reader.IntakeLimits = reader.IntakeLimits()
+    keep_work: bool = False
+    preflight: Preflight | None = None  # None: probes were not asked for (library callers)
+    max_written_file_bytes: int = driver.DEFAULT_MAX_FILE_BYTES
+    jobs: int | None = None  # None: CPUs, lowered to what memory allows
+    rescore: bool = False
+    shard: Shard | None = None
+    memory_limit: int = resources.DEFAULT_MEMORY_LIMIT
+    max_processes: int = resources.DEFAULT_MAX_PROCESSES
+    # Probes need to know where a kept workspace is before the run: score directly under this
+    # directory instead of a fresh per-run one (it is then neither locked nor reclaimed).
+    scoring_root: Path | None = None
+    private: tuple[Path, ...] = ()  # --private DIR: also hidden from every sandbox
+    private_defaults: bool = True  # also hide the parents of the inputs and of --out
+    sign_key: Signer | None = None  # --sign-key: an envelope beside every verdict recorded
+    paranoid: bool = False  # `lake comparator --paranoid`: `replay --paranoid` only
+    disk_limit: int | None = disk.DEFAULT_DISK_BYTES  # blocks of one pair's trees; None: off
+    disk_files: int | None = disk.DEFAULT_DISK_FILES  # entries of one pair's trees; None: off
+    # Free space kept on the scoring and output filesystems; None: off. Not in the resume key:
+    # it decides when a pair starts and whether a failure is the host's, never a judgement.
+    disk_reserve: int | None = disk.DEFAULT_DISK_RESERVE
+
+
+class Tools(NamedTuple):
+    """The resolved executables a run uses, and what starts Lake with them."""
+
+    toolchain: Toolchain
+    bwrap: BwrapInfo
+    runner: ComparatorRunner = SANDBOXED  # tests alone pass another (tests/fake_runner.py)
+
+
+class Planned(NamedTuple):
+    """One pair as planned before scoring: no submission bytes."""
+
+    order: int  # position in input order
+    sid: str
+    problem_id: str
+    source: Path
+    digest: str
+    key: str
+    plan: reader.Intake  # without data
+
+
+def identity(catalog: Catalog, tools: Tools) -> Identity:
+    """What every verdict of this run depends on besides its two inputs."""
+    return Identity(harness_version=__version__, benchmark_path=str(catalog.root),
+                    benchmark_commit=catalog.commit, toolchain_name=catalog.toolchain_name,
+                    toolchain_path=str(tools.toolchain.root),
+                    bwrap_path=str(tools.bwrap.path), bwrap_version=tools.bwrap.version,
+                    bwrap_owner=tools.bwrap.owner, bwrap_setuid=tools.bwrap.setuid,
+                    bwrap_sha256=tools.bwrap.sha256,
+                    bwrap_minimum_version=tools.bwrap.minimum)
+
+
+def not_probed(tools: Tools) -> Preflight:
+    """The preflight record of a run whose probes were skipped."""
+    return Preflight(skipped=True, toolchain_path=str(tools.toolchain.root),
+                     bwrap_path=str(tools.bwrap.path), bwrap_version=tools.bwrap.version,
+                     bwrap_sha256=tools.bwrap.sha256)

@@ -1,0 +1,298 @@
+"""Score one (submission, problem) pair end to end: prepare, run, clean up, record.
+
+The API the batch builds on:
+
+- ``jobs_for(sub, problems)``: the pairs of one intake, in problem-id order. A submission
+  rejected as a whole gets one job per problem directory found (``Intake.named``) so each of
+  those problems receives an ``invalid_submission`` verdict; otherwise one job per entry.
+- ``RunContext``: everything fixed for the run (identity, driver settings whose masks come from
+  ``sandbox.run_masks`` computed once, scoring root, output directory). Build it once.
+- ``run_pair(job, ctx) -> Verdict``: scores the pair, removes its scoring directory (unless
+  ``ctx.keep_work``), then writes ``verdict_path(ctx.out_dir, submission_id, problem_id)``
+  atomically (the raw log, when Lake ran, is ``log_path(...)``). Each call touches only its own
+  pair directory and files, so calls for different pairs may run concurrently.
+
+Invariants (design §6.10, §6.13):
+- ``run_pair`` never raises for anything a submission or a build can cause. Whatever goes
+  wrong while preparing, running, cleaning up or recording the pair (``OSError``,
+  ``RecursionError``, an archive-library or any unexpected exception) ends that pair as
+  ``verdict: error``, ``execution: harness_error``, with the exception class and message in
+  ``reason``. The only exception is ``OutputError``: the verdict could not be written (output
+  directory unwritable or full), so the batch must stop admitting pairs.
+- The pair's directory is removed before its verdict is written, so a build that filled the
+  disk frees it first; what removal could not delete is named in ``cleanup``. ``job.released``
+  is called once, as soon as the pair's processes are gone and before that removal, so the
+  batch can give its ``-j`` slot to the next pair while the tree is removed.
+- A pair that ran while the scoring or output filesystem was short of space (``ctx.space``, the
+  harness's own ``statvfs`` samples) and was then ``rejected``, or ``accepted`` but left files
+  its cleanup could not remove, is ``error`` (``harness_error``, reason ``disk_short``): the
+  failure may be the host's, so the next run scores it again. Its ``limits`` say so
+  (``short_of_space``), whatever its verdict; ``worth_another_try`` says which of them the
+  batch scores once more with nothing else in flight (any such ``error`` but the pair's own
+  limit or deadline).
+- ``unchanged`` only when every submitted file equals the starter of its path and nothing else
+  was submitted; otherwise the starters are replaced path by path (design §4.2).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+from lean_eval.benchmark.catalog import ProblemWorkspace
+from lean_eval.errors import OutputError
+from lean_eval.files.atomic import write_bytes_atomic, write_model
+from lean_eval.intake import reader
+from lean_eval.records.verdict import (
+    Checker,
+    Execution,
+    Identity,
+    LogRef,
+    Mounts,
+    Outcome,
+    ProblemRef,
+    Reason,
+    ResourceLimits,
+    SubmissionRef,
+    Timings,
+    Verdict,
+)
+from lean_eval.scoring import driver, workspace
+from lean_eval.supervise import disk
+
+MESSAGE_CAP = 2000
+DISK_SHORT = "disk_short"  # reason of a failure while a filesystem was short of space
+
+
+class PairJob(NamedTuple):
+    """One pair to score; ``entry`` is None when the submission was rejected as a whole."""
+
+    sub: reader.Intake
+    problem_id: str
+    entry: reader.ProblemEntry | None
+    resume_key: str | None = None  # recorded in the verdict as is
+    released: Callable[[], None] | None = None  # called once its processes are gone
+    admitted: Mapping[str, object] | None = None  # ResourceLimits fields measured at admission
+
+
+class RunContext(NamedTuple):
+    """What every pair of a run shares; fixed before the first pair."""
+
+    problems: Mapping[str, ProblemWorkspace]
+    settings: driver.DriverSettings
+    ident: Identity
+    scoring_root: Path
+    out_dir: Path  # resolved
+    shared_packages: Path | None = None
+    mounts: Mounts | None = None
+    probes_skipped: bool = False
+    keep_work: bool = False
+    space: disk.SpaceWatch | None = None  # samples the scoring and output filesystems
+    limits: ResourceLimits | None = None  # the run's limits, for pairs that never ran
+
+
+def verdict_path(out_dir: Path, submission_id: str, problem_id: str) -> Path:
+    """Where a pair's verdict goes."""
+    return out_dir / submission_id / f"{problem_id}.json"
+
+
+def log_path(out_dir: Path, submission_id: str, problem_id: str) -> Path:
+    """Where a pair's raw log goes (only when Lake ran)."""
+    return out_dir / submission_id / f"{problem_id}.log"
+
+
+def named_problems(sub: reader.Intake) -> tuple[str, ...]:
+    """Problem ids whose directories intake found, even when it rejected the whole submission."""
+    return tuple(sorted(set(sub.named) | {e.problem_id for e in sub.problems}))
+
+
+def jobs_for(sub: reader.Intake, problems: Mapping[str, ProblemWorkspace]) -> list[PairJob]:
+    """The pairs of one submission, in problem-id order, restricted to ``problems``."""
+    if sub.rejection is not None:
+        return [PairJob(sub, problem_id, None) for problem_id in named_problems(sub)
+                if problem_id in problems]
+    return [PairJob(sub, e.problem_id, e) for e in sub.problems if e.problem_id in problems]
+
+
+def _verdict(job: PairJob, ctx: RunContext, outcome: Outcome, execution: Execution,
+             reason: Reason, *, last_phase: str | None = None,
+             checkers: tuple[Checker, ...] = (), exit_code: int | None = None,
+             signal: int | None = None, timings: Timings | None = None,
+             log: LogRef | None = None, limits: ResourceLimits | None = None) -> Verdict:
+    """The one place a pair's verdict is built: ``limits`` default to the run's."""
+    problem = ctx.problems.get(job.problem_id)  # None only for a job the catalog lacks
+    sub, entry = job.sub, job.entry
+    return Verdict(
+        submission=SubmissionRef(id=sub.submission_id, digest=sub.digest, source=sub.source),
+        problem=ProblemRef(id=job.problem_id, statement_revision=(
+            problem.problem.statement_revision if problem else 0)),
+        verdict=outcome, execution=execution, reason=reason, last_phase=last_phase,
+        checkers=checkers, exit_code=exit_code, signal=signal,
+        timings=timings if timings is not None else Timings(wall_seconds=0.0),
+        identity=ctx.ident, trusted_files=problem.digests if problem else {},
+        submission_files={f.relpath: f.sha256 for f in entry.files} if entry else {},
+        ignored=entry.ignored if entry else (), log=log if log is not None else LogRef(path=None),
+        probes_skipped=ctx.probes_skipped, mounts=ctx.mounts, resume_key=job.resume_key,
+        limits=_limits(job, limits or ctx.limits))
+
+
+def _limits(job: PairJob, record: ResourceLimits | None) -> ResourceLimits | None:
+    """The limits record with what the batch measured when it admitted the pair."""
+    if record is not None and job.admitted:
+        return record.model_copy(update=dict(job.admitted))
+    return record
+
+
+def error_verdict(job: PairJob, ctx: RunContext, message: str) -> Verdict:
+    """A pair the harness could not score: ``error`` (re-run by the next run on this --out).
+
+    The pair never reached a sandbox, so it records neither the run's mask set nor its probe
+    policy.
+    """
+    return _verdict(job, ctx._replace(mounts=None, probes_skipped=False), "error", "not_run",
+                    Reason(code="harness_error", message=message))
+
+
+def _short_of_space(verdict: Verdict) -> Verdict:
+    """``verdict`` of a pair that ran while a filesystem was short of space (module doc)."""
+    limits = verdict.limits.model_copy(update={"short_of_space": True}) if verdict.limits else None
+    update: dict[str, object] = {"limits": limits}
+    if verdict.verdict == "rejected" or (verdict.verdict == "accepted" and verdict.cleanup):
+        update |= {"verdict": "error", "execution": "harness_error", "reason": Reason(
+            code=DISK_SHORT,
+            message=(f"a scoring or output filesystem was short of space while the pair ran, "
+                     f"so its {verdict.verdict} ({verdict.reason.code}) may be the host's; the "
+                     f"next run scores it again: {verdict.reason.message}")[:MESSAGE_CAP])}
+    return verdict.model_copy(update=update)
+
+
+def worth_another_try(verdict: Verdict) -> bool:
+    """Whether the batch should score this pair once more, alone: it ended ``error`` after
+    running while a filesystem was short of space, and not by its own limit or deadline."""
+    return (verdict.verdict == "error" and verdict.limits is not None
+            and verdict.limits.short_of_space
+            and verdict.execution not in ("resource_exhausted", "timed_out"))
+
+
+def is_unchanged(entry: reader.ProblemEntry, starter: Mapping[str, bytes]) -> bool:
+    """Every submitted file equals the starter of its path, and nothing else was submitted."""
+    return bool(entry.files) and all(starter.get(f.relpath) == f.data for f in entry.files)
+
+
+_UNCHANGED = Reason(code="unchanged", message="every submitted file is the starter of its path")
+
+
+def unchanged_at_plan(entry: reader.ProblemEntry, problem: ProblemWorkspace | None) -> bool:
+    """Whether a planned entry (its bytes still held) is an ``unchanged`` pair: nothing in it
+    rejected or faulty, and ``is_unchanged`` against the problem's starters."""
+    return (problem is not None and entry.rejection is None and entry.fault is None
+            and is_unchanged(entry, problem.starter))
+
+
+def write_unchanged(job: PairJob, ctx: RunContext) -> Verdict:
+    """The batch's fast path: write the ``unchanged`` verdict of ``job`` and return it.
+
+    The caller decided (``unchanged_at_plan``) while the submission's bytes were read; the
+    verdict records the submitted files' digests, so it needs no bytes. No scoring directory is
+    made, and the file is written atomically but without its own fsync (``durable=False``): the
+    batch makes all of them durable with one ``sync_filesystem`` before its summary.
+    Raises ``OutputError`` when the verdict cannot be written.
+    """
+    verdict = _verdict(job, ctx, "unchanged", "not_run", _UNCHANGED)
+    path = verdict_path(ctx.out_dir, job.sub.submission_id, job.problem_id)
+    # pydantic's own JSON encoder: the per-pair cost is mostly encoding (identity, mounts)
+    data = (verdict.model_dump_json(indent=2) + "\n").encode("utf-8")
+    try:
+        write_bytes_atomic(path, data, durable=False)
+    except OSError as exc:
+        raise OutputError(f"cannot write the verdict {path}: {exc}") from exc
+    return verdict
+
+
+def harness_reason(exc: BaseException, stage: str) -> Reason:
+    """``reason`` of a pair the harness failed: the exception's class and message."""
+    text = f"{stage}: {type(exc).__name__}: {exc}"
+    if len(text) > MESSAGE_CAP:
+        text = text[:MESSAGE_CAP - 3] + "..."
+    return Reason(code="harness_error", message=text)
+
+
+def _score(job: PairJob, ctx: RunContext, dirs: workspace.PairDirs, started: float) -> Verdict:
+    sub, entry = job.sub, job.entry
+    if sub.rejection is not None or (entry is not None and entry.rejection is not None):
+        message = sub.rejection or (entry.rejection if entry else None) or ""
+        code = sub.rejection_code or (entry.rejection_code if entry else None) or "path_rejected"
+        return _verdict(job, ctx, "invalid_submission", "not_run",
+                        Reason(code=code, message=message))
+    if entry is not None and entry.fault is not None:  # the host's fault: retried on resume
+        return _verdict(job, ctx, "error", "not_run",
+                        Reason(code="harness_error", message=entry.fault))
+    if entry is None:
+        raise LookupError(f"submission {sub.submission_id} has no entry for {job.problem_id}")
+    problem = ctx.problems[job.problem_id]
+    if is_unchanged(entry, problem.starter):
+        return _verdict(job, ctx, "unchanged", "not_run", _UNCHANGED)
+    leftovers = workspace.prepare(dirs)
+    if leftovers:
+        raise OSError(f"the pair's scoring directory could not be emptied: {leftovers[0]}")
+    workspace.materialise(dirs, problem.trusted, problem.starter, entry.files,
+                          ctx.shared_packages)
+    log = log_path(ctx.out_dir, sub.submission_id, job.problem_id)
+    result = driver.run_workspace(dirs.workspace, dirs.state, problem.config, ctx.settings, log)
+    c = result.classification
+    return _verdict(job, ctx, c.verdict, c.execution, c.reason,
+                    last_phase=c.last_phase, checkers=c.checkers,
+                    exit_code=result.outcome.returncode, signal=result.outcome.signal,
+                    timings=Timings(wall_seconds=round(time.monotonic() - started, 3),
+                                    phases=result.phase_seconds),
+                    log=LogRef(path=_relative_log(log, ctx.out_dir), tail=result.log_tail),
+                    limits=result.limits)
+
+
+def _relative_log(log: Path, out_dir: Path) -> str:
+    """The log's path as a verdict records it: relative to the output directory, so it stays
+    right when the directory moves or is merged (the verdict's bytes are carried unchanged)."""
+    return log.relative_to(out_dir).as_posix()
+
+
+def _failed(job: PairJob, ctx: RunContext, exc: BaseException, stage: str,
+            started: float) -> Verdict:
+    log = log_path(ctx.out_dir, job.sub.submission_id, job.problem_id)
+    return _verdict(job, ctx, "error", "harness_error", harness_reason(exc, stage),
+                    timings=Timings(wall_seconds=round(time.monotonic() - started, 3)),
+                    log=LogRef(path=_relative_log(log, ctx.out_dir) if log.is_file() else None))
+
+
+def run_pair(job: PairJob, ctx: RunContext) -> Verdict:
+    """Score, clean up and record one pair; raises only ``OutputError`` (see module doc)."""
+    started = time.monotonic()
+    sid, problem_id = job.sub.submission_id, job.problem_id
+    dirs = workspace.pair_dirs(ctx.scoring_root, sid, problem_id)
+    token = ctx.space.mark() if ctx.space is not None else 0
+    try:
+        verdict = _score(job, ctx, dirs, started)
+    except Exception as exc:  # noqa: BLE001 - one pair's fault must not end the batch
+        verdict = _failed(job, ctx, exc, "scoring", started)
+    if job.released is not None:
+        job.released()  # its processes are gone (run() returned): the slot is free
+    if not ctx.keep_work:
+        leftovers = workspace.remove(dirs)  # never raises
+        if leftovers:
+            verdict = verdict.model_copy(update={"cleanup": leftovers})
+    if ctx.space is not None and verdict.execution != "not_run" and ctx.space.short_since(token):
+        verdict = _short_of_space(verdict)
+    path = verdict_path(ctx.out_dir, sid, problem_id)
+    try:
+        write_model(path, verdict)
+    except OSError as exc:
+        raise OutputError(f"cannot write the verdict {path}: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - a verdict that cannot be encoded is the pair's
+        verdict = _failed(job, ctx, exc, "recording", started)
+        try:
+            write_model(path, verdict)
+        except Exception as again:
+            raise OutputError(f"cannot write the verdict {path}: {again}") from again
+    return verdict
+

@@ -1,0 +1,127 @@
+"""Plan a batch before scoring anything: every input read once, the pairs listed, resumes decided.
+
+Invariants (design §5.5):
+- Planning keeps no submission bytes (``Intake.without_data``): only names, digests and the
+  plan. Each submission's unchanged pairs are decided here, from the bytes read here (their
+  verdicts name the planned digest), never read again.
+- A verdict on disk whose ``resume_key`` equals the pair's key and which is not ``error`` is
+  reused untouched; ``--rescore`` ignores what is on disk. What is kept is decided once, here,
+  before the probes, which run only when a pair still needs a sandbox (``needs_sandbox``).
+- ``--shard K/N``: the whole batch is planned (its digest and map go in the summary), then only
+  the shard's pairs are kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from lean_eval.benchmark.catalog import Catalog
+from lean_eval.intake import reader
+from lean_eval.intake.bounds import max_path_bytes_under
+from lean_eval.records.verdict import Identity, Preflight, Verdict
+from lean_eval.scoring import pair, resume
+from lean_eval.scoring.options import Planned, RunOptions, Tools, identity, not_probed
+from lean_eval.scoring.shard import batch_digest, batch_map, in_shard
+from lean_eval.supervise import lock
+
+_ID_MAX = 128  # the longest submission id and problem id intake and the catalog accept
+
+
+class Prepared(NamedTuple):
+    """A planned run: what it scores and keeps, decided before the probes."""
+
+    options: RunOptions  # with the path bound for this run's workspaces
+    ident: Identity
+    preflight: Preflight
+    plans: list[reader.Intake]
+    items: list[Planned]  # this shard's
+    digest: str  # of the whole batch
+    batch: dict[str, tuple[str, ...]]
+    kept: dict[int, Verdict]  # by Planned.order: verdicts on disk that resume reuses
+    unchanged: dict[str, frozenset[str]]  # by submission: problems planning found unchanged
+
+
+def prepare(ids: Sequence[tuple[str, Path]], catalog: Catalog, tools: Tools,
+            options: RunOptions, out_dir: Path) -> Prepared:
+    """The run planned (module invariants): its pairs, this shard's, and what resume keeps."""
+    lock.remove_stray_temps(out_dir)
+    options = _bound_paths(options)
+    ident = identity(catalog, tools)
+    preflight = options.preflight or not_probed(tools)
+    unchanged: dict[str, frozenset[str]] = {}
+    plans, items = _plan(ids, catalog, options, ident, preflight, unchanged)
+    digest = batch_digest((i.sid, i.problem_id) for i in items)
+    batch = batch_map((i.sid, i.problem_id) for i in items) if options.shard is not None else {}
+    if options.shard is not None:
+        items = [i for i in items if in_shard(i.sid, i.problem_id, options.shard)]
+    # Decided once, here: what is kept is known before the probes, which run only when a pair
+    # still needs a sandbox (the scheduler reuses exactly these, never re-reads the files).
+    kept = {} if options.rescore else {
+        i.order: v for i in items
+        if (v := _reusable(pair.verdict_path(out_dir, i.sid, i.problem_id), i.key)) is not None}
+    return Prepared(options, ident, preflight, plans, items, digest, batch, kept, unchanged)
+
+
+def _plan(ids: Sequence[tuple[str, Path]], catalog: Catalog, options: RunOptions,
+          ident: Identity, preflight: Preflight, unchanged: dict[str, frozenset[str]]
+          ) -> tuple[list[reader.Intake], list[Planned]]:
+    """Intake every input once, keeping no bytes, and list the pairs in input order.
+
+    ``unchanged`` receives each submission's unchanged problems: their pairs are decided from
+    the bytes read here (the verdict names the planned digest), never read again."""
+    problem_ids = frozenset(catalog.problems)
+    plans: list[reader.Intake] = []
+    items: list[Planned] = []
+    for _, path in ids:
+        read = reader.read_submission(path, problem_ids, options.limits)
+        if read.rejection is None:  # decided now, while the bytes are here (design §5.5)
+            unchanged[read.submission_id] = frozenset(
+                e.problem_id for e in read.problems
+                if pair.unchanged_at_plan(e, catalog.problems.get(e.problem_id)))
+        plan = read.without_data()
+        plans.append(plan)
+        for job in pair.jobs_for(plan, catalog.problems):
+            key = resume.pair_key(plan, catalog.problems[job.problem_id], ident, options,
+                                  preflight)
+            items.append(Planned(len(items), plan.submission_id, job.problem_id, path,
+                                 plan.digest, key, plan))
+    return plans, items
+
+
+def _reusable(path: Path, key: str) -> Verdict | None:
+    try:
+        verdict = Verdict.model_validate_json(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return verdict if verdict.resume_key == key and verdict.verdict != "error" else None
+
+
+def _bound_paths(options: RunOptions) -> RunOptions:
+    """Intake's path limit for where this run's workspaces will be, with the longest ids.
+
+    A relpath that would pass PATH_MAX under the real scoring root is then a pair rejection
+    naming the entry, never ENAMETOOLONG while the workspace is written.
+    """
+    parent = options.scoring_root or options.work_dir or Path(tempfile.gettempdir())
+    worst = (Path(os.path.realpath(parent)) / (lock.RUN_PREFIX + "x" * 16) / ("x" * _ID_MAX)
+             / ("x" * _ID_MAX) / "workspace")
+    bound = min(options.limits.max_path_bytes, max_path_bytes_under(str(worst)))
+    return options._replace(limits=options.limits.model_copy(update={"max_path_bytes": bound}))
+
+
+def needs_sandbox(item: Planned, catalog: Catalog) -> bool:
+    """Whether scoring the pair runs Lake; a pair decided at intake does not (``pair._score``:
+    a rejected submission or entry is ``invalid_submission``, starters only ``unchanged``)."""
+    plan = item.plan
+    entry = next((e for e in plan.problems if e.problem_id == item.problem_id), None)
+    if plan.rejection is not None or entry is None or entry.rejection is not None:
+        return False
+    starter = catalog.problems[item.problem_id].starter  # the plan has digests, not bytes
+    return not (entry.files and all(
+        f.relpath in starter and hashlib.sha256(starter[f.relpath]).hexdigest() == f.sha256
+        for f in entry.files))

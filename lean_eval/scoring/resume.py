@@ -1,0 +1,62 @@
+"""The resume key of each pair of a run, and what a plan keeps of a submission.
+
+Invariants (design §5.5 "Resume"):
+- A pair's key is the SHA-256 of a canonical JSON of everything its verdict can depend on: the
+  submission digest, the problem id and statement revision, the trusted files' digests, the
+  run identity (harness version, benchmark commit, toolchain, bubblewrap and its SHA-256) and
+  every option that can change a verdict. Two runs give one pair the same key only when a new
+  verdict could not differ, so a matching verdict on disk may be reused as it is.
+- A plan keeps no submission bytes: only names, digests and reasons.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from lean_eval.benchmark.catalog import ProblemWorkspace
+from lean_eval.intake import reader
+from lean_eval.records.verdict import Identity, Preflight
+from lean_eval.scoring import pair
+from lean_eval.scoring.options import RunOptions
+
+
+def verdict_options(options: RunOptions, preflight: Preflight) -> dict[str, object]:
+    """Every option of the run that can change a verdict."""
+    return {
+        "timeout": options.timeout,
+        "limits": options.limits.model_dump(mode="json"),
+        "max_written_file_bytes": options.max_written_file_bytes,
+        "memory_limit": options.memory_limit,
+        "max_processes": options.max_processes,
+        "skip_probes": preflight.skipped,
+        # Only when set: keys (and so resumes) of ordinary runs stay as they were.
+        **({"paranoid": True} if options.paranoid else {}),
+        "disk_limit": options.disk_limit,
+        "disk_files": options.disk_files,
+    }
+
+
+def pair_key(plan: reader.Intake, problem: ProblemWorkspace, ident: Identity,
+             options: RunOptions, preflight: Preflight) -> str:
+    """The resume key of one pair (see the module invariants)."""
+    material = {
+        "submission_digest": plan.digest,
+        "problem": problem.problem.id,
+        "statement_revision": problem.problem.statement_revision,
+        "trusted_files": dict(sorted(problem.digests.items())),
+        "identity": ident.model_dump(mode="json"),
+        "options": verdict_options(options, preflight),
+    }
+    text = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def problem_ids_of(plan: reader.Intake) -> tuple[str, ...]:
+    """Problems this submission gets a verdict for: those found even when rejected whole."""
+    return pair.named_problems(plan)
+
+
+def hint_of(plan: reader.Intake) -> str | None:
+    """Why no problem directory was found, when none was."""
+    return None if problem_ids_of(plan) else plan.hint or None

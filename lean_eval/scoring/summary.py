@@ -1,0 +1,128 @@
+"""The run's record at the top of ``--out``: ``summary.json``, or a refusal.
+
+Invariants (design §5.5):
+- ``summary.json`` lists pairs in input order whatever order they finished in; unchanged pairs
+  are listed by id per submission (``SubmissionSummary.unchanged``), not as pairs.
+- Verdicts written without their own fsync (unchanged pairs) are made durable by one
+  ``sync_filesystem`` before ``summary.json`` is written, so a summary on disk never names a
+  verdict a power loss could take back (design §5.5 "Unchanged pairs").
+- The exit code is 128 + the signal of an interrupted run, else 1 when a pair is ``error`` or
+  failed for the infrastructure or the run met a fault writing ``--out``, else 0; a refusal's
+  is 2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+from lean_eval.benchmark.catalog import Catalog
+from lean_eval.errors import OutputError
+from lean_eval.files.atomic import sync_filesystem, write_model
+from lean_eval.intake import reader
+from lean_eval.records.verdict import (
+    INFRASTRUCTURE_FAILURES,
+    TALLY,
+    Identity,
+    PairSummary,
+    Preflight,
+    ShardInfo,
+    SubmissionSummary,
+    Summary,
+    Tally,
+    compact_pairs,
+)
+from lean_eval.scoring import resume
+from lean_eval.scoring.options import REFUSED_SUMMARY, Planned, Tools, identity
+from lean_eval.scoring.scheduler import OUTCOMES, RunState
+from lean_eval.supervise import lock
+
+
+def write_summary(started_at: str, ident: Identity, preflight: Preflight, catalog: Catalog,
+                  plans: Sequence[reader.Intake], items: Sequence[Planned],
+                  results: Mapping[int, PairSummary], out_dir: Path, run: RunState,
+                  shard: ShardInfo | None, options: dict[str, object] | None = None) -> Summary:
+    """Write ``summary.json`` of a run that planned, and return it (module invariants).
+
+    Raises ``OutputError`` when it cannot be written or the run met a fault writing ``--out``.
+    """
+    every = tuple(results[i.order] for i in items if i.order in results)
+    pairs, unchanged = compact_pairs(every)
+    counts = dict.fromkeys(OUTCOMES, 0)
+    tallies: dict[str, dict[str, int]] = {p.submission_id: {} for p in plans}
+    for p in every:
+        counts[p.verdict] += 1
+        tally = tallies[p.submission]
+        tally[TALLY[p.verdict]] = tally.get(TALLY[p.verdict], 0) + 1
+    failed = any(p.verdict == "error" or p.execution in INFRASTRUCTURE_FAILURES for p in pairs)
+    signum = run.stop.signum
+    exit_code = 128 + signum if signum is not None else 1 if failed or run.stop.fault else 0
+    planned = {(i.sid, i.problem_id) for i in items}
+    summary = Summary(
+        started_at=started_at,
+        finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        identity=ident, preflight=preflight, problems=tuple(catalog.problems),
+        submissions=tuple(SubmissionSummary(
+            id=s.submission_id, source=s.source, digest=s.digest,
+            problems=tuple(p for p in resume.problem_ids_of(s)
+                           if (s.submission_id, p) in planned),
+            rejection=s.rejection, rejection_code=s.rejection_code, hint=resume.hint_of(s),
+            tally=Tally(**tallies[s.submission_id]), hidden=s.hidden,
+            unchanged=unchanged.get(s.submission_id, ())) for s in plans),
+        counts=counts, pairs=pairs, exit_code=exit_code, shard=shard,
+        interrupted=signum is not None, not_scored=len(items) - len(every),
+        reused=run.reused, jobs=run.jobs, options=options,
+        signing_key=run.options.sign_key.fingerprint if run.options.sign_key else None)
+    try:
+        if run.unsynced:  # the fast path's verdicts are durable before a summary names them
+            sync_filesystem(out_dir)
+            run.unsynced = False
+        write_model(out_dir / "summary.json", summary)
+        (out_dir / REFUSED_SUMMARY).unlink(missing_ok=True)  # this run supersedes a refusal
+    except OSError as exc:
+        raise OutputError(f"cannot write {out_dir / 'summary.json'}: {exc}") from exc
+    if run.stop.fault is not None:
+        raise OutputError(run.stop.fault)
+    return summary
+
+
+def _scored_summary(path: Path) -> bool:
+    """Whether ``path`` is the summary of a run that planned and scored (not a refusal)."""
+    try:
+        return Summary.model_validate_json(path.read_bytes()).refused is None
+    except (OSError, ValueError):
+        return False
+
+
+def write_refusal(out_dir: Path, catalog: Catalog, tools: Tools, preflight: Preflight,
+                  reason: str, started_at: str, out_lock: lock.OutLock | None = None) -> Path:
+    """Record a run refused after its probes ran (no submission read, no pair) in ``out_dir``.
+
+    The summary has the probes' outcome, zero pairs, ``exit_code`` 2 and ``refused``. It is
+    written atomically while holding ``out_dir``'s lock (a run holding it makes this raise
+    ``UsageError``). It goes to ``summary.json`` unless that file is an earlier run's summary of
+    scored pairs, which describes verdicts still on disk and is kept: then to
+    ``summary.refused.json``. ``out_lock``: the lock, already held by the caller (who keeps
+    it). Returns the path written.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    held = lock.OutLock(out_dir.resolve()) if out_lock is None else None
+    try:
+        summary = Summary(
+            started_at=started_at,
+            finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            identity=identity(catalog, tools), preflight=preflight,
+            problems=tuple(catalog.problems), submissions=(),
+            counts=dict.fromkeys(OUTCOMES, 0), pairs=(), exit_code=2, refused=reason)
+        target = out_dir / "summary.json"
+        if _scored_summary(target):
+            target = out_dir / REFUSED_SUMMARY
+        try:
+            write_model(target, summary)
+        except OSError as exc:
+            raise OutputError(f"cannot write {target}: {exc}") from exc
+        return target
+    finally:
+        if held is not None:
+            held.close()

@@ -1,0 +1,93 @@
+"""Materialise the private scoring directory of one (submission, problem) pair, and remove it.
+
+Invariants (design §4.2, §5.3, §6.1-§6.2, §6.10):
+- A scoring workspace holds the trusted files of the benchmark revision, the starter files,
+  the overlay (``Submission.lean`` and ``Submission/**/*.lean`` already checked by intake)
+  replacing starters path by path, an empty ``.lake`` for Lake, and nothing else; shared
+  packages are linked read-only, never copied.
+- Every write is relative to a directory the harness created itself with ``O_EXCL``-style
+  creation and ``O_NOFOLLOW``, and no overlay path can leave the workspace.
+- Removal (lean_eval.supervise.tree_removal) copes with any tree a build can leave and never raises:
+  what it could not remove is returned.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path, PurePosixPath
+from typing import NamedTuple
+
+from lean_eval.intake.reader import SubmissionFile
+from lean_eval.supervise import tree_removal
+
+_OVERLAY_ROOTS = ("Submission.lean", "Submission")
+
+
+class PairDirs(NamedTuple):
+    """A pair's private directories: ``root`` holds ``workspace`` and harness-only ``state``."""
+
+    root: Path
+    workspace: Path
+    state: Path
+
+
+def pair_dirs(scoring_root: Path, submission_id: str, problem_id: str) -> PairDirs:
+    """Where a pair lives; submission and problem ids are validated names, never paths."""
+    root = scoring_root / submission_id / problem_id
+    return PairDirs(root=root, workspace=root / "workspace", state=root / "state")
+
+
+def _write_new(path: Path, data: bytes, mode: int) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
+def _safe_relpath(relpath: str) -> PurePosixPath:
+    rel = PurePosixPath(relpath)
+    if rel.is_absolute() or ".." in rel.parts or rel.parts[0] not in _OVERLAY_ROOTS:
+        raise ValueError(f"overlay path {relpath!r} is not Submission.lean or under Submission/")
+    if rel.parts[0] == "Submission.lean" and len(rel.parts) != 1:
+        raise ValueError(f"overlay path {relpath!r} is not Submission.lean or under Submission/")
+    return rel
+
+
+def materialise(dirs: PairDirs, trusted: Mapping[str, bytes], starter: Mapping[str, bytes],
+                overlay: Iterable[SubmissionFile], shared_packages: Path | None) -> None:
+    """Fill ``dirs.workspace`` (which must not exist): trusted files, then the starters, each
+    replaced by the submitted file of the same path, then the rest of the overlay."""
+    dirs.workspace.mkdir(mode=0o755)
+    dirs.state.mkdir(mode=0o700, exist_ok=True)
+    for name, data in trusted.items():
+        target = dirs.workspace / name
+        target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        _write_new(target, data, 0o644)
+    files = dict(starter)
+    files.update((item.relpath, item.data) for item in overlay)
+    for relpath, data in sorted(files.items()):
+        rel = _safe_relpath(relpath)
+        target = dirs.workspace.joinpath(*rel.parts)
+        for depth in range(1, len(rel.parts)):
+            parent = dirs.workspace.joinpath(*rel.parts[:depth])
+            if parent.is_symlink():
+                raise ValueError(f"overlay directory {parent} is a symlink")
+            parent.mkdir(mode=0o755, exist_ok=True)
+        _write_new(target, data, 0o644)
+    lake_dir = dirs.workspace / ".lake"
+    lake_dir.mkdir(mode=0o755)
+    if shared_packages is not None:
+        (lake_dir / "packages").symlink_to(shared_packages, target_is_directory=True)
+
+
+def prepare(dirs: PairDirs) -> tuple[str, ...]:
+    """Make ``dirs.root`` exist and hold nothing (a killed run may have left it); returns what
+    could not be removed (then :func:`materialise` fails and the pair is a harness error)."""
+    left = tree_removal.remove_tree(dirs.root)
+    dirs.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return left
+
+
+def remove(dirs: PairDirs) -> tuple[str, ...]:
+    """Delete a pair's directory (workspace and state); never raises, returns leftovers."""
+    return tree_removal.remove_tree(dirs.root)

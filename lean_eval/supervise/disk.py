@@ -1,0 +1,163 @@
+"""Disk accounting: what a pair's writable directories hold, and how much room a filesystem has
+(design §5.5 Disk).
+
+Invariants:
+- ``usage`` walks the given trees without following links and counts every entry (regular
+  file, directory, link, special file) and the blocks each allocates (``st_blocks``, so a sparse
+  or ``fallocate``d file counts what it really takes); a hard-linked inode counts once. It stops
+  as soon as it has seen more than ``max_files`` entries, so one look costs at most the budget's
+  file count whatever a build left, and so does removing a tree the budget let through.
+- ``room`` is what an unprivileged writer can still use on a filesystem (``statvfs``
+  ``f_bavail`` and ``f_favail``), measured by the harness, never read from a pair's output.
+- A filesystem is *short of space* when its room is below the reserve (or, with the reserve
+  off, below ``SHORT_BYTES``/``SHORT_FILES``): a build, export, kernel or cleanup that fails then
+  may have failed for the host's reasons, so its pair is an infrastructure ``error``.
+- ``SpaceWatch`` samples the scoring and output filesystems every ``SPACE_INTERVAL`` seconds in
+  a daemon thread and counts the samples that found one short, so a pair can ask whether any
+  sample during its run did (a fill-and-free faster than one interval can go unseen).
+- This module imports no third-party package: the reaper imports it through
+lean_eval.supervise.resources.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import threading
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+DEFAULT_DISK_BYTES = 4 << 30  # a pair's trees: sources, .lake build outputs, Lake's temp files
+DEFAULT_DISK_FILES = 100_000  # entries; also bounds what removing a pair's tree costs
+DEFAULT_DISK_RESERVE = 1 << 30  # free space admission keeps on the scoring and output fs
+SHORT_BYTES = 1 << 20  # "short of space" with the reserve off: less than this left
+SHORT_FILES = 64  # ... or fewer inodes than this
+SPACE_INTERVAL = 0.02
+_BLOCK = 512  # st_blocks unit
+
+
+class Usage(NamedTuple):
+    """What the walked trees hold; ``complete`` is False when the walk stopped at max_files."""
+
+    bytes: int
+    files: int
+    complete: bool = True
+
+
+def usage(paths: Iterable[str], max_files: int | None = None) -> Usage:
+    """Blocks and entries under ``paths`` (see the module invariants); missing paths are empty."""
+    seen: set[tuple[int, int]] = set()
+    total = files = 0
+    pending = [os.fspath(p) for p in paths]
+    while pending:
+        top = pending.pop()
+        try:
+            it = os.scandir(top)
+        except OSError:
+            continue
+        with it:
+            for entry in it:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                files += 1
+                if max_files is not None and files > max_files:
+                    return Usage(total, files, complete=False)
+                if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
+                    if (st.st_dev, st.st_ino) in seen:
+                        continue
+                    seen.add((st.st_dev, st.st_ino))
+                total += st.st_blocks * _BLOCK
+                if stat.S_ISDIR(st.st_mode):
+                    pending.append(entry.path)
+    return Usage(total, files)
+
+
+def exceeded_by(used: Usage, max_bytes: int | None, max_files: int | None) -> str | None:
+    """Which disk limit ``used`` is over ("disk_bytes" first), if any (pure)."""
+    if max_bytes is not None and used.bytes > max_bytes:
+        return "disk_bytes"
+    if max_files is not None and used.files > max_files:
+        return "disk_files"
+    return None
+
+
+class Room(NamedTuple):
+    """What an unprivileged writer can still use on one filesystem."""
+
+    bytes: int
+    files: int
+
+
+def room(path: str) -> Room | None:
+    """Free bytes and inodes of the filesystem holding ``path`` (None when it cannot be asked)."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    # f_files == 0: the filesystem does not count inodes (btrfs and the like): never short of them
+    files = st.f_favail if st.f_files else 1 << 62
+    return Room(st.f_bavail * st.f_frsize, files)
+
+
+def is_short(found: Room | None, reserve: int) -> bool:
+    """Whether ``found`` is short of space for a reserve of ``reserve`` bytes (pure)."""
+    if found is None:
+        return False
+    return found.bytes < max(reserve, SHORT_BYTES) or found.files < SHORT_FILES
+
+
+def distinct_filesystems(paths: Sequence[str]) -> tuple[str, ...]:
+    """One path per filesystem among ``paths`` (by ``st_dev``), in order."""
+    seen: set[int] = set()
+    kept: list[str] = []
+    for path in paths:
+        with contextlib.suppress(OSError):
+            dev = os.stat(path).st_dev
+            if dev not in seen:
+                seen.add(dev)
+                kept.append(path)
+    return tuple(kept)
+
+
+class SpaceWatch:
+    """Samples the given filesystems until ``close``; counts the samples that found one short."""
+
+    def __init__(self, paths: Sequence[str], reserve: int,
+                 interval: float = SPACE_INTERVAL) -> None:
+        self.paths, self.reserve, self.interval = distinct_filesystems(paths), reserve, interval
+        self._short = 0
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="space-watch", daemon=True)
+        self._thread.start()
+
+    def sample(self) -> bool:
+        """Look once now; whether some filesystem is short (and count it)."""
+        short = any(is_short(room(p), self.reserve) for p in self.paths)
+        if short:
+            with self._lock:
+                self._short += 1
+        return short
+
+    def _loop(self) -> None:
+        while not self._closed.wait(self.interval):
+            self.sample()
+
+    def mark(self) -> int:
+        """A token for ``short_since``: the number of short samples so far."""
+        with self._lock:
+            return self._short
+
+    def short_since(self, token: int) -> bool:
+        """Whether a filesystem was short at some sample after ``mark()`` returned ``token``, or
+        is short now."""
+        now = self.sample()
+        with self._lock:
+            return now or self._short > token
+
+    def close(self) -> None:
+        self._closed.set()
+        self._thread.join()

@@ -1,0 +1,166 @@
+"""Per-pair memory, process and disk limits: what a pair may use, how run() enforces it (a cgroup
+v2 group where the harness can make one, else a watchdog over the pair's process tree) and the
+watchdog itself (design §5.5 Limits).
+
+Invariants:
+- A pair's limits hold for its whole tree: the child joins its cgroup between fork and exec (it
+  writes ``0`` to ``cgroup.procs`` in its pre-exec hook), so every process Lake, bwrap or a
+  submission starts is born inside it; the watchdog measures every descendant of the pair's
+  reaper, which is a child subreaper, so no descendant can leave the tree it measures.
+- ``enforcement`` picks the mechanism: ``cgroup_v2`` (lean_eval.supervise.cgroup) where the harness
+has a
+  parent group, else the watchdog, and ``unavailable_reason()`` there says why; asking for
+  ``cgroup_v2`` where it cannot work is a ProcessStartError, and ``watchdog`` forces the
+  watchdog. Exceeding a limit never yields ``rejected``.
+- The watchdog counts tasks (threads included, like ``pids.max``) and memory as
+lean_eval.supervise.procfs
+  measures a tree (proportional anonymous and shared-memory pages, plus the tmpfs mounts private
+  to the pair's sandboxes). It samples every ``WATCHDOG_INTERVAL`` seconds, walking only the
+  pair's own tree (so its cost does not grow with the batch): a tree can overshoot a limit by
+  what it allocates or forks in one interval. ``RLIMIT_NPROC`` is per user and is not used. The
+  cgroup's ``memory.max`` charges shmem and tmpfs pages to the group that touched them, so the
+  cgroup path needs no extra accounting.
+- Disk (lean_eval.supervise.disk): the pair's writable trees (``disk_paths``) are walked by the same
+  watchdog whatever the memory mechanism (the harness sets no filesystem quota), at most every
+  ``DISK_INTERVAL`` seconds and never more often than four times the last walk's cost; past
+  ``disk_bytes`` or ``disk_files`` the whole tree is killed and the limit is named.
+- This module imports no third-party package: the reaper (lean_eval.supervise.reaper) imports it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable
+from typing import NamedTuple
+
+from lean_eval.errors import ProcessStartError
+from lean_eval.supervise import cgroup, disk, procfs
+
+DEFAULT_MEMORY_LIMIT = 8 << 30
+DEFAULT_MAX_PROCESSES = 512
+MECHANISMS = ("auto", "cgroup_v2", "watchdog")
+WATCHDOG_INTERVAL = 0.1
+DISK_INTERVAL = WATCHDOG_INTERVAL
+
+
+class PairLimits(NamedTuple):
+    """What one run() enforces over its child's tree; None means no such limit."""
+
+    memory: int | None = DEFAULT_MEMORY_LIMIT  # bytes
+    processes: int | None = DEFAULT_MAX_PROCESSES  # tasks: processes and threads
+    mechanism: str = "auto"  # one of MECHANISMS: "watchdog" forces it
+    disk_bytes: int | None = None  # blocks under disk_paths
+    disk_files: int | None = None  # entries under disk_paths
+    disk_paths: tuple[str, ...] = ()  # the pair's writable trees
+
+    def any(self) -> bool:
+        return self.memory is not None or self.processes is not None or self.watches_disk()
+
+    def watches_disk(self) -> bool:
+        return bool(self.disk_paths) and (self.disk_bytes is not None
+                                          or self.disk_files is not None)
+
+    def to_spec(self) -> list[object]:
+        """JSON-able form for the reaper (``from_spec`` reads it back)."""
+        return [self.memory, self.processes, self.mechanism, self.disk_bytes, self.disk_files,
+                list(self.disk_paths)]
+
+    @classmethod
+    def from_spec(cls, data: list[object]) -> PairLimits:
+        memory, processes, mechanism, disk_bytes, disk_files, paths = data
+        if not isinstance(paths, list):
+            raise ValueError("malformed limits spec")
+        return cls(memory, processes, str(mechanism), disk_bytes, disk_files,  # type: ignore[arg-type]
+                   tuple(str(p) for p in paths))
+
+
+def exceeded_by(limits: PairLimits, memory: int, tasks: int) -> str | None:
+    """Which limit a measured tree is over ("memory" first), if any (pure)."""
+    if limits.memory is not None and memory > limits.memory:
+        return "memory"
+    if limits.processes is not None and tasks > limits.processes:
+        return "processes"
+    return None
+
+
+# --- the watchdog (runs in the reaper) -------------------------------------------------------
+
+
+_disk_due = [0.0]  # the reaper's next disk walk (one pair per reaper process)
+
+
+def disk_exceeded(limits: PairLimits) -> tuple[str, int] | None:
+    """When a disk walk is due: which disk limit the pair's trees are over, and the count."""
+    now = time.monotonic()
+    if not limits.watches_disk() or now < _disk_due[0]:
+        return None
+    used = disk.usage(limits.disk_paths, limits.disk_files)
+    spent = time.monotonic() - now
+    _disk_due[0] = time.monotonic() + max(DISK_INTERVAL, 4 * spent)
+    which = disk.exceeded_by(used, limits.disk_bytes, limits.disk_files)
+    if which is None:
+        return None
+    return which, used.bytes if which == "disk_bytes" else used.files
+
+
+def watch(limits: PairLimits, group: cgroup.PairGroup | None, emit: Callable[..., None]) -> bool:
+    """In the reaper: one look at its tree against the limits; past one, report which (with
+    ``emit``) and kill the whole tree. Whether it killed."""
+    observed: int | None
+    if group is not None:  # the kernel enforces; a refused fork or an OOM kill ends the pair
+        which = group.exceeded()
+        observed = None
+    elif limits.memory is None and limits.processes is None:
+        which = observed = None
+    else:
+        memory, tasks, _ = procfs.tree_usage(os.getpid())
+        which = exceeded_by(limits, memory, tasks)
+        observed = memory if which == "memory" else tasks
+    if which is None:
+        found = disk_exceeded(limits)
+        if found is None:
+            return False
+        which, observed = found
+    emit(event="limit", which=which, observed=observed)
+    if group is not None:
+        group.kill()
+    kill_tree(os.getpid())
+    return True
+
+
+def kill_tree(root: int) -> None:
+    """SIGKILL every process below ``root`` until none is left alive (a fork storm included:
+    each pass kills all it saw, so only what they forked meanwhile is left for the next)."""
+    for _ in range(1000):
+        found = procfs.descendants(root, procfs.process_table())
+        if not found:
+            return
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.001)
+
+
+def enforcement(name: str, limits: PairLimits | None) -> tuple[cgroup.PairGroup | None, str | None]:
+    """How run() enforces ``limits`` for ``name``: the pair's fresh cgroup (None for the
+    watchdog) and the mechanism's name; (None, None) without limits."""
+    if limits is None or not limits.any():
+        return None, None
+    if limits.mechanism not in MECHANISMS:
+        raise ValueError(f"unknown limits mechanism {limits.mechanism!r}")
+    if limits.mechanism == "watchdog":
+        return None, "watchdog"
+    parent = cgroup.cgroup_parent()
+    if parent is not None:
+        try:
+            return cgroup.make_pair_group(parent, limits.memory, limits.processes), "cgroup_v2"
+        except OSError as exc:
+            if limits.mechanism == "cgroup_v2":
+                raise ProcessStartError(f"cannot limit {name!r}: {exc}") from exc
+    elif limits.mechanism == "cgroup_v2":
+        raise ProcessStartError(
+            f"cannot limit {name!r} with cgroup v2: {cgroup.unavailable_reason()}")
+    return None, "watchdog"
