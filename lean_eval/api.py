@@ -37,6 +37,7 @@ from lean_eval.errors import (
     OutputError,
     OutputRefusedError,
     PrepareError,
+    ProbesFailedError,
     ProcessStartError,
     ReplayRefusedError,
     SandboxUnavailableError,
@@ -56,7 +57,6 @@ from lean_eval.scoring.driver import DEFAULT_MAX_FILE_BYTES
 from lean_eval.scoring.options import RunOptions, not_probed
 from lean_eval.scoring.precheck import ProblemCheck, SubmissionCheck
 from lean_eval.scoring.scheduler import Progress
-from lean_eval.session import ProbesFailedError
 from lean_eval.supervise.disk import DEFAULT_DISK_BYTES as DEFAULT_DISK_LIMIT
 from lean_eval.supervise.disk import DEFAULT_DISK_FILES, DEFAULT_DISK_RESERVE
 from lean_eval.supervise.resources import DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_LIMIT

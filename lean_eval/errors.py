@@ -5,6 +5,8 @@ The command line maps them to exit codes in one place (``lean_eval/cli/exits.py`
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class LeanEvalError(Exception):
     """Base of every error the harness raises on purpose."""
@@ -44,6 +46,31 @@ class MergeRefusedError(SetupError):
 
 class PrepareError(SetupError):
     """`lean-eval prepare` cannot make the machine ready (a refused download, a failed step)."""
+
+
+class StepFailedError(PrepareError):
+    """A ``prepare`` step could not finish: which one, why, and the steps finished before it."""
+
+    def __init__(self, step: str, cause: str, done: tuple[Any, ...]) -> None:
+        # done: machine.prepare's Step records (errors sit below every other layer)
+        before = ", ".join(f"{s.name} ({s.status})" for s in done) if done else "none"
+        super().__init__(f"step {step} failed: {cause}; steps already finished: {before}")
+        self.step, self.cause, self.done = step, cause, done
+
+
+class ConfigError(SetupError):
+    """A config file that cannot be used; the message names the file, the key and what is
+    allowed."""
+
+
+class ProbesFailedError(SetupError):
+    """A preflight probe did not pass, so nothing was scored; ``preflight`` is the run's
+    ``records.verdict.Preflight`` with every probe's outcome (the refused run's summary records
+    it). Typed loosely: errors sit below the records."""
+
+    def __init__(self, message: str, preflight: Any) -> None:
+        super().__init__(message)
+        self.preflight = preflight
 
 
 class ProcessStartError(LeanEvalError):

@@ -19,7 +19,7 @@ from lean_eval.benchmark import catalog
 from lean_eval.benchmark.selection import select_catalog
 from lean_eval.benchmark.sets import Selection
 from lean_eval.benchmark.toolchain import check_release, resolve_toolchain
-from lean_eval.errors import CatalogError, LeanEvalError, SetupError, UsageError
+from lean_eval.errors import CatalogError, LeanEvalError, ProbesFailedError, SetupError, UsageError
 from lean_eval.probes import registry
 from lean_eval.records import verdict
 from lean_eval.records.probe_result import ProbeResult
@@ -236,15 +236,6 @@ def run_probes(tools: Tools, env: Mapping[str, str], work_dir: Path | None,
         return registry.run_probes(ctx, names or registry.PROBE_NAMES)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-
-
-class ProbesFailedError(SetupError):
-    """A preflight probe did not pass, so nothing was scored; ``preflight`` is every probe's
-    outcome (the refused run's summary records it)."""
-
-    def __init__(self, message: str, preflight: verdict.Preflight) -> None:
-        super().__init__(message)
-        self.preflight = preflight
 
 
 def preflight(tools: Tools, env: Mapping[str, str], work_dir: Path | None,

@@ -20,6 +20,7 @@ from support import BWRAP_FLOOR, CORRECT, STANDIN, make_submission
 from lean_eval import session
 from lean_eval.benchmark import catalog
 from lean_eval.cli import main
+from lean_eval.records import out_layout
 from lean_eval.supervise import lock
 
 REPO = Path(__file__).resolve().parent.parent
@@ -57,7 +58,7 @@ def test_a_locked_out_is_refused_before_any_probe_runs(
     assert result.exit_code == 2, result.output
     assert f"--out {out.resolve()} is in use by pid" in result.output
     assert probes == []  # refused before the probes
-    assert sorted(p.name for p in out.iterdir()) == [lock.LOCK_NAME]  # nothing else written
+    assert sorted(p.name for p in out.iterdir()) == [out_layout.LOCK]  # nothing else written
     # Negative control on the same --out, lock free: the same command probes and scores.
     result = _run_eval(bench_copy, out, CORRECT, extra=_tools("--problem", "two_plus_two"))
     assert result.exit_code == 0, result.output

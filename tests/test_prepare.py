@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from support import BWRAP_FLOOR, REPO, RunEval, correct, make_submission
 
 from lean_eval.cli import main
-from lean_eval.errors import PrepareError
+from lean_eval.errors import PrepareError, StepFailedError
 from lean_eval.machine import download, prepare
 from lean_eval.sandbox import bubblewrap
 
@@ -338,7 +338,7 @@ def test_an_elan_download_failure_says_what_to_pass_offline(tmp_path: Path) -> N
     unreachable = download.Archive(name=prepare.ELAN.name,
                                   url=f"file://{tmp_path}/nowhere/{prepare.ELAN.name}",
                                   sha256=prepare.ELAN.sha256)
-    with pytest.raises(prepare.StepFailedError) as caught:
+    with pytest.raises(StepFailedError) as caught:
         prepare.prepare(machine.settings(offline=None, elan_archive=unreachable))
     assert caught.value.step == "elan"
     assert f"cannot download {unreachable.url}" in str(caught.value)
@@ -349,7 +349,7 @@ def test_a_missing_offline_file_names_every_file_expected(tmp_path: Path) -> Non
     machine = Machine(tmp_path)
     _with_elan(machine)
     (machine.offline / prepare.BWRAP_TARBALL).unlink()
-    with pytest.raises(prepare.StepFailedError) as caught:
+    with pytest.raises(StepFailedError) as caught:
         prepare.prepare(machine.settings())
     assert caught.value.step == "bubblewrap"
     missing = machine.offline / prepare.BWRAP_TARBALL
@@ -365,7 +365,7 @@ def test_a_bubblewrap_download_failure_says_what_to_pass_offline(tmp_path: Path)
     failing = tmp_path / "install_bwrap.sh"
     failing.write_text(f'#!/bin/bash\necho "install_bwrap.sh: download of {prepare.BWRAP_URL} '
                        'failed" >&2\nexit 1\n')
-    with pytest.raises(prepare.StepFailedError) as caught:
+    with pytest.raises(StepFailedError) as caught:
         prepare.prepare(machine.settings(offline=None, bwrap_installer=failing))
     message = str(caught.value)
     assert caught.value.step == "bubblewrap" and "download of" in message
@@ -412,7 +412,7 @@ def test_prepare_bwrap_uses_that_bubblewrap_and_builds_none(tmp_path: Path, bwra
     assert f"--bwrap {bwrap} {BWRAP_FLOOR}" in steps[2].detail
     assert not any("install_bwrap" in c for c in machine.calls())
     if BWRAP_FLOOR != bubblewrap.MIN_VERSION:  # an old bwrap without the allowance is refused
-        with pytest.raises(prepare.StepFailedError, match="lean-eval requires"):
+        with pytest.raises(StepFailedError, match="lean-eval requires"):
             prepare.prepare(machine.settings(bwrap=Path(bwrap)))
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -42,11 +41,6 @@ from lean_eval.errors import CatalogError, UsageError
 from lean_eval.files.decoding import strict_json, toml_table
 from lean_eval.lean.declarations import declarations
 from lean_eval.lean.lakefile import SUBMISSION_GLOBS, UNTRUSTED_TARGETS
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 COPIED = ("Challenge.lean", "ChallengeDeps.lean", "Solution.lean", "Submission.lean",
           "Submission/Helpers.lean", "README.md", "config.json", "lean-toolchain")
@@ -75,10 +69,12 @@ class ImportPlan(NamedTuple):
 
 
 def _toml(path: Path, src: Path) -> dict[str, Any]:
+    what = f"{path.relative_to(src)}: cannot be read as TOML"
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise CatalogError(f"{path.relative_to(src)}: cannot be read as TOML: {exc}") from exc
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CatalogError(f"{what}: {exc}") from exc
+    return toml_table(data, what)
 
 
 def _workspace_files(src: Path, pid: str) -> dict[str, bytes]:
@@ -284,7 +280,7 @@ def _root_files(src: Path, pins: tuple[str, list[str]], toolchain: bytes,
 def _sets(src: Path, files: dict[str, bytes], notes: list[ImportNote]) -> dict[str, bytes]:
     out: dict[str, bytes] = {}
     sets_dir = src / "manifests" / "sets"
-    revisions = {rel[len("problems/"):-len(".toml")]: tomllib.loads(data.decode())[
+    revisions = {rel[len("problems/"):-len(".toml")]: toml_table(data, rel)[
         "statement_revision"] for rel, data in files.items() if rel.startswith("problems/")}
     entries = sorted(sets_dir.iterdir()) if sets_dir.is_dir() else []
     notes.extend(ImportNote("dropped", f"manifests/sets/{p.name}", "not a set file")

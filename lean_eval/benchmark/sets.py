@@ -9,18 +9,13 @@ Set files are trusted and covered by ``workspaces/index.json`` (``sets``), like 
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lean_eval.errors import CatalogError, UsageError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+from lean_eval.files.decoding import toml_table
 
 SET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 SETS_DIR = "sets"
@@ -81,9 +76,7 @@ def set_files(files: Mapping[str, bytes]) -> dict[str, str]:
 def parse_set(data: bytes, path: str) -> ProblemSet:
     """Decode and type-check one set file; every fault in one message."""
     try:
-        problem_set = ProblemSet.model_validate(tomllib.loads(data.decode("utf-8")))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise CatalogError(f"{path}: {exc}") from exc
+        problem_set = ProblemSet.model_validate(toml_table(data, path))
     except ValidationError as exc:
         faults = [f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}"
                   for e in exc.errors()]

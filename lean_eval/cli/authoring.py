@@ -27,6 +27,7 @@ from lean_eval.cli.options import (
     without_tool_options,
 )
 from lean_eval.cli.steps import benchmark_root, default_benchmark, load
+from lean_eval.errors import StepFailedError
 
 # --- start-problem (submitters) ---------------------------------------------------------------
 
@@ -221,13 +222,13 @@ def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
     if verbose and not as_json and not quiet:
         for line in prepare.plan_details(settings):
             click.echo(line)
-    failed: prepare.StepFailedError | None = None
+    failed: StepFailedError | None = None
     try:
         pinned = settings.benchmark / "lean-toolchain"
         if pinned.is_file():
             check_release(toolchain, pinned.read_text(encoding="utf-8", errors="replace"))
         done = prepare.prepare(settings)
-    except prepare.StepFailedError as exc:  # name the step; show what was finished before it
+    except StepFailedError as exc:  # name the step; show what was finished before it
         failed, done = exc, exc.done
     if as_json:
         click.echo(documents.PrepareReport(

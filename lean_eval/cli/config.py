@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -24,12 +23,8 @@ import click
 
 from lean_eval.cli.deferred import session
 from lean_eval.cli.options import ByteSize
-from lean_eval.errors import LeanEvalError, SetupError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+from lean_eval.errors import ConfigError, LeanEvalError
+from lean_eval.files.decoding import toml_table
 
 ENV_PREFIX = "LEAN_EVAL_"
 CONFIG_NAME = "lean-eval.toml"
@@ -38,11 +33,6 @@ TOOL_TABLE = ("tool", "lean-eval")
 # Where the group's resolve_command leaves the subcommand and its arguments for apply().
 SUBCOMMAND_KEY = "lean_eval.subcommand"
 LOADED_KEY = "lean_eval.config"
-
-
-class ConfigError(SetupError):
-    """A config file that cannot be used; the message names the file, the key and what is
-    allowed."""
 
 
 class Loaded(NamedTuple):
@@ -120,11 +110,10 @@ def find_config(explicit: Path | None, cwd: Path,
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    return toml_table(data, f"config file {path} is not valid TOML", ConfigError)
 
 
 def load(group: click.Group, ctx: click.Context, path: Path, table: str) -> Loaded:

@@ -5,8 +5,8 @@ Invariants:
 - ``strict_json`` refuses duplicate keys, NaN and Infinity and non-UTF-8 input, raising
   TrustedConfigError naming ``what``: a trusted document that two readers could read
   differently is never used.
-- ``toml_table`` refuses non-UTF-8 input and malformed TOML, raising CatalogError naming
-  ``what``.
+- ``toml_table`` refuses non-UTF-8 input and malformed TOML, raising CatalogError (or the
+  caller's error) naming ``what``: every TOML the harness reads goes through it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 import sys
 from typing import Any
 
-from lean_eval.errors import CatalogError, TrustedConfigError
+from lean_eval.errors import CatalogError, LeanEvalError, TrustedConfigError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -48,9 +48,10 @@ def strict_json(data: bytes, what: str) -> Any:
         raise TrustedConfigError(f"{what}: {exc}") from exc
 
 
-def toml_table(data: bytes, what: str) -> dict[str, Any]:
-    """Decode a TOML document (UTF-8) into its top-level table."""
+def toml_table(data: bytes, what: str,
+               error: type[LeanEvalError] = CatalogError) -> dict[str, Any]:
+    """Decode a TOML document (UTF-8) into its top-level table; ``error`` names ``what``."""
     try:
         return tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise CatalogError(f"{what}: {exc}") from exc
+        raise error(f"{what}: {exc}") from exc

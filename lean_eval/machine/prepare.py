@@ -31,7 +31,7 @@ from typing import Literal, NamedTuple
 
 from lean_eval.benchmark import catalog
 from lean_eval.benchmark.toolchain import elan_dir_name
-from lean_eval.errors import PrepareError, SetupError
+from lean_eval.errors import PrepareError, SetupError, StepFailedError
 from lean_eval.files.decoding import toml_table
 from lean_eval.machine import download
 from lean_eval.sandbox import bubblewrap
@@ -61,16 +61,6 @@ class Step(NamedTuple):
     name: str
     status: Literal["done", "present", "planned"]
     detail: str
-
-
-class StepFailedError(PrepareError):
-    """A step could not finish: which one, why, and the steps already finished before it."""
-
-    def __init__(self, step: str, cause: str, done: tuple[Step, ...]) -> None:
-        before = (", ".join(f"{s.name} ({s.status})" for s in done) if done
-                  else "none")
-        super().__init__(f"step {step} failed: {cause}; steps already finished: {before}")
-        self.step, self.cause, self.done = step, cause, done
 
 
 class Settings(NamedTuple):

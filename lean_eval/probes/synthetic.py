@@ -17,6 +17,7 @@ from lean_eval.benchmark.catalog import Catalog, ProblemWorkspace, sha256
 from lean_eval.benchmark.problem import parse_config
 from lean_eval.probes.payloads import submission
 from lean_eval.probes.registry import ProbeContext
+from lean_eval.records import out_layout
 from lean_eval.records.verdict import Verdict
 from lean_eval.scoring import batch
 from lean_eval.scoring.arguments import check_ids
@@ -166,8 +167,9 @@ def score(ctx: ProbeContext, lay: Layout, catalog: Catalog,
     scored = {}
     for key, at in finished.items():
         sid, pid = key.split("/")
-        verdict = Verdict.model_validate_json((lay.out / sid / f"{pid}.json").read_bytes())
-        log = lay.out / sid / f"{pid}.log"
+        verdict = Verdict.model_validate_json(
+            out_layout.verdict_path(lay.out, sid, pid).read_bytes())
+        log = out_layout.log_path(lay.out, sid, pid)
         scored[key] = Scored(verdict, lay.workspace(sid, pid),
                              log.read_text(encoding="utf-8", errors="replace")
                              if log.is_file() else "", at)

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from lean_eval.records import out_layout
 from lean_eval.records.probe_result import ProbeOutcome
 
 SCHEMA_VERSION = 1
@@ -242,7 +243,7 @@ def unchanged_pair(submission: str, problem: str) -> PairSummary:
     """The summary line an unchanged pair listed in ``SubmissionSummary.unchanged`` stands for."""
     return PairSummary(submission=submission, problem=problem, verdict="unchanged",
                        execution="not_run", reason=UNCHANGED_REASON,
-                       path=f"{submission}/{problem}.json")
+                       path=str(out_layout.place_of(submission, problem)))
 
 
 def is_compact(pair: PairSummary) -> bool:

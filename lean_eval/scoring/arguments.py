@@ -20,7 +20,7 @@ from typing import NamedTuple
 from lean_eval.errors import UsageError
 from lean_eval.files.paths import resolved_inside, resolved_overlap
 from lean_eval.intake import reader
-from lean_eval.scoring.options import REFUSED_SUMMARY, SUMMARY
+from lean_eval.records.out_layout import REFUSED_SUMMARY, SUMMARY
 
 # The suffixes intake reads; a file with any other name is never a submission.
 # Archive formats people try; named so the error can say what they are.

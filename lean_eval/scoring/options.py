@@ -23,9 +23,6 @@ from lean_eval.scoring import driver
 from lean_eval.scoring.shard import Shard
 from lean_eval.supervise import disk, resources
 
-SUMMARY = "summary.json"  # the run's summary, at the top of --out
-REFUSED_SUMMARY = "summary.refused.json"  # a refusal beside an earlier run's summary.json
-
 
 class Signer(Protocol):
     """What a run needs of a signing key (``attest.SigningKey``): an envelope per verdict."""

@@ -45,6 +45,7 @@ from lean_eval.benchmark.catalog import ProblemWorkspace
 from lean_eval.errors import OutputError
 from lean_eval.files.atomic import write_bytes_atomic, write_model
 from lean_eval.intake import reader
+from lean_eval.records.out_layout import log_path, verdict_path
 from lean_eval.records.verdict import (
     Checker,
     Execution,
@@ -91,16 +92,6 @@ class RunContext(NamedTuple):
     keep_work: bool = False
     space: disk.SpaceWatch | None = None  # samples the scoring and output filesystems
     limits: ResourceLimits | None = None  # the run's limits, for pairs that never ran
-
-
-def verdict_path(out_dir: Path, submission_id: str, problem_id: str) -> Path:
-    """Where a pair's verdict goes."""
-    return out_dir / submission_id / f"{problem_id}.json"
-
-
-def log_path(out_dir: Path, submission_id: str, problem_id: str) -> Path:
-    """Where a pair's raw log goes (only when Lake ran)."""
-    return out_dir / submission_id / f"{problem_id}.log"
 
 
 def named_problems(sub: reader.Intake) -> tuple[str, ...]:

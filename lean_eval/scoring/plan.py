@@ -23,6 +23,7 @@ from typing import NamedTuple
 from lean_eval.benchmark.catalog import Catalog
 from lean_eval.intake import reader
 from lean_eval.intake.bounds import max_path_bytes_under
+from lean_eval.records import out_layout
 from lean_eval.records.verdict import Identity, Preflight, Verdict
 from lean_eval.scoring import pair, resume
 from lean_eval.scoring.options import Planned, RunOptions, Tools, identity, not_probed
@@ -63,7 +64,8 @@ def prepare(ids: Sequence[tuple[str, Path]], catalog: Catalog, tools: Tools,
     # still needs a sandbox (the scheduler reuses exactly these, never re-reads the files).
     kept = {} if options.rescore else {
         i.order: v for i in items
-        if (v := _reusable(pair.verdict_path(out_dir, i.sid, i.problem_id), i.key)) is not None}
+        if (v := _reusable(out_layout.verdict_path(out_dir, i.sid, i.problem_id), i.key))
+        is not None}
     return Prepared(options, ident, preflight, plans, items, digest, batch, kept, unchanged)
 
 

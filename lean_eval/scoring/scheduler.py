@@ -42,6 +42,7 @@ from lean_eval.benchmark.catalog import Catalog
 from lean_eval.errors import OutputError
 from lean_eval.files.atomic import write_model
 from lean_eval.intake import reader
+from lean_eval.records import out_layout
 from lean_eval.records.verdict import Identity, PairSummary, Preflight, Verdict
 from lean_eval.scoring import pair, resume, sizing
 from lean_eval.scoring.options import Planned, RunOptions, Tools
@@ -115,7 +116,7 @@ class RunState:
                 "started_below_reserve": bool(reserve and free is not None and free < reserve)}
 
     def verdict_path(self, item: Planned) -> Path:
-        return pair.verdict_path(self.out_dir, item.sid, item.problem_id)
+        return out_layout.verdict_path(self.out_dir, item.sid, item.problem_id)
 
     def score(self, item: Planned, sub: reader.Intake | None, note: str | None,
               admitted: Mapping[str, object]) -> None:

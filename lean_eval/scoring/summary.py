@@ -21,6 +21,7 @@ from lean_eval.benchmark.catalog import Catalog
 from lean_eval.errors import OutputError
 from lean_eval.files.atomic import sync_filesystem, write_model
 from lean_eval.intake import reader
+from lean_eval.records.out_layout import REFUSED_SUMMARY, SUMMARY
 from lean_eval.records.verdict import (
     INFRASTRUCTURE_FAILURES,
     TALLY,
@@ -34,7 +35,7 @@ from lean_eval.records.verdict import (
     compact_pairs,
 )
 from lean_eval.scoring import resume
-from lean_eval.scoring.options import REFUSED_SUMMARY, Planned, Tools, identity
+from lean_eval.scoring.options import Planned, Tools, identity
 from lean_eval.scoring.scheduler import OUTCOMES, RunState
 from lean_eval.supervise import lock
 
@@ -78,10 +79,10 @@ def write_summary(started_at: str, ident: Identity, preflight: Preflight, catalo
         if run.unsynced:  # the fast path's verdicts are durable before a summary names them
             sync_filesystem(out_dir)
             run.unsynced = False
-        write_model(out_dir / "summary.json", summary)
+        write_model(out_dir / SUMMARY, summary)
         (out_dir / REFUSED_SUMMARY).unlink(missing_ok=True)  # this run supersedes a refusal
     except OSError as exc:
-        raise OutputError(f"cannot write {out_dir / 'summary.json'}: {exc}") from exc
+        raise OutputError(f"cannot write {out_dir / SUMMARY}: {exc}") from exc
     if run.stop.fault is not None:
         raise OutputError(run.stop.fault)
     return summary
@@ -115,7 +116,7 @@ def write_refusal(out_dir: Path, catalog: Catalog, tools: Tools, preflight: Pref
             identity=identity(catalog, tools), preflight=preflight,
             problems=tuple(catalog.problems), submissions=(),
             counts=dict.fromkeys(OUTCOMES, 0), pairs=(), exit_code=2, refused=reason)
-        target = out_dir / "summary.json"
+        target = out_dir / SUMMARY
         if _scored_summary(target):
             target = out_dir / REFUSED_SUMMARY
         try:

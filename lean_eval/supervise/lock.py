@@ -26,8 +26,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from lean_eval.errors import UsageError
+from lean_eval.records import out_layout
 
-LOCK_NAME = ".lean-eval.lock"
 RUN_PREFIX = "lean-eval-run-"
 _OWNER = ".owner"
 _FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -65,7 +65,7 @@ class OutLock:
     """The exclusive right to write one output directory; release with ``close``."""
 
     def __init__(self, out_dir: Path, create: bool = True) -> None:
-        path = out_dir / LOCK_NAME
+        path = out_dir / out_layout.LOCK
         self.out_dir = out_dir
         try:
             fd = _try_lock(path, create)
