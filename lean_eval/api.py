@@ -30,6 +30,7 @@ from lean_eval.benchmark.catalog import Catalog
 from lean_eval.benchmark.sets import Selection
 from lean_eval.errors import (
     CatalogError,
+    ConfigError,
     DigestMismatchError,
     ExportRefusedError,
     LeanEvalError,
@@ -43,6 +44,7 @@ from lean_eval.errors import (
     SandboxUnavailableError,
     SetupError,
     SigningKeyError,
+    StepFailedError,
     ToolchainError,
     TrustedConfigError,
     UsageError,
@@ -59,16 +61,16 @@ from lean_eval.scoring.precheck import ProblemCheck, SubmissionCheck
 from lean_eval.scoring.scheduler import Progress
 from lean_eval.supervise.disk import DEFAULT_DISK_BYTES as DEFAULT_DISK_LIMIT
 from lean_eval.supervise.disk import DEFAULT_DISK_FILES, DEFAULT_DISK_RESERVE
-from lean_eval.supervise.resources import DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_LIMIT
+from lean_eval.supervise.resources import DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_LIMIT, PairLimits
 
 __all__ = [
-    "DEFAULT_DISK_FILES", "DEFAULT_DISK_LIMIT", "DEFAULT_DISK_RESERVE",
-    "DEFAULT_MAX_PROCESSES", "DEFAULT_MAX_WRITTEN_FILE_BYTES", "DEFAULT_MEMORY_LIMIT",
-    "DEFAULT_TIMEOUT", "Catalog", "CatalogError", "DigestMismatchError", "ExportRefusedError",
-    "IntakeLimits", "LeanEvalError", "MergeRefusedError", "OutputError", "OutputRefusedError",
-    "PairSummary", "PrepareError", "ProbeResult", "ProbesFailedError", "ProblemCheck",
-    "ProcessStartError", "Progress", "ReplayRefusedError", "Run", "SandboxUnavailableError",
-    "SetupError", "SigningKeyError", "SubmissionCheck", "Summary", "ToolchainError",
+    "DEFAULT_DISK_FILES", "DEFAULT_DISK_LIMIT", "DEFAULT_DISK_RESERVE", "DEFAULT_MAX_PROCESSES",
+    "DEFAULT_MAX_WRITTEN_FILE_BYTES", "DEFAULT_MEMORY_LIMIT", "DEFAULT_TIMEOUT", "Catalog",
+    "CatalogError", "ConfigError", "DigestMismatchError", "ExportRefusedError", "IntakeLimits",
+    "LeanEvalError", "MergeRefusedError", "OutputError", "OutputRefusedError", "PairSummary",
+    "PrepareError", "ProbeResult", "ProbesFailedError", "ProblemCheck", "ProcessStartError",
+    "Progress", "ReplayRefusedError", "Run", "SandboxUnavailableError", "SetupError",
+    "SigningKeyError", "StepFailedError", "SubmissionCheck", "Summary", "ToolchainError",
     "TrustedConfigError", "UsageError", "Verdict", "load_catalog", "read_output", "score",
     "validate_submission",
 ]
@@ -166,9 +168,10 @@ def score(submissions: Sequence[StrPath], out: StrPath, *,
                              limits=limits, keep_work=keep_work, preflight=intended,
                              max_written_file_bytes=max_written_file_bytes, jobs=jobs,
                              rescore=rescore, shard=setup.shard,
-                             memory_limit=memory_limit, max_processes=max_processes,
-                             disk_limit=disk_limit or None,
-                             disk_files=disk_files or None,
+                             pair_limits=PairLimits(memory_limit=memory_limit,
+                                                    max_processes=max_processes,
+                                                    disk_limit=disk_limit or None,
+                                                    disk_files=disk_files or None),
                              disk_reserve=disk_reserve or None,
                              private=tuple(Path(p).absolute() for p in private),
                              sign_key=setup.signer)

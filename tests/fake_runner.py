@@ -53,6 +53,7 @@ from lean_eval.scoring.options import RunOptions, Tools, not_probed
 from lean_eval.scoring.scheduler import Progress
 from lean_eval.session import load
 from lean_eval.supervise import lock, process
+from lean_eval.supervise.resources import PairLimits
 
 TRANSCRIPTS = REPO / "tests" / "transcripts"
 PROBLEM = "two_plus_two"  # every transcript is of this problem's workspace
@@ -265,7 +266,9 @@ def options(out: Path, **fields: Any) -> RunOptions:
     """Run options as ``run-eval --skip-probes`` would make them, with ``fields`` changed.
 
     A timeout of 60 s unless given; the preflight record is filled in by :func:`score`."""
-    return RunOptions(out_dir=out, **{"timeout": 60.0, **fields})
+    tree = {k: fields.pop(k) for k in list(fields) if k in PairLimits._fields}
+    options = RunOptions(out_dir=out, **{"timeout": 60.0, **fields})
+    return options._replace(pair_limits=options.pair_limits._replace(**tree))
 
 
 def score(inputs: Sequence[Path], catalog: Catalog, runner: ComparatorRunner,

@@ -18,6 +18,7 @@ from support import BWRAP_FLOOR, CORRECT, REPO, STANDIN
 
 from lean_eval import session
 from lean_eval.cli import config, main
+from lean_eval.files import decoding
 from lean_eval.supervise import process
 
 # Settings a developer's shell may hold would change what these tests see.
@@ -375,7 +376,8 @@ def test_help_shows_each_options_variable() -> None:
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="tomllib; tomli is the same parser")
 def test_the_config_module_uses_the_standard_toml_parser() -> None:
-    assert config.tomllib.__name__ == "tomllib"
+    assert config.toml_table is decoding.toml_table  # every TOML goes through one reader
+    assert decoding.tomllib.__name__ == "tomllib"
 
 
 def test_the_readme_config_example_is_valid(tmp_path: Path,

@@ -71,13 +71,17 @@ def test_the_limits_spec_round_trips_to_the_reaper() -> None:
     assert limits.watches_disk() and not PairLimits(None, None).any()
 
 
+def limited(options: RunOptions, **limits: int | None) -> RunOptions:
+    return options._replace(pair_limits=options.pair_limits._replace(**limits))
+
+
 def test_the_disk_limits_are_in_the_resume_key_and_the_options_digest(tmp_path: Path) -> None:
     base = RunOptions(out_dir=tmp_path, timeout=60)
     preflight = Preflight(skipped=True, toolchain_path="/t", bwrap_path="/b",
                           bwrap_version="0.8.0", bwrap_sha256="0" * 64)
     digests = {shard.options_digest(resume.verdict_options(o, preflight)) for o in (
-        base, base._replace(disk_limit=MIB), base._replace(disk_files=10),
-        base._replace(disk_limit=None))}
+        base, limited(base, disk_limit=MIB), limited(base, disk_files=10),
+        limited(base, disk_limit=None))}
     assert len(digests) == 4
     # the reserve decides when a pair starts and whether a failure is the host's: not keyed
     assert resume.verdict_options(base._replace(disk_reserve=1), preflight) == \

@@ -286,17 +286,18 @@ def test_last_phase_follows_lakes_kernel_order() -> None:
 def test_every_run_records_its_limits_and_mechanism() -> None:
     limits = resources.PairLimits(1 << 30, 64, "auto")
     ran = outcome()._replace(limits_mechanism="watchdog", limit_exceeded="processes")
-    assert driver.resource_limits(limits, ran).model_dump(exclude_defaults=True) == {
+    assert driver.limits_record(limits, None, ran).model_dump(exclude_defaults=True) == {
         "memory_bytes": 1 << 30, "max_processes": 64, "mechanism": "watchdog",
         "exceeded": "processes"}
     disk = resources.PairLimits(1 << 30, 64, "auto", 1 << 20, 10, ("/w",))
-    assert driver.resource_limits(disk, ran, 5 << 20).model_dump(
+    assert driver.limits_record(disk, 5 << 20, ran).model_dump(
         include={"disk_bytes", "disk_files", "disk_mechanism", "disk_reserve_bytes"}) == {
         "disk_bytes": 1 << 20, "disk_files": 10, "disk_mechanism": "watchdog",
         "disk_reserve_bytes": 5 << 20}
-    assert driver.resource_limits(resources.PairLimits(None, None), outcome()).mechanism == "none"
-    defaults = driver.DriverSettings._field_defaults
-    assert (defaults["memory_limit"], defaults["max_processes"]) == (8 << 30, 512)
+    unlimited = resources.PairLimits(None, None)
+    assert driver.limits_record(unlimited, None, outcome()).mechanism == "none"
+    defaults = driver.DriverSettings._field_defaults["limits"]
+    assert (defaults.memory_limit, defaults.max_processes) == (8 << 30, 512)
 
 
 def test_a_forged_exit_line_cannot_override_the_comparators_judgement() -> None:

@@ -19,6 +19,7 @@ from lean_eval.intake import reader
 from lean_eval.records.verdict import Identity, Preflight
 from lean_eval.scoring import resume, shard
 from lean_eval.scoring.options import RunOptions
+from lean_eval.supervise.resources import PairLimits
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -29,6 +30,10 @@ IDENT = Identity(harness_version="9.9.9", benchmark_path="/bench", benchmark_com
 PROBED = Preflight(skipped=False, toolchain_path="/toolchain", bwrap_path="/usr/bin/bwrap",
                    bwrap_version="0.9.0", bwrap_sha256="b" * 64)
 OPTIONS = RunOptions(out_dir=Path("/out"), timeout=600.0)
+
+
+def limited(options: RunOptions, **limits: int | None) -> RunOptions:
+    return options._replace(pair_limits=options.pair_limits._replace(**limits))
 
 
 @pytest.fixture(scope="module")
@@ -58,18 +63,20 @@ def _documented(plan: reader.Intake, problem: ProblemWorkspace, ident: Identity,
         "options": {"timeout": options.timeout,
                     "limits": options.limits.model_dump(mode="json"),
                     "max_written_file_bytes": options.max_written_file_bytes,
-                    "memory_limit": options.memory_limit,
-                    "max_processes": options.max_processes,
+                    "memory_limit": options.pair_limits.memory_limit,
+                    "max_processes": options.pair_limits.max_processes,
                     "skip_probes": preflight.skipped,
                     **({"paranoid": True} if options.paranoid else {}),
-                    "disk_limit": options.disk_limit, "disk_files": options.disk_files},
+                    "disk_limit": options.pair_limits.disk_limit,
+                    "disk_files": options.pair_limits.disk_files},
     }
     text = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 def test_the_resume_key_is_the_documented_digest(problem: ProblemWorkspace) -> None:
-    for options in (OPTIONS, OPTIONS._replace(paranoid=True, disk_limit=None, timeout=1.5)):
+    odd = limited(OPTIONS._replace(paranoid=True, timeout=1.5), disk_limit=None)
+    for options in (OPTIONS, odd):
         key = resume.pair_key(_plan(), problem, IDENT, options, PROBED)
         assert key == _documented(_plan(), problem, IDENT, options, PROBED)
         assert len(key) == 64 and int(key, 16) >= 0
@@ -78,8 +85,8 @@ def test_the_resume_key_is_the_documented_digest(problem: ProblemWorkspace) -> N
 PINNED = RunOptions(out_dir=Path("/out"), timeout=600.0, limits=reader.IntakeLimits(
     max_file_bytes=1 << 20, max_total_bytes=16 << 20, max_files=10_000, max_depth=32,
     max_archive_bytes=64 << 20, max_header_bytes=65536, max_pax_keys=128, intake_seconds=60.0,
-    max_path_bytes=1024), max_written_file_bytes=1 << 20, memory_limit=1 << 30,
-    max_processes=64, disk_limit=1 << 30, disk_files=1000)
+    max_path_bytes=1024), max_written_file_bytes=1 << 20, pair_limits=PairLimits(
+    memory_limit=1 << 30, max_processes=64, disk_limit=1 << 30, disk_files=1000))
 
 
 def test_the_resume_key_is_stable_across_releases(problem: ProblemWorkspace) -> None:
@@ -137,10 +144,10 @@ def test_everything_a_verdict_depends_on_changes_the_key(problem: ProblemWorkspa
         OPTIONS._replace(limits=OPTIONS.limits.model_copy(
             update={"max_files": OPTIONS.limits.max_files + 1})),
         OPTIONS._replace(max_written_file_bytes=OPTIONS.max_written_file_bytes + 1),
-        OPTIONS._replace(memory_limit=OPTIONS.memory_limit + 1),
-        OPTIONS._replace(max_processes=OPTIONS.max_processes + 1),
-        OPTIONS._replace(paranoid=True), OPTIONS._replace(disk_limit=None),
-        OPTIONS._replace(disk_files=None))]
+        limited(OPTIONS, memory_limit=(OPTIONS.pair_limits.memory_limit or 0) + 1),
+        limited(OPTIONS, max_processes=(OPTIONS.pair_limits.max_processes or 0) + 1),
+        OPTIONS._replace(paranoid=True), limited(OPTIONS, disk_limit=None),
+        limited(OPTIONS, disk_files=None))]
     assert key not in others
     assert len(set(others)) == len(others)  # and each ingredient differently
 

@@ -49,6 +49,7 @@ from lean_eval.scoring.arguments import Submission, check_ids
 from lean_eval.scoring.options import RunOptions, Tools, identity
 from lean_eval.scoring.scheduler import Progress
 from lean_eval.scoring.shard import Shard
+from lean_eval.supervise import resources
 
 Pair = tuple[str, str]
 # The identity that gives a verdict its meaning; paths differ between machines and are not
@@ -116,15 +117,21 @@ def _options(recorded: Mapping[str, Any] | None, settings: Settings,
                       shard=shard, paranoid=settings.paranoid)
     if recorded is not None:
         with contextlib.suppress(KeyError, TypeError, ValueError, ValidationError):
-            base = base._replace(timeout=float(recorded["timeout"]),
-                                 limits=IntakeLimits.model_validate(recorded["limits"]),
-                                 max_written_file_bytes=int(recorded["max_written_file_bytes"]),
-                                 memory_limit=int(recorded["memory_limit"]),
-                                 max_processes=int(recorded["max_processes"]))
+            base = base._replace(
+                timeout=float(recorded["timeout"]),
+                limits=IntakeLimits.model_validate(recorded["limits"]),
+                max_written_file_bytes=int(recorded["max_written_file_bytes"]),
+                pair_limits=base.pair_limits._replace(
+                    memory_limit=int(recorded["memory_limit"]),
+                    max_processes=int(recorded["max_processes"])))
         with contextlib.suppress(KeyError, TypeError, ValueError):
-            base = base._replace(disk_limit=_optional_int(recorded["disk_limit"]),
-                                 disk_files=_optional_int(recorded["disk_files"]))
-    return base._replace(**settings.overrides)  # type: ignore[arg-type]
+            base = base._replace(pair_limits=base.pair_limits._replace(
+                disk_limit=_optional_int(recorded["disk_limit"]),
+                disk_files=_optional_int(recorded["disk_files"])))
+    tree = {k: v for k, v in settings.overrides.items() if k in resources.PairLimits._fields}
+    run = {k: v for k, v in settings.overrides.items() if k not in tree}
+    return base._replace(pair_limits=base.pair_limits._replace(**tree),  # type: ignore[arg-type]
+                         **run)  # type: ignore[arg-type]
 
 
 def _optional_int(value: object) -> int | None:

@@ -50,12 +50,8 @@ class DriverSettings(NamedTuple):
     mounts: Mounts = Mounts()  # the run's one mask set (sandbox.run_masks)
     output_cap: int = 256 * 1024
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # RLIMIT_FSIZE: no single file written larger
-    memory_limit: int | None = resources.DEFAULT_MEMORY_LIMIT  # bytes, for the pair's whole tree
-    max_processes: int | None = resources.DEFAULT_MAX_PROCESSES  # tasks of the pair's tree
-    limits_mechanism: str = "auto"  # "auto" (cgroup v2 where possible), "cgroup_v2", "watchdog"
+    limits: resources.PairLimits = resources.PairLimits()
     paranoid: bool = False  # `lake comparator --paranoid`: the replay audit only, never run-eval
-    disk_bytes: int | None = None  # blocks the pair's workspace and state may hold
-    disk_files: int | None = None  # entries they may hold
     disk_reserve: int | None = None  # recorded only: admission keeps it (scoring.scheduler)
     runner: ComparatorRunner = SANDBOXED  # starts Lake (tests: a replay)
 
@@ -137,19 +133,17 @@ def run_workspace(workspace: Path, state: Path, config: ComparatorConfig,
     env = environment.lake_environment(settings.caller_env, search_path=search, tmpdir=tmpdir,
                                        wrapper=wrapper_path)
     argv = comparator_argv(settings.toolchain, config_path, settings.paranoid)
-    limits = resources.PairLimits(settings.memory_limit, settings.max_processes,
-                                  settings.limits_mechanism, settings.disk_bytes,
-                                  settings.disk_files, (str(workspace), str(state)))
+    limits = settings.limits._replace(disk_paths=(str(workspace), str(state)))
     outcome = settings.runner.run(Launch(
         argv=argv, env=env, cwd=workspace, timeout=settings.timeout,
         output_cap=settings.output_cap,
-        rlimits=pair_rlimits(min(settings.max_file_bytes, settings.disk_bytes or (1 << 62))),
+        rlimits=pair_rlimits(min(settings.max_file_bytes, limits.disk_limit or (1 << 62))),
         limits=limits, wrapper=wrapper_path,
         spec=wrapper.WrapperSpec(bwrap=settings.bwrap, mounts=settings.mounts)))
     tail = write_log(log_path, argv, outcome)
     return DriverResult(classify(outcome, config, settings.timeout, settings.paranoid), outcome,
                         tail, phase_seconds(outcome, config),
-                        resource_limits(limits, outcome, settings.disk_reserve))
+                        limits_record(limits, settings.disk_reserve, outcome))
 
 
 def workspace_test_report(workspace: Path, result: DriverResult, log: Path | None,
@@ -162,15 +156,16 @@ def workspace_test_report(workspace: Path, result: DriverResult, log: Path | Non
                                log=str(log) if log else None, kept=str(kept) if kept else None)
 
 
-def resource_limits(limits: resources.PairLimits, outcome: process.ProcessResult,
-                    reserve: int | None = None) -> ResourceLimits:
-    """What the verdict records about the pair's limits (pure)."""
-    ran = outcome.limits_mechanism is not None
+def limits_record(limits: resources.PairLimits, reserve: int | None,
+                  outcome: process.ProcessResult | None = None) -> ResourceLimits:
+    """The verdict's record of a pair's limits, under the names the verdict publishes (pure);
+    without ``outcome`` the pair never ran, so nothing enforced them."""
+    ran = outcome is not None and outcome.limits_mechanism is not None
+    tree = limits.memory_limit is not None or limits.max_processes is not None
     return ResourceLimits.model_validate({
-        "memory_bytes": limits.memory, "max_processes": limits.processes,
-        "mechanism": (outcome.limits_mechanism or "none")
-        if limits.memory is not None or limits.processes is not None else "none",
-        "exceeded": outcome.limit_exceeded,
-        "disk_bytes": limits.disk_bytes, "disk_files": limits.disk_files,
+        "memory_bytes": limits.memory_limit, "max_processes": limits.max_processes,
+        "mechanism": (outcome.limits_mechanism or "none") if outcome and tree else "none",
+        "exceeded": outcome.limit_exceeded if outcome else None,
+        "disk_bytes": limits.disk_limit, "disk_files": limits.disk_files,
         "disk_mechanism": "watchdog" if ran and limits.watches_disk() else "none",
         "disk_reserve_bytes": reserve})

@@ -47,8 +47,8 @@ class RunOptions(NamedTuple):
     jobs: int | None = None  # None: CPUs, lowered to what memory allows
     rescore: bool = False
     shard: Shard | None = None
-    memory_limit: int = resources.DEFAULT_MEMORY_LIMIT
-    max_processes: int = resources.DEFAULT_MAX_PROCESSES
+    pair_limits: resources.PairLimits = resources.PairLimits(  # each pair's tree
+        disk_limit=disk.DEFAULT_DISK_BYTES, disk_files=disk.DEFAULT_DISK_FILES)
     # Probes need to know where a kept workspace is before the run: score directly under this
     # directory instead of a fresh per-run one (it is then neither locked nor reclaimed).
     scoring_root: Path | None = None
@@ -56,8 +56,6 @@ class RunOptions(NamedTuple):
     private_defaults: bool = True  # also hide the parents of the inputs and of --out
     sign_key: Signer | None = None  # --sign-key: an envelope beside every verdict recorded
     paranoid: bool = False  # `lake comparator --paranoid`: `replay --paranoid` only
-    disk_limit: int | None = disk.DEFAULT_DISK_BYTES  # blocks of one pair's trees; None: off
-    disk_files: int | None = disk.DEFAULT_DISK_FILES  # entries of one pair's trees; None: off
     # Free space kept on the scoring and output filesystems; None: off. Not in the resume key:
     # it decides when a pair starts and whether a failure is the host's, never a judgement.
     disk_reserve: int | None = disk.DEFAULT_DISK_RESERVE

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from lean_eval.benchmark.catalog import Catalog
-from lean_eval.records.verdict import Identity, Preflight, ResourceLimits
+from lean_eval.records.verdict import Identity, Preflight
 from lean_eval.sandbox import masks
 from lean_eval.scoring import driver, pair
 from lean_eval.scoring.options import RunOptions, Tools
@@ -36,14 +36,10 @@ def run_context(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options:
         toolchain=tools.toolchain, bwrap=tools.bwrap.path, caller_env=caller_env,
         timeout=options.timeout, writable_roots=(root, out_dir, *work),
         mounts=mounts, max_file_bytes=options.max_written_file_bytes,
-        memory_limit=options.memory_limit, max_processes=options.max_processes,
+        limits=options.pair_limits,
         paranoid=options.paranoid,
-        disk_bytes=options.disk_limit, disk_files=options.disk_files,
         disk_reserve=options.disk_reserve, runner=tools.runner)
-    limits = ResourceLimits(memory_bytes=options.memory_limit,
-                            max_processes=options.max_processes, mechanism="none",
-                            disk_bytes=options.disk_limit, disk_files=options.disk_files,
-                            disk_reserve_bytes=options.disk_reserve)
+    limits = driver.limits_record(options.pair_limits, options.disk_reserve)
     space = disk.SpaceWatch((str(root), str(out_dir)), options.disk_reserve or 0)
     return pair.RunContext(problems=catalog.problems, settings=settings, ident=ident,
                            scoring_root=root, out_dir=out_dir, shared_packages=shared,

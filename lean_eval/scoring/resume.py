@@ -27,13 +27,13 @@ def verdict_options(options: RunOptions, preflight: Preflight) -> dict[str, obje
         "timeout": options.timeout,
         "limits": options.limits.model_dump(mode="json"),
         "max_written_file_bytes": options.max_written_file_bytes,
-        "memory_limit": options.memory_limit,
-        "max_processes": options.max_processes,
+        "memory_limit": options.pair_limits.memory_limit,
+        "max_processes": options.pair_limits.max_processes,
         "skip_probes": preflight.skipped,
         # Only when set: keys (and so resumes) of ordinary runs stay as they were.
         **({"paranoid": True} if options.paranoid else {}),
-        "disk_limit": options.disk_limit,
-        "disk_files": options.disk_files,
+        "disk_limit": options.pair_limits.disk_limit,
+        "disk_files": options.pair_limits.disk_files,
     }
 
 

@@ -89,7 +89,7 @@ class RunState:
                                ident, preflight)
         self.done: queue.SimpleQueue[_Done | _Released] = queue.SimpleQueue()
         self.stop = stop
-        self.jobs = options.jobs or sizing.default_jobs(options.memory_limit)
+        self.jobs = options.jobs or sizing.default_jobs(options.pair_limits.memory_limit)
         self.reused = 0
         self.kept: dict[int, Verdict] = {}  # by Planned.order: verdicts resume reuses
         self.unsynced = False  # a verdict was written with durable=False since the last sync
@@ -111,7 +111,7 @@ class RunState:
         reserve = self.options.disk_reserve
         return {"memory_available_at_start": available,
                 "started_below_memory": available is not None
-                and available < self.options.memory_limit,
+                and available < (self.options.pair_limits.memory_limit or 0),
                 "disk_free_at_start": free,
                 "started_below_reserve": bool(reserve and free is not None and free < reserve)}
 
@@ -241,7 +241,7 @@ class Scheduler:
         self.drain(False)
         while not run.stop.event.is_set() and (
                 self.running >= run.jobs
-                or (self.running > 0 and not sizing.memory_ok(run.options.memory_limit))
+                or (self.running > 0 and not sizing.memory_ok(run.options.pair_limits.memory_limit))
                 or ((self.running or self.removing) and not run.room_ok())):
             self.drain(True)
         if run.stop.event.is_set():

@@ -22,16 +22,16 @@ def mem_available() -> int | None:
     return None
 
 
-def default_jobs(memory_limit: int) -> int:
+def default_jobs(memory_limit: int | None) -> int:
     """CPUs, lowered so that jobs x memory limit fits in the memory available now."""
     cpus = len(os.sched_getaffinity(0)) or 1
     available = mem_available()
-    if available is None:
+    if available is None or memory_limit is None:
         return cpus
     return max(1, min(cpus, available // max(memory_limit, 1)))
 
 
-def memory_ok(limit: int) -> bool:
+def memory_ok(limit: int | None) -> bool:
     """Whether ``MemAvailable`` is at least ``limit`` (True when the kernel does not say)."""
     available = mem_available()
-    return available is None or available >= limit
+    return available is None or limit is None or available >= limit

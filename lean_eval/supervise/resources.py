@@ -47,41 +47,45 @@ DISK_INTERVAL = WATCHDOG_INTERVAL
 
 
 class PairLimits(NamedTuple):
-    """What one run() enforces over its child's tree; None means no such limit."""
+    """The limits of one pair's tree, one name each from the options (``--memory-limit``,
+    ``--max-processes``, ``--disk-limit``, ``--disk-files``) through the driver to the
+    supervisor; the verdict publishes them as ``ResourceLimits`` (``driver.limits_record``).
+    None: no such limit. ``mechanism`` and ``disk_paths`` say how and where run() enforces them."""
 
-    memory: int | None = DEFAULT_MEMORY_LIMIT  # bytes
-    processes: int | None = DEFAULT_MAX_PROCESSES  # tasks: processes and threads
+    memory_limit: int | None = DEFAULT_MEMORY_LIMIT  # bytes
+    max_processes: int | None = DEFAULT_MAX_PROCESSES  # tasks: processes and threads
     mechanism: str = "auto"  # one of MECHANISMS: "watchdog" forces it
-    disk_bytes: int | None = None  # blocks under disk_paths
+    disk_limit: int | None = None  # blocks under disk_paths
     disk_files: int | None = None  # entries under disk_paths
-    disk_paths: tuple[str, ...] = ()  # the pair's writable trees
+    disk_paths: tuple[str, ...] = ()  # the pair's writable trees (none: the disk is not watched)
 
     def any(self) -> bool:
-        return self.memory is not None or self.processes is not None or self.watches_disk()
+        return (self.memory_limit is not None or self.max_processes is not None
+                or self.watches_disk())
 
     def watches_disk(self) -> bool:
-        return bool(self.disk_paths) and (self.disk_bytes is not None
+        return bool(self.disk_paths) and (self.disk_limit is not None
                                           or self.disk_files is not None)
 
     def to_spec(self) -> list[object]:
         """JSON-able form for the reaper (``from_spec`` reads it back)."""
-        return [self.memory, self.processes, self.mechanism, self.disk_bytes, self.disk_files,
-                list(self.disk_paths)]
+        return [self.memory_limit, self.max_processes, self.mechanism, self.disk_limit,
+                self.disk_files, list(self.disk_paths)]
 
     @classmethod
     def from_spec(cls, data: list[object]) -> PairLimits:
-        memory, processes, mechanism, disk_bytes, disk_files, paths = data
+        memory, processes, mechanism, disk_limit, disk_files, paths = data
         if not isinstance(paths, list):
             raise ValueError("malformed limits spec")
-        return cls(memory, processes, str(mechanism), disk_bytes, disk_files,  # type: ignore[arg-type]
+        return cls(memory, processes, str(mechanism), disk_limit, disk_files,  # type: ignore[arg-type]
                    tuple(str(p) for p in paths))
 
 
 def exceeded_by(limits: PairLimits, memory: int, tasks: int) -> str | None:
     """Which limit a measured tree is over ("memory" first), if any (pure)."""
-    if limits.memory is not None and memory > limits.memory:
+    if limits.memory_limit is not None and memory > limits.memory_limit:
         return "memory"
-    if limits.processes is not None and tasks > limits.processes:
+    if limits.max_processes is not None and tasks > limits.max_processes:
         return "processes"
     return None
 
@@ -100,7 +104,7 @@ def disk_exceeded(limits: PairLimits) -> tuple[str, int] | None:
     used = disk.usage(limits.disk_paths, limits.disk_files)
     spent = time.monotonic() - now
     _disk_due[0] = time.monotonic() + max(DISK_INTERVAL, 4 * spent)
-    which = disk.exceeded_by(used, limits.disk_bytes, limits.disk_files)
+    which = disk.exceeded_by(used, limits.disk_limit, limits.disk_files)
     if which is None:
         return None
     return which, used.bytes if which == "disk_bytes" else used.files
@@ -113,7 +117,7 @@ def watch(limits: PairLimits, group: cgroup.PairGroup | None, emit: Callable[...
     if group is not None:  # the kernel enforces; a refused fork or an OOM kill ends the pair
         which = group.exceeded()
         observed = None
-    elif limits.memory is None and limits.processes is None:
+    elif limits.memory_limit is None and limits.max_processes is None:
         which = observed = None
     else:
         memory, tasks, _ = procfs.tree_usage(os.getpid())
@@ -156,7 +160,8 @@ def enforcement(name: str, limits: PairLimits | None) -> tuple[cgroup.PairGroup 
     parent = cgroup.cgroup_parent()
     if parent is not None:
         try:
-            return cgroup.make_pair_group(parent, limits.memory, limits.processes), "cgroup_v2"
+            group = cgroup.make_pair_group(parent, limits.memory_limit, limits.max_processes)
+            return group, "cgroup_v2"
         except OSError as exc:
             if limits.mechanism == "cgroup_v2":
                 raise ProcessStartError(f"cannot limit {name!r}: {exc}") from exc

@@ -36,6 +36,9 @@ from fake_runner import (
     recorded,
     tools,
 )
+from fake_runner import (
+    options as run_options,
+)
 from support import BWRAP_FLOOR, correct
 
 from lean_eval.benchmark.catalog import Catalog
@@ -43,7 +46,6 @@ from lean_eval.benchmark.problem import ComparatorConfig
 from lean_eval.sandbox import bubblewrap, runner
 from lean_eval.scoring import batch, classification
 from lean_eval.scoring.arguments import check_ids
-from lean_eval.scoring.options import RunOptions
 
 HEADER = correct(PROBLEM).split("theorem")[0]
 THEOREM = "theorem two_plus_two : 2 + 2 = 4 := by"
@@ -103,7 +105,7 @@ def record(cases: Sequence[Case], catalog: Catalog, bwrap: bubblewrap.BwrapInfo,
         subs.append(make_submission(base / "subs", case.name, {PROBLEM: files}))
     recorder = Recorder(runner.SANDBOXED)
     out = base / "out" / cases[0].name
-    options = RunOptions(out_dir=out, jobs=2, **{"timeout": 60.0, **cases[0].options})
+    options = run_options(out, jobs=2, **cases[0].options)
     batch.run_batch(check_ids(subs), catalog, tools(recorder, bwrap), options,
                     {"PATH": os.environ.get("PATH", "")})
     launched = {pair_of(launch)[0]: (launch, outcome) for launch, outcome in recorder.runs}
