@@ -2,31 +2,31 @@
 read an output directory.
 
 Every name in ``__all__`` is covered by the semver promise in README.md ("Python API"); every
-other module of ``lean_eval`` is internal and may change in any release. The functions here do
-what the CLI commands do (``run-eval`` calls :func:`score`) but never print and never exit:
-results are the versioned models below, failures are the typed errors of ``errors.py``
-(re-exported here), and what the CLI would show while working is handed to optional callbacks.
-They read no config file and no environment variable: pass every setting explicitly, and
-the environment tools are found with as ``env=`` (``os.environ`` to behave as the CLI).
+other module of ``lean_eval`` is internal. These functions do what the commands do
+(``run-eval`` builds a :class:`ScoreRequest` and calls :func:`score`) but never print or exit:
+results are versioned models, failures the typed errors of ``errors.py`` (re-exported here)
+with messages that name keyword arguments, and what a person would watch goes to callbacks.
+No configuration file is read (a command-line matter).
 
->>> from pathlib import Path
 >>> from lean_eval import api
->>> import os
->>> summary = api.score([Path("examples/submissions/correct")], Path("out"),
-...                     env=os.environ)  # doctest: +SKIP
+>>> summary = api.score(["examples/submissions/correct"], "out")  # doctest: +SKIP
 >>> [p.verdict for p in summary.pairs]  # doctest: +SKIP
 ['accepted', 'accepted', 'accepted', 'accepted', 'accepted']
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
 
-from lean_eval import session
+from pydantic import ValidationError
+
 from lean_eval.benchmark.catalog import Catalog
+from lean_eval.benchmark.checkout import default_benchmark, load_selected
 from lean_eval.benchmark.sets import Selection
 from lean_eval.errors import (
     CatalogError,
@@ -52,13 +52,17 @@ from lean_eval.errors import (
 from lean_eval.intake.bounds import DEFAULT_LIMITS, IntakeLimits
 from lean_eval.outputs.report import run_report
 from lean_eval.outputs.report.run_report import Run
+from lean_eval.probes import preflight
 from lean_eval.records.probe_result import ProbeResult
 from lean_eval.records.verdict import PairSummary, Preflight, Summary, Verdict
 from lean_eval.scoring import arguments, batch, precheck
 from lean_eval.scoring.driver import DEFAULT_MAX_FILE_BYTES
-from lean_eval.scoring.options import RunOptions, not_probed
+from lean_eval.scoring.options import RunOptions, Signer, not_probed
 from lean_eval.scoring.precheck import ProblemCheck, SubmissionCheck
+from lean_eval.scoring.request import DEFAULT_TIMEOUT, ScoreRequest, keyword_names
 from lean_eval.scoring.scheduler import Progress
+from lean_eval.scoring.setup import Setup, checked_setup
+from lean_eval.scoring.summary import write_refusal
 from lean_eval.supervise.disk import DEFAULT_DISK_BYTES as DEFAULT_DISK_LIMIT
 from lean_eval.supervise.disk import DEFAULT_DISK_FILES, DEFAULT_DISK_RESERVE
 from lean_eval.supervise.resources import DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_LIMIT, PairLimits
@@ -69,24 +73,34 @@ __all__ = [
     "CatalogError", "ConfigError", "DigestMismatchError", "ExportRefusedError", "IntakeLimits",
     "LeanEvalError", "MergeRefusedError", "OutputError", "OutputRefusedError", "PairSummary",
     "PrepareError", "ProbeResult", "ProbesFailedError", "ProblemCheck", "ProcessStartError",
-    "Progress", "ReplayRefusedError", "Run", "SandboxUnavailableError", "SetupError",
-    "SigningKeyError", "StepFailedError", "SubmissionCheck", "Summary", "ToolchainError",
-    "TrustedConfigError", "UsageError", "Verdict", "load_catalog", "read_output", "score",
-    "validate_submission",
+    "Progress", "ReplayRefusedError", "Run", "SandboxUnavailableError", "ScoreRequest",
+    "SetupError", "SigningKeyError", "StepFailedError", "SubmissionCheck", "Summary",
+    "ToolchainError", "TrustedConfigError", "UsageError", "Verdict", "load_catalog",
+    "read_output", "score", "validate_submission",
 ]
 
 StrPath = str | os.PathLike[str]
+P = ParamSpec("P")
+R = TypeVar("R")
 
-DEFAULT_TIMEOUT = 1800.0  # seconds per pair, as `run-eval --timeout`
 DEFAULT_MAX_WRITTEN_FILE_BYTES = DEFAULT_MAX_FILE_BYTES  # `run-eval --max-written-file-bytes`
+# Read from ``env`` when the request leaves them unset, exactly as the command line's options
+# read them; the other LEAN_EVAL_* settings and configuration files are the command line's.
+ENVIRONMENT = {"toolchain": "LEAN_EVAL_TOOLCHAIN", "bwrap": "LEAN_EVAL_BWRAP",
+               "allow_bwrap_version": "LEAN_EVAL_ALLOW_BWRAP_VERSION"}
 
 
-def _path(value: StrPath | None) -> Path | None:
-    return None if value is None else Path(value)
-
-
-def _selected(problems: Iterable[str] | None) -> frozenset[str] | None:
-    return frozenset(problems or ()) or None
+def _keywords(function: Callable[P, R]) -> Callable[P, R]:
+    """Errors the API raises name its keyword arguments, not the command line's options."""
+    @functools.wraps(function)
+    def wrapped(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return function(*args, **kwargs)
+        except LeanEvalError as exc:
+            if exc.args and isinstance(exc.args[0], str):
+                exc.args = (keyword_names(exc.args[0]), *exc.args[1:])
+            raise
+    return wrapped
 
 
 def _warn(on_warning: Callable[[str], None] | None, warnings: Iterable[str]) -> None:
@@ -95,152 +109,181 @@ def _warn(on_warning: Callable[[str], None] | None, warnings: Iterable[str]) -> 
             on_warning(warning)
 
 
-def score(submissions: Sequence[StrPath], out: StrPath, *,
-          benchmark: StrPath | None = None, benchmark_rev: str = "HEAD",
-          problems: Iterable[str] | None = None, set_name: str | None = None,
-          statuses: Sequence[str] = (), tags: Sequence[str] = (),
-          toolchain: StrPath | None = None, bwrap: str | None = None,
-          allow_bwrap_version: str | None = None, skip_probes: bool = False,
-          timeout: float = DEFAULT_TIMEOUT, limits: IntakeLimits = DEFAULT_LIMITS,
-          max_written_file_bytes: int = DEFAULT_MAX_WRITTEN_FILE_BYTES,
-          jobs: int | None = None, memory_limit: int = DEFAULT_MEMORY_LIMIT,
-          max_processes: int = DEFAULT_MAX_PROCESSES,
-          disk_limit: int = DEFAULT_DISK_LIMIT, disk_files: int = DEFAULT_DISK_FILES,
-          disk_reserve: int = DEFAULT_DISK_RESERVE, work_dir: StrPath | None = None,
-          keep_work: bool = False, rescore: bool = False, shard: str | None = None,
-          private: Sequence[StrPath] = (), sign_key: StrPath | None = None,
-          env: Mapping[str, str],
+def _request(submissions: Sequence[StrPath] | ScoreRequest, out: StrPath | None,
+             options: Mapping[str, Any], env: Mapping[str, str]) -> ScoreRequest:
+    """One request from either form of :func:`score`'s arguments, completed from ``env``."""
+    if isinstance(submissions, ScoreRequest):
+        if out is not None or options:
+            given = ", ".join(["out"] * (out is not None) + sorted(options))
+            raise UsageError(f"score() takes a ScoreRequest or keyword arguments, not both "
+                             f"(also given: {given})")
+        request = submissions
+    else:
+        try:
+            request = ScoreRequest.model_validate(
+                {"submissions": tuple(submissions), "out": out, **options})
+        except ValidationError as exc:
+            faults = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
+                               for e in exc.errors())
+            raise UsageError(f"score(): {faults}") from None
+    unset: dict[str, object] = {field: env[name] for field, name in ENVIRONMENT.items()
+                                if getattr(request, field) is None and env.get(name)}
+    if "toolchain" in unset:
+        unset["toolchain"] = Path(str(unset["toolchain"]))
+    return request.model_copy(update=unset)
+
+
+@_keywords
+def score(submissions: Sequence[StrPath] | ScoreRequest, out: StrPath | None = None, *,
+          env: Mapping[str, str] | None = None,
           on_progress: Callable[[Progress], None] | None = None,
           on_probes: Callable[[tuple[ProbeResult, ...]], None] | None = None,
-          on_warning: Callable[[str], None] | None = None) -> Summary:
+          on_warning: Callable[[str], None] | None = None, **options: Any) -> Summary:
     """Score every (submission, problem) pair, as ``lean-eval run-eval`` does.
 
-    Writes ``<out>/<submission>/<problem>.json`` verdicts (and logs) and ``<out>/summary.json``,
-    and returns that summary. A re-run on the same ``out`` resumes: verdicts whose inputs,
-    identity and options are unchanged are kept (``rescore=True``: none is).
+    Pass a :class:`ScoreRequest`, or ``submissions`` (directories or ``.tar``/``.tar.gz``/
+    ``.tgz`` archives), ``out`` and any of its fields as keywords (each is the ``run-eval``
+    option of the same name, with the same default). Writes ``<out>/<submission>/<problem>.json``
+    verdicts and ``<out>/summary.json`` and returns the summary; a re-run on the same ``out``
+    resumes (``rescore=True``: it does not). ``env`` (default ``os.environ``) is where tools
+    are found and what pairs run from; its ``LEAN_EVAL_TOOLCHAIN``, ``LEAN_EVAL_BWRAP`` and
+    ``LEAN_EVAL_ALLOW_BWRAP_VERSION`` apply when the request leaves those unset.
 
-    ``submissions`` are directories or ``.tar``/``.tar.gz``/``.tgz`` archives. Each keyword is
-    the ``run-eval`` option of the same name with the same default: ``benchmark`` (default: the
-    current git checkout), ``benchmark_rev``, ``problems`` (ids; None or empty: all),
-    ``set_name``/``statuses``/``tags`` (``--set``/``--status``/``--tag``), ``toolchain``
-    (default: the elan install of the benchmark's lean-toolchain), ``bwrap``,
-    ``allow_bwrap_version``, ``skip_probes``, ``timeout`` (seconds per pair), ``limits`` (the
-    intake limits, ``--max-file-bytes`` and the rest), ``max_written_file_bytes``, ``jobs``
-    (None: the CPUs, fewer when memory is short), ``memory_limit`` and ``max_processes`` (per
-    pair), ``disk_limit`` and ``disk_files`` (per pair) and ``disk_reserve`` (free space
-    admission keeps; 0 turns each of the three off), ``work_dir``, ``keep_work``, ``rescore``,
-    ``shard`` (``"K/N"``), ``private`` (directories also hidden from every sandbox) and
-    ``sign_key`` (an Ed25519 PEM key: signed envelopes beside every verdict). ``env``
-    (required) is the environment tools are found with and pairs are run from; ``run-eval``
-    passes its own, so ``env=os.environ`` scores as it does (the API reads no environment by
-    itself, design §3).
+    The run, in order: setup (arguments, catalog, tools, ``out``'s lock), plan, the preflight
+    probes (only when a pair needs a sandbox; ``skip_probes``), the pairs, the summary.
+    Callbacks: ``on_warning`` (a dirty benchmark tree, skipped probes), ``on_probes`` (every
+    probe's entry once they ran), ``on_progress`` (each time a pair starts or ends).
 
-    Steps, in order: argument checks, catalog load, tool resolution, the preflight probes
-    (unless ``skip_probes``), then the batch. Callbacks: ``on_warning`` gets each warning
-    (a dirty benchmark working tree, skipped probes); ``on_probes`` every probe's entry once
-    they ran; ``on_progress`` an event each time a pair starts or ends.
-
-    Raises :class:`SetupError` (or a subclass: :class:`UsageError`, :class:`CatalogError`,
-    :class:`ToolchainError`, :class:`SandboxUnavailableError`, :class:`SigningKeyError`) when
-    nothing could be scored, :class:`ProbesFailedError` when a probe failed (the refusal is
-    recorded in ``out``), and :class:`OutputError` when ``out`` became unwritable mid-run
-    (verdicts already written stay valid). A rejected proof is a verdict, never an exception;
-    ``Summary.exit_code`` is what ``run-eval`` would exit with.
+    Raises :class:`SetupError` or a subclass when nothing could be scored,
+    :class:`ProbesFailedError` when a probe failed (the refusal is recorded in ``out``), and
+    :class:`OutputError` when ``out`` became unwritable mid-run (verdicts written stay valid).
+    A rejected proof is a verdict; ``Summary.exit_code`` is what ``run-eval`` would exit with.
     """
+    caller_env = dict(os.environ if env is None else env)
+    request = _request(submissions, out, options, caller_env)
+    return run_request(request, caller_env, on_progress, on_probes, on_warning)
+
+
+def run_request(request: ScoreRequest, env: Mapping[str, str],
+                on_progress: Callable[[Progress], None] | None = None,
+                on_probes: Callable[[tuple[ProbeResult, ...]], None] | None = None,
+                on_warning: Callable[[str], None] | None = None) -> Summary:
+    """:func:`score`'s run as a plain sequence, errors worded for the command line (which
+    calls it with the request it built): setup, plan, probes, pairs, summary."""
     caller_env = dict(env)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    paths = [Path(p) for p in submissions]
-    out_dir, work = Path(out), _path(work_dir)
-    setup = session.checked_setup(
-        paths, out_dir, work, _selected(problems), shard,
-        _path(sign_key), _path(benchmark), benchmark_rev,
-        Selection(set_name=set_name, statuses=tuple(statuses), tags=tuple(tags)),
-        _path(toolchain), bwrap, allow_bwrap_version, caller_env)
-    cat, tools = setup.cat, setup.tools
+    setup = checked_setup(request, caller_env, _load_key)
     try:
-        _warn(on_warning, cat.warnings)
-        # The resume keys use the probe policy asked for; the probes themselves run once the
-        # batch is planned, and only when a pair needs a sandbox (batch.run_batch's ``probe``).
-        intended = not_probed(tools)
-        if not skip_probes:
-            intended = intended.model_copy(update={"skipped": False})
-        options = RunOptions(out_dir=out_dir, timeout=timeout, work_dir=work,
-                             limits=limits, keep_work=keep_work, preflight=intended,
-                             max_written_file_bytes=max_written_file_bytes, jobs=jobs,
-                             rescore=rescore, shard=setup.shard,
-                             pair_limits=PairLimits(memory_limit=memory_limit,
-                                                    max_processes=max_processes,
-                                                    disk_limit=disk_limit or None,
-                                                    disk_files=disk_files or None),
-                             disk_reserve=disk_reserve or None,
-                             private=tuple(Path(p).absolute() for p in private),
-                             sign_key=setup.signer)
-
-        def probe(needed: bool) -> Preflight:
-            if skip_probes:
-                _warn(on_warning, [session.SKIPPED_PROBES])
-                return not_probed(tools)
-            if not needed:
-                _warn(on_warning, [f"probes not run: {session.NOTHING_TO_SCORE}"])
-            return session.preflight(tools, caller_env, work, on_probes, needed)
-
+        _warn(on_warning, setup.cat.warnings)
+        planned = batch.plan_batch(setup.submissions, setup.cat, setup.tools,
+                                   _run_options(request, setup), setup.held)
         try:
-            return batch.run_batch(setup.submissions, cat, tools, options, caller_env,
-                                   on_progress=on_progress, out_lock=setup.held, probe=probe)
+            record = _preflight(planned, request, setup, caller_env, on_probes, on_warning)
         except ProbesFailedError as exc:
-            raise ProbesFailedError(session.record_refusal(out_dir, cat, tools, exc, started_at,
-                                                           setup.held),
+            raise ProbesFailedError(_refusal(request.out, setup, exc, started_at),
                                     exc.preflight) from None
+        return batch.execute(planned, caller_env, record, on_progress=on_progress)
     finally:
         setup.held.close()
 
 
+def _load_key(path: Path) -> Signer:
+    from lean_eval.outputs import signing  # cryptography: only for runs that sign
+
+    return signing.load_signing_key(path)
+
+
+def _run_options(request: ScoreRequest, setup: Setup) -> RunOptions:
+    """The options the pipeline runs with; the resume keys use the probe policy asked for."""
+    intended = not_probed(setup.tools)
+    if not request.skip_probes:
+        intended = intended.model_copy(update={"skipped": False})
+    return RunOptions(
+        out_dir=request.out, timeout=request.timeout, work_dir=request.work_dir,
+        limits=request.limits, keep_work=request.keep_work, preflight=intended,
+        max_written_file_bytes=request.max_written_file_bytes, jobs=request.jobs,
+        rescore=request.rescore, shard=setup.shard,
+        pair_limits=PairLimits(memory_limit=request.memory_limit,
+                               max_processes=request.max_processes,
+                               disk_limit=request.disk_limit or None,
+                               disk_files=request.disk_files or None),
+        disk_reserve=request.disk_reserve or None,
+        private=tuple(p.absolute() for p in request.private), sign_key=setup.signer)
+
+
+def _preflight(planned: batch.Batch, request: ScoreRequest, setup: Setup,
+               env: Mapping[str, str],
+               on_probes: Callable[[tuple[ProbeResult, ...]], None] | None,
+               on_warning: Callable[[str], None] | None) -> Preflight:
+    """The run's probe record, decided once from the plan: the probes run only when a pair
+    needs a sandbox."""
+    if planned.interrupted:  # nothing will be scored
+        return planned.planned.preflight.model_copy(
+            update={"reason": "interrupted before the probes ran"})
+    if request.skip_probes:
+        _warn(on_warning, [preflight.SKIPPED_PROBES])
+        return not_probed(setup.tools)
+    if not planned.planned.needs_sandbox:
+        _warn(on_warning, [f"probes not run: {preflight.NOTHING_TO_SCORE}"])
+        return preflight.not_needed(setup.tools)
+    # Outside the run's signal handlers: Ctrl-C stops the probes at once.
+    return preflight.preflight(setup.tools, env, request.work_dir, on_probes)
+
+
+def _refusal(out_dir: Path, setup: Setup, exc: ProbesFailedError, started_at: str) -> str:
+    """Record the refused run in ``out_dir`` (design §5.5); the message says where."""
+    try:
+        written = write_refusal(out_dir, setup.cat, setup.tools, exc.preflight, str(exc),
+                                started_at, out_lock=setup.held)
+    except LeanEvalError as why:  # --out unwritable: say so, go on refusing
+        return f"{exc}; no summary was written: {why}"
+    return f"{exc}; the probes' outcome is in {written}"
+
+
+def _selection(set_name: str | None, statuses: Sequence[str], tags: Sequence[str]) -> Selection:
+    return Selection(set_name=set_name, statuses=tuple(statuses), tags=tuple(tags))
+
+
+@_keywords
 def validate_submission(path: StrPath, *, benchmark: StrPath | None = None,
                         benchmark_rev: str = "HEAD", problems: Iterable[str] | None = None,
                         set_name: str | None = None, statuses: Sequence[str] = (),
                         tags: Sequence[str] = (), limits: IntakeLimits = DEFAULT_LIMITS,
                         on_warning: Callable[[str], None] | None = None) -> SubmissionCheck:
-    """What :func:`score` would do with the submission at ``path``, decided without Lean, as
+    """What :func:`score` would do with the submission at ``path``, without Lean, as
     ``lean-eval validate-submission`` does: per problem whether it would be scored or is
-    ``unchanged``, what is ignored, and every rejection with the entry it names, under
-    ``limits``. ``SubmissionCheck.ok`` is False when anything would be rejected.
-
-    ``benchmark``, ``benchmark_rev``, ``problems``, ``set_name``, ``statuses`` and ``tags`` are
-    as for :func:`score`; ``on_warning`` gets the catalog's warnings. Raises
-    :class:`UsageError` for a path that is no submission or an unknown problem id and
-    :class:`CatalogError` for an unusable benchmark.
-    """
+    ``unchanged``, what is ignored, every rejection with the entry it names
+    (``SubmissionCheck.ok`` False). Keywords as for :func:`score`; ``on_warning`` gets the
+    catalog's warnings. Raises :class:`UsageError` (no submission, an unknown problem id) or
+    :class:`CatalogError`."""
     submission = Path(path)
-    selected = _selected(problems)
+    selected = frozenset(problems or ()) or None
     arguments.check_submission(submission)
-    bench = _path(benchmark) or session.default_benchmark()
+    bench = Path(benchmark) if benchmark is not None else default_benchmark()
     arguments.check_problems(selected or (), arguments.problem_ids(bench))
-    cat = session.load_selected(bench, benchmark_rev, selected,
-                                Selection(set_name=set_name, statuses=tuple(statuses),
-                                          tags=tuple(tags)))
+    cat = load_selected(bench, benchmark_rev, selected, _selection(set_name, statuses, tags))
     _warn(on_warning, cat.warnings)
     return precheck.check_submission(submission, cat, limits)
 
 
+@_keywords
 def load_catalog(benchmark: StrPath | None = None, *, revision: str | None = "HEAD",
                  problems: Iterable[str] | None = None, set_name: str | None = None,
                  statuses: Sequence[str] = (), tags: Sequence[str] = ()) -> Catalog:
     """The benchmark's problems, trusted files and pins, validated as :func:`score` loads them.
 
-    ``benchmark`` defaults to the current git checkout. In a git checkout the files are read
-    from ``revision`` (``None``: the working tree as it stands); ``Catalog.warnings`` says when
-    the working tree differs. ``problems``, ``set_name``, ``statuses`` and ``tags`` narrow it
-    as for :func:`score`. Raises :class:`CatalogError` (a missing file, a digest mismatch, a
-    drifted pin, ...) or :class:`UsageError` (an unknown id, an empty selection).
+    ``benchmark`` defaults to the current git checkout, read at ``revision`` (``None``: the
+    working tree; ``Catalog.warnings`` says when it differs); the other keywords narrow it as
+    for :func:`score`. Raises :class:`CatalogError` or :class:`UsageError`.
     """
-    return session.load_selected(_path(benchmark), revision, _selected(problems),
-                                 Selection(set_name=set_name, statuses=tuple(statuses),
-                                           tags=tuple(tags)))
+    return load_selected(Path(benchmark) if benchmark is not None else None, revision,
+                         frozenset(problems or ()) or None, _selection(set_name, statuses, tags))
 
 
+@_keywords
 def read_output(out: StrPath) -> Run:
-    """An output directory of :func:`score` (or of ``lean-eval merge``): its summary and each
-    pair's verdict (None where unreadable), checked as ``lean-eval report`` and ``merge`` check
-    it. Raises :class:`UsageError` when there is no readable ``summary.json`` and
-    :class:`OutputRefusedError` when the directory holds what no run writes."""
+    """An output directory of :func:`score` or ``merge``: its summary and each pair's verdict
+    (None where unreadable), checked as ``report`` checks it. Raises :class:`UsageError`
+    without a readable ``summary.json``, :class:`OutputRefusedError` when it holds what no run
+    writes."""
     return run_report.load_run(Path(out))

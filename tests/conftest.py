@@ -21,7 +21,7 @@ import pytest
 from pydantic import TypeAdapter
 from support import STANDIN, RunEval, copy_benchmark, outside_problem, real_toolchain
 
-from lean_eval import session
+from lean_eval.probes import preflight
 from lean_eval.records.probe_result import ProbeResult
 from lean_eval.scoring.options import Tools
 
@@ -205,7 +205,7 @@ def replayed_probes(monkeypatch: pytest.MonkeyPatch,
     of *when* the probes run and how their results are shown and recorded: the probes
     themselves are tested by tests/test_probes.py and tests/test_preflight.py, always run."""
     calls: list[tuple[str, ...]] = []
-    real = session.run_probes
+    real = preflight.run_probes
     shared = tmp_path_factory.getbasetemp().parent / "probes-replayed"
 
     def replay(tools: Tools, env: Mapping[str, str], work_dir: Path | None,
@@ -225,5 +225,5 @@ def replayed_probes(monkeypatch: pytest.MonkeyPatch,
             work_dir.mkdir(parents=True, exist_ok=True)  # as the real runner leaves it
         return _RESULTS.validate_json(record.read_bytes())
 
-    monkeypatch.setattr(session, "run_probes", replay)
+    monkeypatch.setattr(preflight, "run_probes", replay)
     return calls

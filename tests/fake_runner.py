@@ -40,19 +40,18 @@ from click.testing import CliRunner
 from pydantic import BaseModel, ConfigDict
 from support import REPO, STANDIN, Run, copy_benchmark, correct, make_submission
 
-from lean_eval import session
 from lean_eval.benchmark.catalog import Catalog
+from lean_eval.benchmark.checkout import load
 from lean_eval.benchmark.toolchain import resolve_toolchain
 from lean_eval.cli import main
 from lean_eval.records.verdict import Preflight, Summary, Verdict
 from lean_eval.sandbox import bubblewrap
 from lean_eval.sandbox.runner import ComparatorRunner, Launch
-from lean_eval.scoring import batch
+from lean_eval.scoring import batch, setup
 from lean_eval.scoring.arguments import check_ids
 from lean_eval.scoring.options import RunOptions, Tools, not_probed
 from lean_eval.scoring.scheduler import Progress
-from lean_eval.session import load
-from lean_eval.supervise import lock, process
+from lean_eval.supervise import process
 from lean_eval.supervise.resources import PairLimits
 
 TRANSCRIPTS = REPO / "tests" / "transcripts"
@@ -274,14 +273,13 @@ def options(out: Path, **fields: Any) -> RunOptions:
 def score(inputs: Sequence[Path], catalog: Catalog, runner: ComparatorRunner,
           run_options: RunOptions, *,
           on_progress: Callable[[Progress], None] | None = None,
-          on_verdict: Callable[[Verdict], None] | None = None,
-          out_lock: lock.OutLock | None = None) -> Summary:
-    """``batch.run_batch`` as ``api.score`` calls it with ``skip_probes``, through ``runner``."""
+          on_verdict: Callable[[Verdict], None] | None = None) -> Summary:
+    """``batch.run_batch`` as a run with ``skip_probes`` scores, through ``runner``."""
     run_tools = tools(runner)
     preflight: Preflight = not_probed(run_tools)
     return batch.run_batch(check_ids(inputs), catalog, run_tools,
                            run_options._replace(preflight=preflight), {"PATH": "/usr/bin:/bin"},
-                           on_verdict=on_verdict, on_progress=on_progress, out_lock=out_lock)
+                           on_verdict=on_verdict, on_progress=on_progress)
 
 
 def submission(base: Path, name: str, case: str, problem: str = PROBLEM,
@@ -294,7 +292,7 @@ def submission(base: Path, name: str, case: str, problem: str = PROBLEM,
 
 class FakeRunEval:
     """``lean-eval run-eval`` in-process, as ``conftest.RunEval`` invokes it, with every Lake
-    launch replayed by ``runner``: ``monkeypatch`` makes ``session.resolve_tools`` (what
+    launch replayed by ``runner``: ``monkeypatch`` makes ``scoring.setup.resolve_tools`` (what
     run-eval resolves its tools with) return the stand-in toolchain, a fake bwrap identity and
     ``runner``. Nothing else of the CLI, the API or the batch is replaced."""
 
@@ -306,7 +304,7 @@ class FakeRunEval:
             return Tools(toolchain=resolve_toolchain(toolchain, {}, name),
                          bwrap=fake_bwrap(), runner=self.runner)
 
-        monkeypatch.setattr(session, "resolve_tools", resolve)
+        monkeypatch.setattr(setup, "resolve_tools", resolve)
 
     def __call__(self, *submissions: Path, extra: tuple[str, ...] = (),
                  out: Path | None = None, timeout: float = 60, quiet: bool = True) -> Run:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import inspect
 import os
 import re
 import sys
@@ -16,10 +15,11 @@ from click.testing import CliRunner
 from support import BWRAP_FLOOR, CORRECT, PROBLEMS, REPO, STANDIN, no_survivor
 
 import lean_eval
-from lean_eval import api, errors, session
+from lean_eval import api, errors
 from lean_eval.cli import main
-from lean_eval.probes import registry
+from lean_eval.probes import preflight, registry
 from lean_eval.records.probe_result import ProbeResult
+from lean_eval.scoring.request import FLAGS
 from lean_eval.supervise import process
 
 INCORRECT = REPO / "examples" / "submissions" / "incorrect"
@@ -130,8 +130,13 @@ def test_setup_errors_are_typed_and_nothing_is_printed(
     with pytest.raises(api.UsageError, match="unknown problem id"):
         api.score([CORRECT], out, env=os.environ, benchmark=bench_copy, problems=["two_plus_tw"],
                   **tools)
-    with pytest.raises(api.UsageError, match="--shard"):
+    with pytest.raises(api.UsageError, match="shard") as shard:  # the keyword, not --shard
         api.score([CORRECT], out, env=os.environ, benchmark=bench_copy, shard="3/2", **tools)
+    assert "--" not in str(shard.value)
+    with pytest.raises(api.UsageError, match=r"score\(\): timeout"):  # a keyword of the wrong type
+        api.score([CORRECT], out, benchmark=bench_copy, timeout="soon", **tools)
+    with pytest.raises(api.UsageError, match="no_such_option"):
+        api.score([CORRECT], out, benchmark=bench_copy, no_such_option=1, **tools)
     # Neither tool usable: one SetupError names both (the CLI's message, exit 2 there).
     with pytest.raises(api.SetupError) as both:
         api.score([CORRECT], out, env=os.environ, benchmark=bench_copy,
@@ -154,7 +159,7 @@ def test_a_failed_probe_raises_probes_failed_error_and_records_the_refusal(
     del bwrap
     entry = ProbeResult(name="sandbox_engaged", status="fail", proves="the sandbox",
                         message="writes reached the host", seconds=0.0, checks=())
-    monkeypatch.setattr(session, "run_probes", lambda *a, **k: (entry,))
+    monkeypatch.setattr(preflight, "run_probes", lambda *a, **k: (entry,))
     seen: list[tuple[api.ProbeResult, ...]] = []
     out = tmp_path / "out"
     with pytest.raises(api.ProbesFailedError) as refused:
@@ -169,24 +174,26 @@ def test_a_failed_probe_raises_probes_failed_error_and_records_the_refusal(
     assert summary.refused is not None and "sandbox_engaged" in summary.refused
 
 
-def test_run_eval_scores_through_api_score(bench_copy: Path, tmp_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_eval_scores_through_the_api_with_the_request_it_builds(
+        bench_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
 
     def recorded(*args: Any, **kwargs: Any) -> api.Summary:
         calls.append((args, kwargs))
         raise api.UsageError("stopped by the test")
 
-    monkeypatch.setattr(api, "score", recorded)
+    monkeypatch.setattr(api, "run_request", recorded)
     result = CliRunner().invoke(main, [
         "run-eval", str(CORRECT), "--out", str(tmp_path / "out"), "--benchmark",
         str(bench_copy), "--problem", "two_plus_two,double_def", "--jobs", "3"],
         catch_exceptions=False)
     assert result.exit_code == 2
     assert "lean-eval: error: stopped by the test" in result.output
-    ((args, kwargs),) = calls
-    assert [Path(p) for p in args[0]] == [CORRECT] and Path(args[1]) == tmp_path / "out"
-    assert kwargs["problems"] == ["two_plus_two", "double_def"] and kwargs["jobs"] == 3
+    ((args, _),) = calls
+    request = args[0]
+    assert isinstance(request, api.ScoreRequest)
+    assert request.submissions == (CORRECT,) and request.out == tmp_path / "out"
+    assert request.problems == ("two_plus_two", "double_def") and request.jobs == 3
 
 
 # What run-eval spells differently (its parameter name -> score's); the intake limits are
@@ -209,9 +216,9 @@ def _cli_default(param: click.Parameter) -> Any:
     return default or None  # an empty or false default means "not asked for", like None
 
 
-def test_score_takes_every_run_eval_option_with_the_same_default() -> None:
+def test_the_request_takes_every_run_eval_option_with_the_same_default() -> None:
     command = main.commands["run-eval"]
-    signature = inspect.signature(api.score)
+    fields = api.ScoreRequest.model_fields
     for param in command.params:
         name = param.name
         assert name is not None
@@ -222,12 +229,41 @@ def test_score_takes_every_run_eval_option_with_the_same_default() -> None:
             assert _cli_default(param) == expected, name
             continue
         target = RENAMED.get(name, name)
-        assert target in signature.parameters, f"run-eval {name} has no api.score parameter"
+        assert target in fields, f"run-eval {name} has no ScoreRequest field"
         if param.required:
             continue
-        api_default = signature.parameters[target].default
+        api_default = fields[target].default
         assert _cli_default(param) == (api_default or None), name
-    assert signature.parameters["limits"].default == api.IntakeLimits()
+    assert fields["limits"].default == api.IntakeLimits()
+    assert set(FLAGS) == set(fields) - {"submissions", "limits"}  # each field's option named
+    options = {opt for param in command.params for opt in param.opts}
+    assert set(FLAGS.values()) <= options
+
+
+def test_a_request_record_or_keywords_and_the_tools_the_environment_names(
+        bench_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "out"
+    missing = tmp_path / "missing"
+    request = api.ScoreRequest(submissions=(missing,), out=out, benchmark=bench_copy,
+                               toolchain=STANDIN, allow_bwrap_version=BWRAP_FLOOR)
+    with pytest.raises(api.UsageError, match="does not exist"):
+        api.score(request)
+    with pytest.raises(api.UsageError, match="not both"):
+        api.score(request, timeout=5.0)
+    # LEAN_EVAL_TOOLCHAIN and LEAN_EVAL_BWRAP name the tools as they do for run-eval...
+    env = {**os.environ, "LEAN_EVAL_TOOLCHAIN": str(tmp_path / "env-lean"),
+           "LEAN_EVAL_BWRAP": str(tmp_path / "env-bwrap")}
+    with pytest.raises(api.SetupError) as named:
+        api.score([CORRECT], out, env=env, benchmark=bench_copy)
+    assert "env-lean" in str(named.value) and "env-bwrap" in str(named.value)
+    # ...unless a keyword names one, and env defaults to the process environment
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(api.SetupError) as given:
+        api.score([CORRECT], out, benchmark=bench_copy, toolchain=tmp_path / "kw-lean")
+    assert "kw-lean" in str(given.value) and "env-lean" not in str(given.value)
+    assert "env-bwrap" in str(given.value)
+    assert not out.exists()
 
 
 def _readme_api_section() -> str:

@@ -17,9 +17,9 @@ import pytest
 from click.testing import CliRunner, Result
 from support import BWRAP_FLOOR, CORRECT, STANDIN, make_submission
 
-from lean_eval import session
 from lean_eval.benchmark import catalog
 from lean_eval.cli import main
+from lean_eval.probes import preflight
 from lean_eval.records import out_layout
 from lean_eval.supervise import lock
 
@@ -191,7 +191,7 @@ def test_ctrl_c_during_the_probes_stops_them_at_once(
         went_on.append(True)  # reached only when a handler swallowed the signal
         raise AssertionError("the probes went on after SIGINT")
 
-    monkeypatch.setattr(session, "run_probes", interrupted)
+    monkeypatch.setattr(preflight, "run_probes", interrupted)
     out = outside / "out"
     try:
         result = _run_eval(bench_copy, out, CORRECT, extra=_tools("--problem", "two_plus_two"))

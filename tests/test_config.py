@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import BWRAP_FLOOR, CORRECT, REPO, STANDIN
 
-from lean_eval import session
+from lean_eval.benchmark import checkout
 from lean_eval.cli import config, main
 from lean_eval.files import decoding
 from lean_eval.supervise import process
@@ -185,34 +185,22 @@ def test_the_default_benchmark_is_the_git_checkout_holding_the_current_directory
     assert _settings(["config", "run-eval"])["config_file"] is None
 
 
-def test_the_default_benchmark_asks_git_again_only_when_a_checkout_may_have_changed(
+def test_the_default_benchmark_is_the_checkout_holding_the_current_directory(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The answer is kept per current directory and the ``.git``/``HEAD`` entries above it: a
-    checkout that appears above, or goes away, is seen at once."""
-    asked: list[tuple[str, ...]] = []
-    real = process.run_capture
-
-    def counted(argv: tuple[str, ...], **kwargs: Any) -> process.ProcessResult:
-        asked.append(argv)
-        return real(argv, **kwargs)
-
-    monkeypatch.setattr(process, "run_capture", counted)
+    """Asked of git each time (nothing is kept between calls), so a checkout that appears
+    above the current directory, or goes away, is seen at once."""
     top = tmp_path / "top"
     (top / "sub").mkdir(parents=True)
     monkeypatch.chdir(top / "sub")
-    assert session.default_benchmark() == session.default_benchmark() == top / "sub"
-    assert len(asked) == 1
-    done = real(("git", "init", "-q", str(top)), env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path,
-                timeout=60)
+    assert checkout.default_benchmark() == top / "sub"
+    done = process.run_capture(("git", "init", "-q", str(top)), env={"PATH": "/usr/bin:/bin"},
+                               cwd=tmp_path, timeout=60)
     assert done.returncode == 0, done.stdout
-    assert session.default_benchmark() == session.default_benchmark() == top
-    assert len(asked) == 2
-    shutil.rmtree(top / ".git")  # back to where the first answer was given: it holds again
-    assert session.default_benchmark() == top / "sub"
-    assert len(asked) == 2
-    monkeypatch.chdir(top)  # another directory: asked
-    assert session.default_benchmark() == top
-    assert len(asked) == 3
+    assert checkout.default_benchmark() == top
+    shutil.rmtree(top / ".git")
+    assert checkout.default_benchmark() == top / "sub"
+    monkeypatch.chdir(top)
+    assert checkout.default_benchmark() == top
 
 
 def test_lean_eval_config_lists_every_source(tmp_path: Path,

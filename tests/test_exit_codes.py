@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from lean_eval import api, session
+from lean_eval import api
+from lean_eval.benchmark import checkout
 from lean_eval.cli import exits, main
 from lean_eval.errors import CatalogError, OutputError
 
@@ -29,7 +30,7 @@ def _list_problems_raising(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
             os.kill(os.getpid(), signal.SIGTERM)
         raise exc if exc is not None else AssertionError("SIGTERM did not stop the command")
 
-    monkeypatch.setattr(session, "load_selected", load_selected)
+    monkeypatch.setattr(checkout, "load_selected", load_selected)
     monkeypatch.chdir(tmp_path)  # in no git checkout: no config file is found
     return CliRunner().invoke(main, ["list-problems"], catch_exceptions=False)
 
@@ -39,7 +40,7 @@ def _run_eval_raising(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
     def score(*args: Any, **kwargs: Any) -> Any:
         raise exc
 
-    monkeypatch.setattr(api, "score", score)
+    monkeypatch.setattr(api, "run_request", score)
     monkeypatch.chdir(tmp_path)
     return CliRunner().invoke(main, ["run-eval", str(tmp_path / "sub"), "--out",
                                      str(tmp_path / "out")], catch_exceptions=False)

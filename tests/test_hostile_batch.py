@@ -99,14 +99,14 @@ def test_a_full_output_directory_stops_admission_writes_the_summary_and_exits_1(
     make_submission(subs, "full", {P: {"Submission.lean": correct(P)}})
     make_submission(subs, "later", {P: {"Submission.lean": correct(P)}})
     make_submission(subs, "last", {P: {"Submission.lean": correct(P)}})
-    real = pair.write_model
+    real = pair.write_bytes_atomic  # what pair.write_verdict, the one verdict writer, calls
 
-    def no_space(path: Path, model: Any) -> None:
+    def no_space(path: Path, data: bytes, *, durable: bool = True) -> None:
         if path.parent.name in ("full", "later", "last"):
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
-        real(path, model)
+        real(path, data, durable=durable)
 
-    monkeypatch.setattr(pair, "write_model", no_space)
+    monkeypatch.setattr(pair, "write_bytes_atomic", no_space)
     run = run_eval(subs / "good", subs / "full", subs / "later", subs / "last",
                    extra=("--jobs", "1"))
     batch_ok(run, outside)

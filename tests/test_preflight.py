@@ -9,11 +9,11 @@ import pytest
 from click.testing import CliRunner
 from support import BWRAP_FLOOR, CORRECT, STANDIN
 
-from lean_eval import session
 from lean_eval.cli import main
 from lean_eval.intake import reader
+from lean_eval.probes import preflight
+from lean_eval.records.out_layout import REFUSED_SUMMARY
 from lean_eval.records.probe_result import ProbeResult
-from lean_eval.scoring.options import REFUSED_SUMMARY
 from lean_eval.supervise import lock
 
 UNSANDBOXED = """#!/bin/sh
@@ -100,7 +100,7 @@ def _failing_probes(monkeypatch: pytest.MonkeyPatch) -> None:
     nothing runs)."""
     entry = ProbeResult(name="sandbox_engaged", status="fail", proves="the sandbox",
                         message="writes reached the host", seconds=0.0, checks=())
-    monkeypatch.setattr(session, "run_probes", lambda *a, **k: (entry,))
+    monkeypatch.setattr(preflight, "run_probes", lambda *a, **k: (entry,))
 
 
 def test_a_refusal_keeps_an_earlier_runs_summary_and_respects_the_out_lock(

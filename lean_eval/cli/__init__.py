@@ -9,7 +9,7 @@ package imports it back. The modules below it, each importing only those listed 
 - ``options``: the options and parameter types the commands share;
 - ``config``: settings from the environment and a config file;
 - ``group``: the group class (error style, the exit mapping applied once, envvars) and consoles;
-- ``steps``: the setup steps the commands share (``lean_eval.session``) with their printing;
+- ``steps``: the setup steps the commands share, with their printing;
 - the commands: ``scoring`` (run-eval, probe, the self-checks, test), ``replay``, ``authoring``
   (start-problem, validate-catalog, validate-submission, prepare), ``catalog_commands``
   (import-catalog, list-problems), ``results`` (merge, report), ``publish`` (export-results,

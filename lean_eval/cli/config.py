@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import click
 
-from lean_eval.cli.deferred import session
+from lean_eval.cli.deferred import checkout
 from lean_eval.cli.options import ByteSize
 from lean_eval.errors import ConfigError, LeanEvalError
 from lean_eval.files.decoding import toml_table
@@ -259,7 +259,7 @@ def resolve(ctx: click.Context, explicit: Path | None, name: str | None,
         if given is not None:
             return given
         try:
-            return session.default_benchmark()
+            return checkout.default_benchmark()
         except (OSError, LeanEvalError):  # no git: no benchmark, so no pyproject.toml
             return None
 

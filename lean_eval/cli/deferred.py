@@ -13,15 +13,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from lean_eval import api, session
-    from lean_eval.benchmark import catalog, problem, starter, validation
+    from lean_eval import api
+    from lean_eval.benchmark import catalog, checkout, problem, starter, validation
     from lean_eval.benchmark.toolchain import check_release, release_incompatibility
     from lean_eval.intake import reader
     from lean_eval.machine import prepare
     from lean_eval.outputs.report import run_report
+    from lean_eval.probes import preflight as preflight_steps
     from lean_eval.probes import registry, selfcheck
     from lean_eval.records import documents, verdict
     from lean_eval.scoring import driver, options
+    from lean_eval.scoring import setup as setup_steps
 else:
 
     class _Deferred:
@@ -51,13 +53,15 @@ else:
     run_report = _Deferred("lean_eval.outputs.report.run_report")
     options = _Deferred("lean_eval.scoring.options")
     selfcheck = _Deferred("lean_eval.probes.selfcheck")
-    session = _Deferred("lean_eval.session")
+    checkout = _Deferred("lean_eval.benchmark.checkout")
+    preflight_steps = _Deferred("lean_eval.probes.preflight")
+    setup_steps = _Deferred("lean_eval.scoring.setup")
     starter = _Deferred("lean_eval.benchmark.starter")
     validation = _Deferred("lean_eval.benchmark.validation")
     verdict = _Deferred("lean_eval.records.verdict")
     check_release = _deferred("lean_eval.benchmark.toolchain", "check_release")
     release_incompatibility = _deferred("lean_eval.benchmark.toolchain", "release_incompatibility")
 
-__all__ = ["api", "catalog", "check_release", "documents", "driver", "options", "prepare",
-           "problem", "reader", "registry", "release_incompatibility", "run_report", "selfcheck",
-           "session", "starter", "validation", "verdict"]
+__all__ = ["api", "catalog", "check_release", "checkout", "documents", "driver", "options",
+           "preflight_steps", "prepare", "problem", "reader", "registry", "release_incompatibility",
+           "run_report", "selfcheck", "setup_steps", "starter", "validation", "verdict"]

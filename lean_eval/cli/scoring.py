@@ -121,10 +121,10 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
                 display.append(stack.enter_context(progress.Display(err, quiet)))
             display[0].update(event)
 
-        summary = api.score(
-            submissions, out_dir,
+        request = api.ScoreRequest(
+            submissions=submissions, out=out_dir,
             benchmark=benchmark, benchmark_rev=benchmark_rev,
-            problems=[p for item in problems for p in item.split(",") if p],
+            problems=tuple(p for item in problems for p in item.split(",") if p),
             set_name=set_name, statuses=statuses, tags=tags, toolchain=toolchain,
             bwrap=bwrap_path, allow_bwrap_version=allow_bwrap, skip_probes=skip_probes,
             timeout=timeout,
@@ -133,11 +133,11 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
             max_written_file_bytes=max_written_file_bytes, jobs=jobs,
             memory_limit=memory_limit, max_processes=max_processes,
             disk_limit=disk_limit, disk_files=disk_files, disk_reserve=disk_reserve,
-            work_dir=work_dir,
-            keep_work=keep_work, rescore=rescore, shard=shard_text, private=private,
-            sign_key=sign_key, env=dict(os.environ), on_progress=show,
-            on_probes=lambda entries: show_probes(entries, quiet, verbose),
-            on_warning=lambda text: warn(text, quiet))
+            work_dir=work_dir, keep_work=keep_work, rescore=rescore, shard=shard_text,
+            private=private, sign_key=sign_key)
+        summary = api.run_request(request, dict(os.environ), on_progress=show,
+                                  on_probes=lambda entries: show_probes(entries, quiet, verbose),
+                                  on_warning=lambda text: warn(text, quiet))
     progress.report_end(summary, err, quiet)
     if keep_work:
         say_kept(scoring_dirs(work_dir) - kept_before, quiet)

@@ -1,8 +1,9 @@
-"""The setup steps the commands share (``lean_eval.session``), with what they print.
+"""The setup steps the commands share, with what they print.
 
-Finding the benchmark, loading and narrowing its catalog, resolving the tools and running the
-probes are ``lean_eval.session``'s; these add only the lines a person sees: catalog warnings,
-one line per probe, where ``--keep-work`` left the workspaces.
+Finding and loading the benchmark (``benchmark.checkout``), resolving the tools
+(``scoring.setup``) and running the probes (``probes.preflight``) are the pipeline's; these add
+only the lines a person sees: catalog warnings, one line per probe, where ``--keep-work`` left
+the workspaces.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lean_eval.cli.deferred import catalog, options, session
+from lean_eval.cli.deferred import catalog, checkout, options, preflight_steps, setup_steps
 from lean_eval.cli.group import Console, warn
 
 if TYPE_CHECKING:
@@ -21,13 +22,13 @@ if TYPE_CHECKING:
 
 
 def default_benchmark() -> Path:
-    return session.default_benchmark()
+    return checkout.default_benchmark()
 
 
 def benchmark_root(given: Path | None) -> Path:
     """``--benchmark``, else the git checkout holding the current directory; a directory that
-    is no benchmark checkout is refused with the fix (:func:`lean_eval.session.benchmark_root`)."""
-    return session.benchmark_root(given)
+    is no benchmark checkout is refused with the fix (``benchmark.checkout.benchmark_root``)."""
+    return checkout.benchmark_root(given)
 
 
 def load_selected(benchmark: Path | None, revision: str, only: frozenset[str] | None,
@@ -37,24 +38,24 @@ def load_selected(benchmark: Path | None, revision: str, only: frozenset[str] | 
     from lean_eval.benchmark.sets import Selection
 
     chosen = Selection(set_name=set_name, statuses=tuple(statuses), tags=tuple(tags))
-    return warned(session.load_selected(benchmark, revision, only, chosen), quiet)
+    return warned(checkout.load_selected(benchmark, revision, only, chosen), quiet)
 
 
 def tools_for(cat: catalog.Catalog, toolchain: Path | None, bwrap_path: str | None,
               allow_bwrap: str | None, env: dict[str, str], writable: list[Path]) -> options.Tools:
-    return session.tools(cat, toolchain, bwrap_path, allow_bwrap, env, writable)
+    return setup_steps.tools_for(cat, toolchain, bwrap_path, allow_bwrap, env, writable)
 
 
 def resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
                   allow_bwrap: str | None, env: dict[str, str],
                   writable: list[Path]) -> options.Tools:
     """The toolchain and bwrap; when neither can be used, one error names both."""
-    return session.resolve_tools(name, toolchain, bwrap_path, allow_bwrap, env, writable)
+    return setup_steps.resolve_tools(name, toolchain, bwrap_path, allow_bwrap, env, writable)
 
 
 def load(benchmark: Path | None, revision: str = "HEAD",
          only: frozenset[str] | None = None, quiet: bool = False) -> catalog.Catalog:
-    return warned(session.load(benchmark, revision, only), quiet)
+    return warned(checkout.load(benchmark, revision, only), quiet)
 
 
 def warned(cat: catalog.Catalog, quiet: bool) -> catalog.Catalog:
@@ -79,7 +80,7 @@ def setup(benchmark: Path | None, toolchain: Path | None, bwrap_path: str | None
 def run_probes(tools: options.Tools, env: dict[str, str], work_dir: Path | None,
                names: tuple[str, ...] = ()) -> tuple[ProbeResult, ...]:
     """Each probe in turn, timed, in a scratch directory removed afterwards."""
-    return session.run_probes(tools, env, work_dir, names)
+    return preflight_steps.run_probes(tools, env, work_dir, names)
 
 
 def print_probes(entries: Sequence[ProbeResult], console: Console,
@@ -107,13 +108,13 @@ def show_probes(entries: Sequence[ProbeResult], quiet: bool, verbose: int) -> No
 
 def preflight(tools: options.Tools, env: dict[str, str], work_dir: Path | None,
               skip: bool, quiet: bool, verbose: int = 0) -> Preflight:
-    """``session.preflight`` with its probe lines printed (``skip``: the warning instead); a
-    failed probe raises ``session.ProbesFailedError``, a setup failure."""
+    """``probes.preflight.preflight`` with its probe lines printed (``skip``: the warning
+    instead); a failed probe raises ``ProbesFailedError``, a setup failure."""
     if skip:
-        warn(session.SKIPPED_PROBES, quiet)
+        warn(preflight_steps.SKIPPED_PROBES, quiet)
         return options.not_probed(tools)
-    return session.preflight(tools, env, work_dir,
-                             lambda entries: show_probes(entries, quiet, verbose))
+    return preflight_steps.preflight(tools, env, work_dir,
+                                     lambda entries: show_probes(entries, quiet, verbose))
 
 
 def scoring_dirs(work_dir: Path | None) -> set[Path]:

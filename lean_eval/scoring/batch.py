@@ -1,17 +1,10 @@
-"""Score a batch: plan every input, then run its pairs over worker threads, resumably.
+"""Score a batch in two steps, planned then executed, with the preflight between them.
 
-``run_batch`` is the whole run: the path checks, ``--out``'s lock, planning (``planning``), the
-caller's probes, the scoring root, the admission loop (``scheduler``, with ``context`` and
-``sizing``) and the summary (``summary``).
-
-Invariants (design §5.5):
-- Everything that can fail the whole run (duplicate or reserved ids, unusable or overlapping
-  paths, a locked ``--out``) is checked before the first pair is scored, so exit 2 always means
-  nothing was scored. The caller's ``probe`` runs after planning and before the first pair,
-  and is told whether any pair needs a sandbox (none does when every pair is kept or decided
-  at intake). One run holds ``--out`` at a time.
-- SIGINT/SIGTERM stop admission and kill the running pairs' trees; their verdicts are discarded,
-  the summary says ``interrupted`` and the exit code is 128 + the signal.
+The application (``lean_eval.api``) runs ``plan_batch``, decides the probes from the plan, then
+``execute``; library callers (the probes, the self-checks, replay) take ``run_batch``, both
+steps with the preflight the options carry. Everything that can fail the whole run is checked
+before the first pair is scored, so exit 2 always means nothing was scored; SIGINT/SIGTERM
+while planning or scoring end the run with an ``interrupted`` summary (design §5.5).
 """
 
 from __future__ import annotations
@@ -20,6 +13,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 from lean_eval.benchmark.catalog import Catalog
 from lean_eval.errors import UsageError
@@ -27,95 +21,106 @@ from lean_eval.records.verdict import Preflight, ShardInfo, Summary, Verdict
 from lean_eval.scoring import driver, resume
 from lean_eval.scoring.arguments import Submission, check_paths
 from lean_eval.scoring.options import RunOptions, Tools
-from lean_eval.scoring.plan import Prepared, needs_sandbox, prepare
+from lean_eval.scoring.plan import Prepared, prepare
 from lean_eval.scoring.scheduler import Progress, RunState, Scheduler
 from lean_eval.scoring.shard import options_digest
 from lean_eval.scoring.summary import write_summary
 from lean_eval.supervise import lock, tree_removal
 from lean_eval.supervise.interrupt import Stop, signals
 
-__all__ = ["run_batch"]
+__all__ = ["Batch", "check_places", "execute", "plan_batch", "run_batch"]
 
 
-def _check_paths(inputs: Sequence[Path], options: RunOptions, catalog: Catalog,
-                 tools: Tools) -> None:
-    check_paths(inputs, options.out_dir, options.work_dir,
+class Batch(NamedTuple):
+    """A planned batch, ready to score once its preflight is known."""
+
+    planned: Prepared
+    catalog: Catalog
+    tools: Tools
+    inputs: tuple[Path, ...]
+    out_dir: Path  # resolved, locked by the caller
+    stop: Stop  # set by SIGINT/SIGTERM from planning on
+    started_at: str
+
+    @property
+    def interrupted(self) -> bool:
+        return self.stop.signum is not None
+
+
+def check_places(inputs: Sequence[Path], out_dir: Path, work_dir: Path | None,
+                 catalog: Catalog, tools: Tools) -> None:
+    """No input holds what scoring needs, no place overlaps another and no tool lies where a
+    build writes; checked before ``--out`` is created."""
+    check_paths(inputs, out_dir, work_dir,
                 needed=(tools.toolchain.root, tools.bwrap.path, catalog.root))
-    driver.check_toolchain_placement(
-        tools.toolchain, (options.out_dir, *([options.work_dir] if options.work_dir else [])))
+    driver.check_toolchain_placement(tools.toolchain, (out_dir, *([work_dir] if work_dir else [])))
+
+
+def plan_batch(submissions: Sequence[Submission], catalog: Catalog, tools: Tools,
+               options: RunOptions, held: lock.OutLock) -> Batch:
+    """Plan the run (``plan.prepare``) under ``held``, ``--out``'s lock; its places were
+    checked (:func:`check_places`). ``submissions``: as ``arguments.check_ids`` returned them.
+    """
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    inputs = tuple(s.path for s in submissions)
+    out_dir = options.out_dir.resolve()
+    if held.out_dir != out_dir:
+        raise UsageError(f"the lock given is for {held.out_dir}, not --out {out_dir}")
+    stop = Stop()
+    with signals(stop):
+        planned = prepare(submissions, catalog, tools, options, out_dir)
+    return Batch(planned, catalog, tools, inputs, out_dir, stop, started_at)
+
+
+def execute(batch: Batch, caller_env: Mapping[str, str], preflight: Preflight | None = None,
+            on_verdict: Callable[[Verdict], None] | None = None,
+            on_progress: Callable[[Progress], None] | None = None) -> Summary:
+    """Score the planned pairs and write ``summary.json``. ``preflight``: the run's record
+    (its ``skipped`` must equal that of the options the plan was keyed with); None: the
+    plan's."""
+    planned = batch.planned if preflight is None else batch.planned._replace(
+        preflight=preflight)
+    options, ident, preflight, plans, items, digest, shards, kept, unchanged, _ = planned
+    catalog, out_dir = batch.catalog, batch.out_dir
+    with signals(batch.stop):
+        run_dir = _run_dir(options)
+        try:
+            run = RunState(batch.inputs, catalog, batch.tools, options, caller_env, out_dir,
+                           run_dir.path, ident, preflight, batch.stop)
+            run.kept = kept
+            run.unchanged_ids = unchanged
+            try:
+                results = Scheduler(run, items, on_verdict, on_progress).schedule()
+            finally:
+                if run.ctx.space is not None:
+                    run.ctx.space.close()
+        finally:
+            run_dir.release(keep=options.keep_work or options.scoring_root is not None)
+            if not options.keep_work:
+                tree_removal.remove_tree(run_dir.path)
+        recorded = resume.verdict_options(options, preflight)
+        shard = None if options.shard is None else ShardInfo(
+            k=options.shard.k, n=options.shard.n, batch_digest=digest, batch=shards,
+            options_digest=options_digest(recorded))
+        return write_summary(batch.started_at, ident, preflight, catalog, plans, items,
+                             results, out_dir, run, shard, recorded)
 
 
 def run_batch(submissions: Sequence[Submission], catalog: Catalog, tools: Tools,
               options: RunOptions, caller_env: Mapping[str, str],
               on_verdict: Callable[[Verdict], None] | None = None,
-              on_progress: Callable[[Progress], None] | None = None, *,
-              out_lock: lock.OutLock | None = None,
-              probe: Callable[[bool], Preflight] | None = None) -> Summary:
-    """Score every (submission, problem) pair and write verdicts and ``summary.json``.
-
-    ``submissions``: as ``inputs.check_ids`` returned them (ids unique, paths absolute).
-    ``out_lock``: ``options.out_dir``'s lock, already taken by the caller (who releases it);
-    else the batch takes it. ``probe``: called once after planning and before any pair is
-    scored, with whether any pair needs a sandbox (False when every pair is kept or decided at
-    intake); it returns the run's preflight record (its ``skipped`` must equal that of
-    ``options.preflight``, which the resume keys use) or raises ``SetupError`` to refuse.
-    """
-    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    inputs = [s.path for s in submissions]
-    _check_paths(inputs, options, catalog, tools)
+              on_progress: Callable[[Progress], None] | None = None) -> Summary:
+    """Both steps, taking ``--out``'s lock here, with the preflight the options carry (none
+    asked for: a record that the probes were skipped)."""
+    check_places([s.path for s in submissions], options.out_dir, options.work_dir, catalog,
+                 tools)
     options.out_dir.mkdir(parents=True, exist_ok=True)
-    out_dir = options.out_dir.resolve()
-    if out_lock is not None and out_lock.out_dir != out_dir:
-        raise UsageError(f"the lock given is for {out_lock.out_dir}, not --out {out_dir}")
-    held = lock.OutLock(out_dir) if out_lock is None else None
-    stop = Stop()  # from here on, SIGINT/SIGTERM end the run with an `interrupted` summary
+    held = lock.OutLock(options.out_dir.resolve())
     try:
-        with signals(stop):
-            planned = prepare(submissions, catalog, tools, options, out_dir)
-        # The probes run outside the run's handlers, as before a run: Ctrl-C stops them at once
-        # (KeyboardInterrupt) rather than letting every remaining probe run first.
-        if probe is not None and stop.signum is None:
-            planned = planned._replace(preflight=probe(any(
-                i.order not in planned.kept
-                and i.problem_id not in planned.unchanged.get(i.sid, frozenset())
-                and needs_sandbox(i, catalog)
-                for i in planned.items)))
-        elif probe is not None:  # interrupted while planning: nothing will be scored
-            planned = planned._replace(preflight=planned.preflight.model_copy(
-                update={"reason": "interrupted before the probes ran"}))
-        with signals(stop):
-            return _run(inputs, catalog, tools, caller_env, out_dir, stop, started_at,
-                        on_verdict, on_progress, planned)
+        batch = plan_batch(submissions, catalog, tools, options, held)
+        return execute(batch, caller_env, on_verdict=on_verdict, on_progress=on_progress)
     finally:
-        if held is not None:
-            held.close()
-
-
-def _run(inputs: Sequence[Path], catalog: Catalog, tools: Tools,
-         caller_env: Mapping[str, str], out_dir: Path, stop: Stop, started_at: str,
-         on_verdict: Callable[[Verdict], None] | None,
-         on_progress: Callable[[Progress], None] | None, planned: Prepared) -> Summary:
-    options, ident, preflight, plans, items, digest, batch, kept, unchanged = planned
-    run_dir = _run_dir(options)
-    try:
-        run = RunState(inputs, catalog, tools, options, caller_env, out_dir, run_dir.path,
-                       ident, preflight, stop)
-        run.kept = kept
-        run.unchanged_ids = unchanged
-        try:
-            results = Scheduler(run, items, on_verdict, on_progress).schedule()
-        finally:
-            if run.ctx.space is not None:
-                run.ctx.space.close()
-    finally:
-        run_dir.release(keep=options.keep_work or options.scoring_root is not None)
-        if not options.keep_work:
-            tree_removal.remove_tree(run_dir.path)
-    shard = None if options.shard is None else ShardInfo(
-        k=options.shard.k, n=options.shard.n, batch_digest=digest, batch=batch,
-        options_digest=options_digest(resume.verdict_options(options, preflight)))
-    return write_summary(started_at, ident, preflight, catalog, plans, items, results, out_dir,
-                         run, shard, resume.verdict_options(options, preflight))
+        held.close()
 
 
 def _run_dir(options: RunOptions) -> lock.RunDir:

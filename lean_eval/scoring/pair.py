@@ -43,7 +43,7 @@ from typing import NamedTuple
 
 from lean_eval.benchmark.catalog import ProblemWorkspace
 from lean_eval.errors import OutputError
-from lean_eval.files.atomic import write_bytes_atomic, write_model
+from lean_eval.files.atomic import write_bytes_atomic
 from lean_eval.intake import reader
 from lean_eval.records.out_layout import log_path, verdict_path
 from lean_eval.records.verdict import (
@@ -167,38 +167,44 @@ def worth_another_try(verdict: Verdict) -> bool:
             and verdict.execution not in ("resource_exhausted", "timed_out"))
 
 
-def is_unchanged(entry: reader.ProblemEntry, starter: Mapping[str, bytes]) -> bool:
-    """Every submitted file equals the starter of its path, and nothing else was submitted."""
-    return bool(entry.files) and all(starter.get(f.relpath) == f.data for f in entry.files)
-
-
 _UNCHANGED = Reason(code="unchanged", message="every submitted file is the starter of its path")
 
 
-def unchanged_at_plan(entry: reader.ProblemEntry, problem: ProblemWorkspace | None) -> bool:
-    """Whether a planned entry (its bytes still held) is an ``unchanged`` pair: nothing in it
-    rejected or faulty, and ``is_unchanged`` against the problem's starters."""
+def is_unchanged(entry: reader.ProblemEntry, problem: ProblemWorkspace | None) -> bool:
+    """The one decision that a pair is ``unchanged`` (planning makes it while the bytes are
+    read; validate-submission asks it too): nothing rejected or faulty, at least one file, and
+    every submitted file equal to the starter of its path."""
     return (problem is not None and entry.rejection is None and entry.fault is None
-            and is_unchanged(entry, problem.starter))
+            and bool(entry.files)
+            and all(problem.starter.get(f.relpath) == f.data for f in entry.files))
 
 
-def write_unchanged(job: PairJob, ctx: RunContext) -> Verdict:
-    """The batch's fast path: write the ``unchanged`` verdict of ``job`` and return it.
-
-    The caller decided (``unchanged_at_plan``) while the submission's bytes were read; the
-    verdict records the submitted files' digests, so it needs no bytes. No scoring directory is
-    made, and the file is written atomically but without its own fsync (``durable=False``): the
-    batch makes all of them durable with one ``sync_filesystem`` before its summary.
-    Raises ``OutputError`` when the verdict cannot be written.
-    """
-    verdict = _verdict(job, ctx, "unchanged", "not_run", _UNCHANGED)
-    path = verdict_path(ctx.out_dir, job.sub.submission_id, job.problem_id)
+def write_verdict(out_dir: Path, verdict: Verdict, *, durable: bool = True) -> None:
+    """The one writer of verdict files: atomically, at the pair's place under ``out_dir``.
+    ``durable=False`` leaves the fsync to one ``sync_filesystem`` before the summary
+    (``scoring.summary``). Raises ``OutputError`` when the file cannot be written."""
+    path = verdict_path(out_dir, verdict.submission.id, verdict.problem.id)
     # pydantic's own JSON encoder: the per-pair cost is mostly encoding (identity, mounts)
     data = (verdict.model_dump_json(indent=2) + "\n").encode("utf-8")
     try:
-        write_bytes_atomic(path, data, durable=False)
+        write_bytes_atomic(path, data, durable=durable)
     except OSError as exc:
         raise OutputError(f"cannot write the verdict {path}: {exc}") from exc
+
+
+def write_unchanged(job: PairJob, ctx: RunContext) -> Verdict:
+    """The batch's fast path for a pair planning found unchanged: its verdict, written without
+    a scoring directory, a second read or its own fsync (the verdict records the planned
+    digests, so it needs no bytes)."""
+    verdict = _verdict(job, ctx, "unchanged", "not_run", _UNCHANGED)
+    write_verdict(ctx.out_dir, verdict, durable=False)
+    return verdict
+
+
+def write_error(job: PairJob, ctx: RunContext, message: str) -> Verdict:
+    """Record a pair the harness could not score (``error_verdict``)."""
+    verdict = error_verdict(job, ctx, message)
+    write_verdict(ctx.out_dir, verdict)
     return verdict
 
 
@@ -222,9 +228,7 @@ def _score(job: PairJob, ctx: RunContext, dirs: workspace.PairDirs, started: flo
                         Reason(code="harness_error", message=entry.fault))
     if entry is None:
         raise LookupError(f"submission {sub.submission_id} has no entry for {job.problem_id}")
-    problem = ctx.problems[job.problem_id]
-    if is_unchanged(entry, problem.starter):
-        return _verdict(job, ctx, "unchanged", "not_run", _UNCHANGED)
+    problem = ctx.problems[job.problem_id]  # unchanged pairs never get here (write_unchanged)
     leftovers = workspace.prepare(dirs)
     if leftovers:
         raise OSError(f"the pair's scoring directory could not be emptied: {leftovers[0]}")
@@ -274,16 +278,18 @@ def run_pair(job: PairJob, ctx: RunContext) -> Verdict:
             verdict = verdict.model_copy(update={"cleanup": leftovers})
     if ctx.space is not None and verdict.execution != "not_run" and ctx.space.short_since(token):
         verdict = _short_of_space(verdict)
-    path = verdict_path(ctx.out_dir, sid, problem_id)
     try:
-        write_model(path, verdict)
-    except OSError as exc:
-        raise OutputError(f"cannot write the verdict {path}: {exc}") from exc
+        write_verdict(ctx.out_dir, verdict)
+    except OutputError:
+        raise
     except Exception as exc:  # noqa: BLE001 - a verdict that cannot be encoded is the pair's
         verdict = _failed(job, ctx, exc, "recording", started)
         try:
-            write_model(path, verdict)
+            write_verdict(ctx.out_dir, verdict)
+        except OutputError:
+            raise
         except Exception as again:
-            raise OutputError(f"cannot write the verdict {path}: {again}") from again
+            raise OutputError(f"cannot write the verdict of {sid}/{problem_id}: {again}"
+                              ) from again
     return verdict
 

@@ -13,7 +13,6 @@ Invariants (design §5.5):
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 from collections.abc import Sequence
@@ -45,6 +44,7 @@ class Prepared(NamedTuple):
     batch: dict[str, tuple[str, ...]]
     kept: dict[int, Verdict]  # by Planned.order: verdicts on disk that resume reuses
     unchanged: dict[str, frozenset[str]]  # by submission: problems planning found unchanged
+    needs_sandbox: bool  # a pair is neither kept nor decided at intake: the probes must run
 
 
 def prepare(ids: Sequence[tuple[str, Path]], catalog: Catalog, tools: Tools,
@@ -66,7 +66,9 @@ def prepare(ids: Sequence[tuple[str, Path]], catalog: Catalog, tools: Tools,
         i.order: v for i in items
         if (v := _reusable(out_layout.verdict_path(out_dir, i.sid, i.problem_id), i.key))
         is not None}
-    return Prepared(options, ident, preflight, plans, items, digest, batch, kept, unchanged)
+    sandboxed = any(i.order not in kept and _runs_lake(i, unchanged) for i in items)
+    return Prepared(options, ident, preflight, plans, items, digest, batch, kept, unchanged,
+                    sandboxed)
 
 
 def _plan(ids: Sequence[tuple[str, Path]], catalog: Catalog, options: RunOptions,
@@ -84,7 +86,7 @@ def _plan(ids: Sequence[tuple[str, Path]], catalog: Catalog, options: RunOptions
         if read.rejection is None:  # decided now, while the bytes are here (design §5.5)
             unchanged[read.submission_id] = frozenset(
                 e.problem_id for e in read.problems
-                if pair.unchanged_at_plan(e, catalog.problems.get(e.problem_id)))
+                if pair.is_unchanged(e, catalog.problems.get(e.problem_id)))
         plan = read.without_data()
         plans.append(plan)
         for job in pair.jobs_for(plan, catalog.problems):
@@ -116,14 +118,10 @@ def _bound_paths(options: RunOptions) -> RunOptions:
     return options._replace(limits=options.limits.model_copy(update={"max_path_bytes": bound}))
 
 
-def needs_sandbox(item: Planned, catalog: Catalog) -> bool:
-    """Whether scoring the pair runs Lake; a pair decided at intake does not (``pair._score``:
-    a rejected submission or entry is ``invalid_submission``, starters only ``unchanged``)."""
+def _runs_lake(item: Planned, unchanged: dict[str, frozenset[str]]) -> bool:
+    """Whether scoring the pair runs Lake: not when intake decided it (a rejected submission
+    or entry is ``invalid_submission``, an unchanged one ``unchanged``: ``pair._score``)."""
     plan = item.plan
     entry = next((e for e in plan.problems if e.problem_id == item.problem_id), None)
-    if plan.rejection is not None or entry is None or entry.rejection is not None:
-        return False
-    starter = catalog.problems[item.problem_id].starter  # the plan has digests, not bytes
-    return not (entry.files and all(
-        f.relpath in starter and hashlib.sha256(starter[f.relpath]).hexdigest() == f.sha256
-        for f in entry.files))
+    return not (plan.rejection is not None or entry is None or entry.rejection is not None
+                or item.problem_id in unchanged.get(item.sid, frozenset()))

@@ -9,15 +9,16 @@ versioned frozen model whose JSON Schema is committed (``submission-check.schema
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from lean_eval.benchmark.catalog import Catalog
+from lean_eval.benchmark.catalog import Catalog, ProblemWorkspace
 from lean_eval.intake.reader import DEFAULT_LIMITS, IntakeLimits, ProblemEntry, read_submission
 from lean_eval.intake.readset import NOT_READ
+from lean_eval.scoring.pair import is_unchanged
 
 # What run-eval would do with one problem directory (verdict.Outcome is what it did); error:
 # the harness could not read a file of the problem (a host fault, not the submitter's).
@@ -68,12 +69,12 @@ def changed_files(entry: ProblemEntry, starter: Mapping[str, bytes]) -> tuple[st
     return tuple(f.relpath for f in entry.files if starter.get(f.relpath) != f.data)
 
 
-def _problem(entry: ProblemEntry, starter: Mapping[str, bytes],
-             trusted: Collection[str] = ()) -> ProblemCheck:
-    changed = changed_files(entry, starter)
+def _problem(entry: ProblemEntry, problem: ProblemWorkspace) -> ProblemCheck:
+    changed = changed_files(entry, problem.starter)
+    trusted = problem.trusted
     outcome: CheckOutcome = ("invalid_submission" if entry.rejection is not None
-                        else "error" if entry.fault is not None
-                        else "scored" if changed else "unchanged")
+                             else "error" if entry.fault is not None
+                             else "unchanged" if is_unchanged(entry, problem) else "scored")
     # intake's line for a file it did not read: "<location>/<name>: not read (...)"
     prefix = f"{entry.location}/"
     reference = tuple(name for name in sorted(trusted)
@@ -90,9 +91,7 @@ def check_submission(path: Path, catalog: Catalog,
                      limits: IntakeLimits = DEFAULT_LIMITS) -> SubmissionCheck:
     """Intake `path` against the problems of `catalog`; UsageError for an unusable path."""
     intake = read_submission(path, frozenset(catalog.problems), limits)
-    problems = tuple(_problem(e, catalog.problems[e.problem_id].starter,
-                              catalog.problems[e.problem_id].trusted)
-                     for e in intake.problems)
+    problems = tuple(_problem(e, catalog.problems[e.problem_id]) for e in intake.problems)
     ok = (intake.rejection is None and bool(intake.named)
           and all(p.rejection is None and p.fault is None for p in problems))
     return SubmissionCheck(submission_id=intake.submission_id, source=intake.source,

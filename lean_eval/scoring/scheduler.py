@@ -40,7 +40,6 @@ from typing import NamedTuple
 
 from lean_eval.benchmark.catalog import Catalog
 from lean_eval.errors import OutputError
-from lean_eval.files.atomic import write_model
 from lean_eval.intake import reader
 from lean_eval.records import out_layout
 from lean_eval.records.verdict import Identity, PairSummary, Preflight, Verdict
@@ -126,8 +125,7 @@ class RunState:
         try:
             if note is not None:
                 job = pair.PairJob(item.plan, item.problem_id, None, item.key)
-                verdict = pair.error_verdict(job, self.ctx, note)
-                write_model(self.verdict_path(item), verdict)
+                verdict = pair.write_error(job, self.ctx, note)
             else:
                 base = sub or item.plan
                 entry = next((e for e in base.problems if e.problem_id == item.problem_id), None)

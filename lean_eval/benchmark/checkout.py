@@ -1,0 +1,60 @@
+"""The benchmark checkout a command works on: found, loaded and narrowed to a selection.
+
+Shared by the command line and the API; the catalog's ``warnings`` are the caller's to show.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lean_eval.benchmark.catalog import Catalog, load_catalog
+from lean_eval.benchmark.selection import select_catalog
+from lean_eval.benchmark.sets import Selection
+from lean_eval.errors import CatalogError
+from lean_eval.supervise import process
+
+
+def default_benchmark() -> Path:
+    """The current git checkout's top directory, else the current directory."""
+    cwd = Path.cwd()
+    asked = process.run_capture(("git", "rev-parse", "--show-toplevel"),
+                                env={"PATH": "/usr/bin:/bin"}, cwd=cwd, timeout=30)
+    top = asked.stdout.decode().strip() if asked.returncode == 0 else ""
+    return Path(top) if top else cwd
+
+
+def benchmark_root(given: Path | None) -> Path:
+    """``given``, else :func:`default_benchmark`; a directory that is no benchmark checkout is
+    refused with the fix."""
+    root = given or default_benchmark()
+    if root.is_dir() and not ((root / "lean-toolchain").is_file()
+                              and ((root / "problems").is_dir()
+                                   or (root / "workspaces").is_dir())):
+        where = "--benchmark " if given else ""
+        raise CatalogError(f"{where}{root} is not a benchmark checkout (no lean-toolchain, "
+                           "problems/ or workspaces/); pass --benchmark DIR")
+    return root
+
+
+def load(benchmark: Path | None, revision: str | None = "HEAD",
+         only: frozenset[str] | None = None) -> Catalog:
+    """The catalog of ``benchmark`` (default :func:`default_benchmark`) at ``revision``."""
+    return load_catalog(benchmark_root(benchmark), revision=revision, only=only)
+
+
+def load_selected(benchmark: Path | None, revision: str | None, only: frozenset[str] | None,
+                  selection: Selection) -> Catalog:
+    """:func:`load`, narrowed to ``only`` (``--problem``) and ``selection`` (``--set``,
+    ``--status``, ``--tag``) together."""
+    if selection.is_everything:
+        return load(benchmark, revision, only)
+    return select_catalog(load(benchmark, revision, None), selection, only)
+
+
+def pinned_name(benchmark: Path) -> str | None:
+    """The pinned release read from the working tree, to name toolchain problems in the same
+    message when the catalog itself could not be loaded; None when unreadable."""
+    try:
+        return (benchmark / "lean-toolchain").read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None

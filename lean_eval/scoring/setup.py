@@ -1,0 +1,134 @@
+"""A run's setup: every check that needs no sandbox, before any probe, reported together.
+
+Arguments, shard, signing key, catalog (pins and release included), toolchain, bubblewrap and
+``--out``'s lock are each tried; every failure found is one ``SetupError`` (exit 2), and on
+failure a fresh ``--out`` is not created.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple, TypeVar
+
+from lean_eval.benchmark.catalog import Catalog
+from lean_eval.benchmark.checkout import default_benchmark, load_selected, pinned_name
+from lean_eval.benchmark.sets import Selection
+from lean_eval.benchmark.toolchain import check_release, resolve_toolchain
+from lean_eval.errors import SetupError, UsageError
+from lean_eval.sandbox import bubblewrap
+from lean_eval.scoring import arguments
+from lean_eval.scoring.batch import check_places
+from lean_eval.scoring.options import Signer, Tools
+from lean_eval.scoring.request import ScoreRequest
+from lean_eval.scoring.shard import Shard, parse_shard
+from lean_eval.supervise import lock
+
+T = TypeVar("T")
+
+
+def one_error(errors: Sequence[SetupError]) -> SetupError:
+    """Several setup errors as one (exit 2, one message): each named, in the order found."""
+    if len(errors) == 1:
+        return errors[0]
+    texts = [str(e) for e in errors]
+    return SetupError(" Also, ".join(t if t.endswith((".", ")")) or i == len(texts) - 1
+                                     else t + "." for i, t in enumerate(texts)))
+
+
+def resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
+                  allow_bwrap: str | None, env: Mapping[str, str],
+                  writable: Sequence[Path], release: bool = False) -> Tools:
+    """The toolchain and bwrap; every problem with either is named in one error.
+    ``release``: also refuse a pinned release that cannot run the driver."""
+    errors: list[SetupError] = []
+    lean = bwrap = None
+    try:
+        if release:
+            check_release(toolchain, name)
+        lean = resolve_toolchain(toolchain, env, name)
+    except SetupError as exc:
+        errors.append(exc)
+    try:
+        bwrap = bubblewrap.resolve_bwrap(bwrap_path, env, list(writable), allow_bwrap)
+    except SetupError as exc:
+        errors.append(exc)
+    if lean is None or bwrap is None:
+        raise one_error(errors)
+    return Tools(toolchain=lean, bwrap=bwrap)
+
+
+def tools_for(cat: Catalog, toolchain: Path | None, bwrap_path: str | None,
+              allow_bwrap: str | None, env: Mapping[str, str],
+              writable: Sequence[Path]) -> Tools:
+    """The tools that score ``cat``: its pinned release must be one the driver runs on."""
+    check_release(toolchain, cat.toolchain_name)
+    return resolve_tools(cat.toolchain_name, toolchain, bwrap_path, allow_bwrap, env, writable)
+
+
+class Setup(NamedTuple):
+    """A run that may go ahead: its checked inputs, catalog and tools, ``--out`` locked."""
+
+    submissions: tuple[arguments.Submission, ...]  # ids checked
+    shard: Shard | None
+    signer: Signer | None
+    cat: Catalog
+    tools: Tools
+    held: lock.OutLock  # the caller closes it
+
+
+def checked_setup(request: ScoreRequest, env: Mapping[str, str],
+                  load_key: Callable[[Path], Signer]) -> Setup:
+    """Every check of ``request`` that needs no sandbox (module doc); on success ``--out``
+    exists and its lock is held. ``env``: where the tools are found."""
+    errors: list[SetupError] = []
+
+    def attempt(check: Callable[[], T]) -> T | None:
+        try:
+            return check()
+        except SetupError as exc:
+            errors.append(exc)
+            return None
+
+    r = request
+    out_dir, work_dir = r.out, r.work_dir
+    selected = frozenset(r.problems) or None
+    selection = Selection(set_name=r.set_name, statuses=r.statuses, tags=r.tags)
+    shard = attempt(lambda: parse_shard(r.shard) if r.shard is not None else None)
+    sign_key = r.sign_key
+    signer = attempt(lambda: load_key(sign_key) if sign_key is not None else None)
+    bench = r.benchmark or default_benchmark()
+    found = len(errors)
+    attempt(lambda: arguments.check_run(r.submissions, out_dir, work_dir, selected, bench))
+    # an unknown --problem is named once, by check_run; the catalog then only names the release
+    narrow = selected if len(errors) == found else None
+    checked = attempt(lambda: arguments.check_ids(r.submissions))
+    cat = attempt(lambda: load_selected(r.benchmark, r.benchmark_rev, narrow, selection))
+    writable = [out_dir, Path(tempfile.gettempdir()), *([work_dir] if work_dir else [])]
+    name = cat.toolchain_name if cat else pinned_name(bench)
+    tools = None
+    if name is None and r.toolchain is None:  # no release to look for: the catalog error says why
+        attempt(lambda: bubblewrap.resolve_bwrap(r.bwrap, env, writable, r.allow_bwrap_version))
+    else:
+        tools = attempt(lambda: resolve_tools(name or "", r.toolchain, r.bwrap,
+                                              r.allow_bwrap_version, env, writable,
+                                              release=True))
+    held = attempt(lambda: lock.OutLock.if_present(out_dir.resolve()))
+    if errors or checked is None or cat is None or tools is None:
+        if held is not None:
+            held.close()
+        raise one_error(errors)
+    try:
+        check_places([s.path for s in checked], out_dir, work_dir, cat, tools)
+    except SetupError:
+        if held is not None:
+            held.close()
+        raise
+    if held is None:  # a fresh --out: created only now that the run can go ahead
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--out {out_dir} cannot be created: {exc.strerror}") from None
+        held = lock.OutLock(out_dir.resolve())
+    return Setup(checked, shard, signer, cat, tools, held)
