@@ -15,6 +15,7 @@ import socket
 import tempfile
 from pathlib import Path
 
+from lean_eval.files.paths import resolved_inside
 from lean_eval.probes import payloads, registry, synthetic
 from lean_eval.records.probe_result import ProbeCheck, ProbeResult
 from lean_eval.sandbox.masks import LAKE_MASKED_ROOTS
@@ -116,7 +117,7 @@ def _snapshot(directory: Path) -> dict[str, bytes]:
 
 def _masked(path: Path) -> str | None:
     real = os.path.realpath(path)
-    return next((r for r in LAKE_MASKED_ROOTS if real == r or real.startswith(r + "/")), None)
+    return next((r for r in LAKE_MASKED_ROOTS if resolved_inside(real, r)), None)
 
 
 def _writable_dir(value: str | None) -> Path | None:
