@@ -1,7 +1,8 @@
-"""Project-level promises: the README's commands, CI, committed schemas."""
+"""Project-level promises: the README's commands, CI, committed schemas, one model base."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import sys
@@ -59,6 +60,25 @@ def test_committed_json_schemas_match_the_models() -> None:
             f"{name} drifted from the model; regenerate it with "
             "`python3 -m lean_eval.schema_registry` and bump SCHEMA_VERSION if the change is "
             "breaking")
+
+
+def test_every_pydantic_model_derives_from_record() -> None:
+    # Frozen and closed to unknown keys is declared once, in records.base.Record; a model that
+    # subclassed BaseModel itself could silently be mutable or drop keys it does not know.
+    base = REPO / "lean_eval" / "records" / "base.py"
+    offenders = []
+    for path in sorted((REPO / "lean_eval").rglob("*.py")):
+        if path == base:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            bases = [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "")
+                     for b in getattr(node, "bases", ())]
+            configures = isinstance(node, ast.ClassDef) or (
+                isinstance(node, ast.Call) and getattr(node.func, "id", "") == "ConfigDict")
+            keywords = {k.arg for k in getattr(node, "keywords", ())}
+            if "BaseModel" in bases or (configures and keywords & {"frozen", "extra"}):
+                offenders.append(f"{path.relative_to(REPO)}:{getattr(node, 'lineno', 0)}")
+    assert not offenders, offenders
 
 
 def test_verdict_keys_required_by_the_issue_exist() -> None:

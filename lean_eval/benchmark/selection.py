@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from lean_eval.benchmark.catalog import Catalog
 from lean_eval.benchmark.sets import Described, Selection, memberships, select
 from lean_eval.errors import UsageError
+from lean_eval.records.base import Record
 from lean_eval.records.documents import DOCUMENT_SCHEMA_VERSION
 
 
@@ -45,18 +44,16 @@ def select_catalog(cat: Catalog, selection: Selection,
                                                if pid in chosen}})
 
 
-class ListedHole(BaseModel):
+class ListedHole(Record):
     """One hole of a listed problem."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     name: str
     kind: Literal["theorem", "def", "instance"]
 
 
-class ListedProblem(BaseModel):
+class ListedProblem(Record):
     """One problem as ``list-problems`` shows it (descriptive keys included)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     id: str
     title: str
     status: str
@@ -69,10 +66,9 @@ class ListedProblem(BaseModel):
     module: str | None = None
 
 
-class ProblemList(BaseModel):
+class ProblemList(Record):
     """``lean-eval list-problems --json``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     schema_version: int = DOCUMENT_SCHEMA_VERSION
     benchmark: str
     sets: tuple[str, ...]

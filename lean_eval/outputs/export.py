@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from lean_eval.errors import CatalogError, ExportRefusedError, OutputError
 from lean_eval.files.atomic import write_text_atomic
@@ -35,6 +35,7 @@ from lean_eval.outputs.results_store import (
     file_name,
     result_id,
 )
+from lean_eval.records.base import Record
 from lean_eval.records.verdict import PairSummary, Verdict
 
 _COMMIT_LEN = 40
@@ -58,10 +59,9 @@ class Exported(NamedTuple):
     written: tuple[Path, ...]
 
 
-class ExportReport(BaseModel):
+class ExportReport(Record):
     """``lean-eval export-results --json``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     schema_version: Literal[1] = 1
     results_dir: str
     added: tuple[dict[str, str], ...]  # file, result_id, submission, problem

@@ -18,7 +18,7 @@ import io
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -26,6 +26,7 @@ from rich.text import Text
 from lean_eval.errors import UsageError
 from lean_eval.outputs.report.markdown import STEP_SUMMARY_BUDGET, md
 from lean_eval.outputs.report.run_report import printable
+from lean_eval.records.base import Record
 from lean_eval.records.verdict import Checker, Execution, Outcome, Reason
 
 REPLAY_FILE = "replay.json"
@@ -35,11 +36,7 @@ _STYLE = {"reproduced": "green", "changed": "red", "kernel_disagreement": "bold 
           "not_scored": "bold yellow"}
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Drift(_Model):
+class Drift(Record):
     """One pin whose value in the record differs from the replay's."""
 
     pin: str  # submission_digest, benchmark_commit, trusted_files, toolchain_name, ...
@@ -53,7 +50,7 @@ class Drift(_Model):
                 f"now {self.current!r}")
 
 
-class Judgement(_Model):
+class Judgement(Record):
     """A verdict as the replay compares it."""
 
     verdict: Outcome
@@ -63,7 +60,7 @@ class Judgement(_Model):
     checker_lines: tuple[str, ...] = ()  # each checker's comparator line, in Lake's order
 
 
-class ReplayPair(_Model):
+class ReplayPair(Record):
     """One recorded pair, its recorded and its new judgement."""
 
     submission: str
@@ -76,7 +73,7 @@ class ReplayPair(_Model):
     path: str | None = None  # the new verdict, relative to the replay's --out
 
 
-class ReplayReport(_Model):
+class ReplayReport(Record):
     """A replay of a run-eval or merge output (``replay.json``)."""
 
     schema_version: Literal[1] = 1

@@ -23,9 +23,10 @@ from datetime import date
 from typing import Annotated, Any, Literal
 
 import rfc8785
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from lean_eval.benchmark.problem import PROBLEM_ID
+from lean_eval.records.base import Record
 
 STORE_SCHEMA_VERSION = 2
 RESULT_ID_DOMAIN = b"lean-eval-result-v2\0"
@@ -47,20 +48,18 @@ def result_id(user: str, declared_model: str, problem_id: str, statement_revisio
     return "r2_" + hashlib.sha256(RESULT_ID_DOMAIN + canonical).hexdigest()
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
-
-
-class IssueIntake(_Model):
+class IssueIntake(Record):
     """The result came in through a GitHub issue."""
 
+    model_config = ConfigDict(strict=True)
     kind: Literal["issue"]
     issue_number: int = Field(ge=1)
 
 
-class ServerIntake(_Model):
+class ServerIntake(Record):
     """The result came in through the submission server."""
 
+    model_config = ConfigDict(strict=True)
     kind: Literal["server"]
     submission_id: str = Field(pattern=UUID_V7)
 
@@ -68,9 +67,10 @@ class ServerIntake(_Model):
 Intake = Annotated[IssueIntake | ServerIntake, Field(discriminator="kind")]
 
 
-class SubmissionSource(_Model):
+class SubmissionSource(Record):
     """Where the scored source lives: a repository or gist at an exact commit."""
 
+    model_config = ConfigDict(strict=True)
     kind: Literal["github_repo", "gist"]
     repo: str = Field(pattern=OWNER_NAME, max_length=LOGIN_MAX + 1 + 100)
     ref: str = Field(pattern=COMMIT)
@@ -85,9 +85,10 @@ class SubmissionSource(_Model):
         return value
 
 
-class ProductionMetadata(_Model):
+class ProductionMetadata(Record):
     """How the solution was produced and whether its source is (or will be) published."""
 
+    model_config = ConfigDict(strict=True)
     production_description: str | None = None
     solution_publication_status: Literal["private", "planned", "published"] | None = None
     solution_publication_date: str | None = None
@@ -139,9 +140,10 @@ def _check_public(production: ProductionMetadata, submission: SubmissionSource) 
     production.check_public(submission.public)
 
 
-class Result(_Model):
+class Result(Record):
     """One accepted (user, model, problem, revision): the unit a leaderboard counts."""
 
+    model_config = ConfigDict(strict=True)
     result_id: str = Field(pattern=r"^r2_[0-9a-f]{64}$")
     problem_id: str = Field(pattern=PROBLEM_ID.pattern)
     statement_revision: int = Field(ge=1)
@@ -158,9 +160,10 @@ class Result(_Model):
         return self
 
 
-class UserFile(_Model):
+class UserFile(Record):
     """``<lowercased user>.json``: every result of one submitter, oldest first."""
 
+    model_config = ConfigDict(strict=True)
     schema_version: Literal[2]
     user: str = Field(pattern=LOGIN, max_length=LOGIN_MAX)
     results: tuple[Result, ...]
@@ -171,9 +174,10 @@ class UserFile(_Model):
         return tuple(value) if isinstance(value, list) else value
 
 
-class MetadataEntry(_Model):
+class MetadataEntry(Record):
     """What ``--metadata`` says about one submission id: who, which model, where from."""
 
+    model_config = ConfigDict(strict=True)
     user: str = Field(pattern=LOGIN, max_length=LOGIN_MAX)
     declared_model: str = Field(min_length=1)
     intake: Intake

@@ -31,12 +31,13 @@ import rfc8785
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 from securesystemslib.dsse import Envelope
 from securesystemslib.signer import CryptoSigner, SSlibKey
 
 from lean_eval.errors import SigningKeyError
 from lean_eval.files.atomic import write_json_atomic
+from lean_eval.records.base import Record
 from lean_eval.records.verdict import Checker, Execution, Outcome, ProblemRef, Verdict
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -57,33 +58,28 @@ def is_envelope(path: Path) -> bool:
     return path.name.endswith(ENVELOPE_SUFFIX)
 
 
-class _Model(BaseModel):
-    # Statement fields are validated and dumped by their in-toto names (aliases).
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Subject(_Model):
+class Subject(Record):
     """An in-toto ResourceDescriptor: what the statement is about, by name and digest."""
 
     name: str
     digest: dict[str, str]
 
 
-class SubmissionClaim(_Model):
+class SubmissionClaim(Record):
     """The submission the verdict judged."""
 
     id: str
     digest: str
 
 
-class ToolchainClaim(_Model):
+class ToolchainClaim(Record):
     """The Lean toolchain that scored."""
 
     name: str
     path: str
 
 
-class BubblewrapClaim(_Model):
+class BubblewrapClaim(Record):
     """The bubblewrap that sandboxed the build."""
 
     version: str
@@ -91,7 +87,7 @@ class BubblewrapClaim(_Model):
     minimum_version: str
 
 
-class Predicate(_Model):
+class Predicate(Record):
     """What the verdict file says, repeated under the signature (``verify`` compares each)."""
 
     submission: SubmissionClaim
@@ -111,9 +107,10 @@ class Predicate(_Model):
     options: dict[str, Any]
 
 
-class Statement(_Model):
+class Statement(Record):
     """An in-toto Statement v1 about one verdict file."""
 
+    # validated and dumped by their in-toto names (the aliases)
     type: Literal["https://in-toto.io/Statement/v1"] = Field(alias="_type")
     subject: tuple[Subject, Subject]  # the verdict file, then the submission
     predicate_type: Literal["urn:lean-eval:predicate:verdict:v1"] = Field(alias="predicateType")

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import FormatError, VerificationError
 
@@ -27,21 +27,18 @@ from lean_eval.intake import reader
 from lean_eval.intake.bounds import IntakeLimits
 from lean_eval.outputs import signing
 from lean_eval.outputs.report import run_report
+from lean_eval.records.base import Record
 from lean_eval.records.verdict import PairSummary, Verdict
 
 
-class _Document(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Failure(_Document):
+class Failure(Record):
     """One thing that does not hold, and the file it concerns (relative to OUT when inside)."""
 
     path: str
     problem: str
 
 
-class VerifyReport(_Document):
+class VerifyReport(Record):
     """``lean-eval verify --json``: what was checked and every failure."""
 
     schema_version: Literal[1] = 1

@@ -15,19 +15,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from lean_eval.records.base import Record
 from lean_eval.records.probe_result import ProbeResult
 from lean_eval.records.verdict import Checker, Reason
 
 DOCUMENT_SCHEMA_VERSION = 1
 
 
-class _Document(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ProbeReport(_Document):
+class ProbeReport(Record):
     """``lean-eval probe --json``."""
 
     schema_version: int = DOCUMENT_SCHEMA_VERSION
@@ -38,7 +33,7 @@ class ProbeReport(_Document):
     probes: tuple[ProbeResult, ...]
 
 
-class WorkspaceTestReport(_Document):
+class WorkspaceTestReport(Record):
     """``lean-eval test --json``: one workspace run through the scoring driver as it stands."""
 
     schema_version: int = DOCUMENT_SCHEMA_VERSION
@@ -53,7 +48,7 @@ class WorkspaceTestReport(_Document):
     kept: str | None  # the directory kept with --keep-work
 
 
-class SelfCheckFinding(_Document):
+class SelfCheckFinding(Record):
     """One generated submission of a self-check, what it should score and what it did."""
 
     submission: str
@@ -65,7 +60,7 @@ class SelfCheckFinding(_Document):
     expected_reasons: tuple[str, ...]
 
 
-class SelfCheckReport(_Document):
+class SelfCheckReport(Record):
     """``lean-eval check-comparator-installation --json`` and ``check-eval-workflow --json``."""
 
     schema_version: int = DOCUMENT_SCHEMA_VERSION
@@ -85,7 +80,7 @@ def probe_report(entries: Sequence[ProbeResult], toolchain: Path, bwrap: Path,
                        bwrap_version=bwrap_version, probes=tuple(entries))
 
 
-class StartProblemReport(_Document):
+class StartProblemReport(Record):
     """``lean-eval start-problem --json``: what was written, and the commands that come next."""
 
     schema_version: int = DOCUMENT_SCHEMA_VERSION
@@ -96,14 +91,14 @@ class StartProblemReport(_Document):
     next: tuple[str, ...]
 
 
-class CatalogFinding(_Document):
+class CatalogFinding(Record):
     """One fault of the catalog and the file that holds it."""
 
     path: str
     message: str
 
 
-class CatalogReport(_Document):
+class CatalogReport(Record):
     """``lean-eval validate-catalog --json``."""
 
     schema_version: int = DOCUMENT_SCHEMA_VERSION
@@ -114,7 +109,7 @@ class CatalogReport(_Document):
     findings: tuple[CatalogFinding, ...]
 
 
-class PrepareStep(_Document):
+class PrepareStep(Record):
     """One step of ``lean-eval prepare``: ``done``, ``present`` (nothing to do) or ``planned``."""
 
     name: str
@@ -122,7 +117,7 @@ class PrepareStep(_Document):
     detail: str
 
 
-class PrepareReport(_Document):
+class PrepareReport(Record):
     """``lean-eval prepare --json``."""
 
     schema_version: int = DOCUMENT_SCHEMA_VERSION
@@ -133,7 +128,7 @@ class PrepareReport(_Document):
     error: str | None = None  # why failed_step failed
 
 
-class ConfigSetting(_Document):
+class ConfigSetting(Record):
     """One setting of one command: its effective value and where it comes from."""
 
     command: str
@@ -144,7 +139,7 @@ class ConfigSetting(_Document):
     envvar: str | None  # the LEAN_EVAL_<OPTION> variable that sets it
 
 
-class ConfigReport(_Document):
+class ConfigReport(Record):
     """``lean-eval config --json``."""
 
     schema_version: int = DOCUMENT_SCHEMA_VERSION

@@ -13,21 +13,18 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from lean_eval.benchmark.catalog import Catalog
 from lean_eval.intake.reader import DEFAULT_LIMITS, IntakeLimits, ProblemEntry, read_submission
 from lean_eval.intake.readset import NOT_READ
+from lean_eval.records.base import Record
 
 # What run-eval would do with one problem directory (verdict.Outcome is what it did); error:
 # the harness could not read a file of the problem (a host fault, not the submitter's).
 CheckOutcome = Literal["scored", "unchanged", "invalid_submission", "error"]
 
 
-class ProblemCheck(BaseModel):
+class ProblemCheck(Record):
     """One problem directory: what would happen to it, and why."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     problem_id: str
     location: str  # the problem directory inside the submission
@@ -44,10 +41,8 @@ class ProblemCheck(BaseModel):
     reference: tuple[str, ...] = ()
 
 
-class SubmissionCheck(BaseModel):
+class SubmissionCheck(Record):
     """A whole submission as run-eval would read it; `ok` when nothing would be rejected."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: Literal[1] = 1
     submission_id: str

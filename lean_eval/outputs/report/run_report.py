@@ -29,10 +29,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from lean_eval.errors import UsageError
 from lean_eval.outputs import outdir
+from lean_eval.records.base import Record
 from lean_eval.records.verdict import TALLY, PairRef, Summary, Verdict
 from lean_eval.scoring.shard import shard_of
 
@@ -115,11 +116,7 @@ def no_problem_directory(summary: Summary) -> tuple[tuple[str, str | None], ...]
 # --- lean-eval report OUT: one output directory, rendered -----------------------------------
 
 
-class _Document(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class PairReport(_Document):
+class PairReport(Record):
     """One pair as ``report --format json`` gives it."""
 
     submission: str
@@ -133,7 +130,7 @@ class PairReport(_Document):
     log_path: str | None
 
 
-class SubmissionReport(_Document):
+class SubmissionReport(Record):
     """One submission's pairs by outcome."""
 
     id: str
@@ -147,7 +144,7 @@ class SubmissionReport(_Document):
     hint: str | None = None  # no problem directory was found: what the submitter should change
 
 
-class RunReport(_Document):
+class RunReport(Record):
     """An output directory (one run or a merge) as ``report --format json`` gives it."""
 
     schema_version: Literal[1] = 1
