@@ -31,7 +31,6 @@ from pydantic import Field, ValidationError
 
 from lean_eval.benchmark import pins, source
 from lean_eval.benchmark.problem import (
-    PROBLEM_ID,
     ComparatorConfig,
     Problem,
     hole_differences,
@@ -43,6 +42,7 @@ from lean_eval.errors import CatalogError, DigestMismatchError
 from lean_eval.files.decoding import strict_json, toml_table
 from lean_eval.lean.header import HeaderError, parse_header
 from lean_eval.records.base import Record
+from lean_eval.records.ids import PROBLEM_ID
 
 TRUSTED_FILES = (
     "Challenge.lean",

@@ -14,7 +14,6 @@ Invariants:
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
@@ -22,8 +21,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 from lean_eval.errors import TrustedConfigError
 from lean_eval.files.decoding import strict_json
 from lean_eval.records.base import Record
-
-PROBLEM_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]{0,127}$")
+from lean_eval.records.ids import PROBLEM_ID
 
 
 class Hole(Record):

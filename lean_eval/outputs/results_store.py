@@ -25,8 +25,8 @@ from typing import Annotated, Any, Literal
 import rfc8785
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from lean_eval.benchmark.problem import PROBLEM_ID
 from lean_eval.records.base import Record
+from lean_eval.records.ids import PROBLEM_ID
 
 STORE_SCHEMA_VERSION = 2
 RESULT_ID_DOMAIN = b"lean-eval-result-v2\0"
