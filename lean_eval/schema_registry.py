@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from lean_eval.benchmark import selection
-from lean_eval.outputs import export, replay_report, results_store, signing, verify
+from lean_eval.outputs import export, replay_report, signing, verify
 from lean_eval.outputs.report import run_report
-from lean_eval.records import documents
+from lean_eval.records import documents, results_store
 from lean_eval.records.verdict import Summary, Verdict
 from lean_eval.scoring import precheck
 

@@ -27,15 +27,9 @@ from lean_eval.files.atomic import write_text_atomic
 from lean_eval.files.decoding import strict_json, toml_table
 from lean_eval.outputs import outdir
 from lean_eval.outputs.report import run_report
-from lean_eval.outputs.results_store import (
-    STORE_SCHEMA_VERSION,
-    MetadataEntry,
-    Result,
-    UserFile,
-    file_name,
-    result_id,
-)
+from lean_eval.outputs.results_store import file_name, result_id
 from lean_eval.records.base import Record
+from lean_eval.records.results_store import STORE_SCHEMA_VERSION, MetadataEntry, Result, UserFile
 from lean_eval.records.verdict import PairSummary, Verdict
 
 _COMMIT_LEN = 40
