@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from lean_eval.benchmark import selection
-from lean_eval.outputs import export, replay_report, signing, verify
+from lean_eval.outputs import export, replay_report, verify
 from lean_eval.outputs.report import run_report
-from lean_eval.records import documents, results_store
+from lean_eval.records import documents, results_store, statement
 from lean_eval.records.verdict import Summary, Verdict
 from lean_eval.scoring import precheck
 
@@ -37,7 +37,7 @@ def schemas() -> dict[str, dict[str, Any]]:
         "run-report.schema.json": run_report.RunReport.model_json_schema(),
         "submission-check.schema.json": precheck.SubmissionCheck.model_json_schema(),
         "results-store.schema.json": results_store.UserFile.model_json_schema(),
-        "verdict-statement.schema.json": signing.Statement.model_json_schema(),
+        "verdict-statement.schema.json": statement.Statement.model_json_schema(),
         "verify-report.schema.json": verify.VerifyReport.model_json_schema(),
         "export-report.schema.json": export.ExportReport.model_json_schema(),
         "problem-list.schema.json": selection.ProblemList.model_json_schema(),
