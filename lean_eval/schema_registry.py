@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from lean_eval.benchmark import selection
-from lean_eval.outputs import export, replay_report, verify
+from lean_eval.outputs import export, verify
 from lean_eval.outputs.report import run_report
-from lean_eval.records import documents, results_store, statement
+from lean_eval.records import documents, replay, results_store, statement
 from lean_eval.records.verdict import Summary, Verdict
 from lean_eval.scoring import precheck
 
@@ -41,7 +41,7 @@ def schemas() -> dict[str, dict[str, Any]]:
         "verify-report.schema.json": verify.VerifyReport.model_json_schema(),
         "export-report.schema.json": export.ExportReport.model_json_schema(),
         "problem-list.schema.json": selection.ProblemList.model_json_schema(),
-        "replay-report.schema.json": replay_report.ReplayReport.model_json_schema(),
+        "replay-report.schema.json": replay.ReplayReport.model_json_schema(),
     }
 
 
