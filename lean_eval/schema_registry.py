@@ -14,8 +14,7 @@ from typing import Any
 
 from lean_eval.benchmark import selection
 from lean_eval.outputs import export, verify
-from lean_eval.outputs.report import run_report
-from lean_eval.records import documents, replay, results_store, statement
+from lean_eval.records import documents, replay, results_store, run_report, statement
 from lean_eval.records.verdict import Summary, Verdict
 from lean_eval.scoring import precheck
 
