@@ -12,11 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lean_eval.benchmark import selection
-from lean_eval.outputs import export, verify
 from lean_eval.records import documents, replay, results_store, run_report, statement
 from lean_eval.records.verdict import Summary, Verdict
-from lean_eval.scoring import precheck
 
 SCHEMA_DIR = Path(__file__).parent / "records" / "schemas"
 
@@ -34,12 +31,12 @@ def schemas() -> dict[str, dict[str, Any]]:
         "prepare-report.schema.json": documents.PrepareReport.model_json_schema(),
         "config-report.schema.json": documents.ConfigReport.model_json_schema(),
         "run-report.schema.json": run_report.RunReport.model_json_schema(),
-        "submission-check.schema.json": precheck.SubmissionCheck.model_json_schema(),
+        "submission-check.schema.json": documents.SubmissionCheck.model_json_schema(),
         "results-store.schema.json": results_store.UserFile.model_json_schema(),
         "verdict-statement.schema.json": statement.Statement.model_json_schema(),
-        "verify-report.schema.json": verify.VerifyReport.model_json_schema(),
-        "export-report.schema.json": export.ExportReport.model_json_schema(),
-        "problem-list.schema.json": selection.ProblemList.model_json_schema(),
+        "verify-report.schema.json": documents.VerifyReport.model_json_schema(),
+        "export-report.schema.json": documents.ExportReport.model_json_schema(),
+        "problem-list.schema.json": documents.ProblemList.model_json_schema(),
         "replay-report.schema.json": replay.ReplayReport.model_json_schema(),
     }
 

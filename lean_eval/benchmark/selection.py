@@ -8,13 +8,10 @@ refused (CatalogError naming the member): a published set is scored as published
 
 from __future__ import annotations
 
-from typing import Literal
-
 from lean_eval.benchmark.catalog import Catalog
 from lean_eval.benchmark.sets import Described, Selection, memberships, select
 from lean_eval.errors import UsageError
-from lean_eval.records.base import Record
-from lean_eval.records.documents import DOCUMENT_SCHEMA_VERSION
+from lean_eval.records.documents import ListedHole, ListedProblem, ProblemList
 
 
 def select_catalog(cat: Catalog, selection: Selection,
@@ -42,37 +39,6 @@ def select_catalog(cat: Catalog, selection: Selection,
                                      if part) + ")")
     return cat.model_copy(update={"problems": {pid: ws for pid, ws in cat.problems.items()
                                                if pid in chosen}})
-
-
-class ListedHole(Record):
-    """One hole of a listed problem."""
-
-    name: str
-    kind: Literal["theorem", "def", "instance"]
-
-
-class ListedProblem(Record):
-    """One problem as ``list-problems`` shows it (descriptive keys included)."""
-
-    id: str
-    title: str
-    status: str
-    visible: bool
-    statement_revision: int
-    holes: tuple[ListedHole, ...]
-    sets: tuple[str, ...]
-    tags: tuple[str, ...]
-    group: str | None = None
-    module: str | None = None
-
-
-class ProblemList(Record):
-    """``lean-eval list-problems --json``."""
-
-    schema_version: int = DOCUMENT_SCHEMA_VERSION
-    benchmark: str
-    sets: tuple[str, ...]
-    problems: tuple[ListedProblem, ...]
 
 
 def problem_list(cat: Catalog) -> ProblemList:

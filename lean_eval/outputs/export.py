@@ -18,7 +18,7 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -28,7 +28,7 @@ from lean_eval.files.decoding import strict_json, toml_table
 from lean_eval.outputs import outdir
 from lean_eval.outputs.report import run_report
 from lean_eval.outputs.results_store import file_name, result_id
-from lean_eval.records.base import Record
+from lean_eval.records.documents import ExportReport
 from lean_eval.records.results_store import STORE_SCHEMA_VERSION, MetadataEntry, Result, UserFile
 from lean_eval.records.verdict import PairSummary, Verdict
 
@@ -51,16 +51,6 @@ class Exported(NamedTuple):
     added: tuple[Added, ...]
     kept: tuple[Added, ...]  # accepted pairs whose result id the store already had
     written: tuple[Path, ...]
-
-
-class ExportReport(Record):
-    """``lean-eval export-results --json``."""
-
-    schema_version: Literal[1] = 1
-    results_dir: str
-    added: tuple[dict[str, str], ...]  # file, result_id, submission, problem
-    kept: int
-    written: tuple[str, ...]
 
 
 def export_report(results_dir: Path, done: Exported) -> ExportReport:

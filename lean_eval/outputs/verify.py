@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from securesystemslib.dsse import Envelope
@@ -27,32 +27,9 @@ from lean_eval.intake import reader
 from lean_eval.intake.bounds import IntakeLimits
 from lean_eval.outputs import signing
 from lean_eval.outputs.report import run_report
-from lean_eval.records.base import Record
+from lean_eval.records.documents import Failure, VerifyReport
 from lean_eval.records.statement import Predicate, Statement
 from lean_eval.records.verdict import PairSummary, Verdict
-
-
-class Failure(Record):
-    """One thing that does not hold, and the file it concerns (relative to OUT when inside)."""
-
-    path: str
-    problem: str
-
-
-class VerifyReport(Record):
-    """``lean-eval verify --json``: what was checked and every failure."""
-
-    schema_version: Literal[1] = 1
-    out_dir: str
-    key_fingerprint: str
-    verdict_files: tuple[str, ...]  # every verdict checked, relative to OUT
-    envelopes_verified: int
-    submissions: int
-    failures: tuple[Failure, ...]
-
-    @property
-    def ok(self) -> bool:
-        return not self.failures
 
 
 def _verdict_files(out_dir: Path, pairs: Sequence[PairSummary], checker: _Checker

@@ -1,5 +1,6 @@
-"""The JSON documents that ``probe``, ``test``, the self-checks and the authoring commands print
-with ``--json``.
+"""The JSON documents that ``probe``, ``test``, the self-checks, the authoring commands,
+``validate-submission``, ``list-problems``, ``export-results`` and ``verify`` print with
+``--json``.
 
 Like verdicts and summaries they are versioned frozen models whose JSON Schema is committed in
 ``lean_eval/schemas/`` (``python3 -m lean_eval.schema_registry`` regenerates every schema; a
@@ -146,3 +147,107 @@ class ConfigReport(Record):
     config_file: str | None  # None: no config file is in effect
     table: str  # "tool.lean-eval" for a pyproject.toml, "" otherwise
     settings: tuple[ConfigSetting, ...]
+
+
+# What run-eval would do with one problem directory (verdict.Outcome is what it did); error:
+# the harness could not read a file of the problem (a host fault, not the submitter's).
+CheckOutcome = Literal["scored", "unchanged", "invalid_submission", "error"]
+
+
+class ProblemCheck(Record):
+    """One problem directory: what would happen to it, and why."""
+
+    problem_id: str
+    location: str  # the problem directory inside the submission
+    outcome: CheckOutcome
+    files: tuple[str, ...]  # relpaths that would replace the starters
+    changed: tuple[str, ...]  # of those, the ones that differ from the starter of their path
+    ignored: tuple[str, ...]
+    rejection: str | None = None
+    rejection_code: str | None = None
+    fault: str | None = None
+    # Names of the problem's trusted files (Challenge.lean, config.json, ...) found beside the
+    # submission, as `start-problem` writes them: never read (scoring uses the benchmark's own),
+    # and not repeated in `ignored`. Matched by name only, since they are not read.
+    reference: tuple[str, ...] = ()
+
+
+class SubmissionCheck(Record):
+    """A whole submission as run-eval would read it; `ok` when nothing would be rejected."""
+
+    schema_version: Literal[1] = 1
+    submission_id: str
+    source: str
+    digest: str
+    ok: bool
+    problems: tuple[ProblemCheck, ...]
+    ignored: tuple[str, ...]
+    rejection: str | None
+    rejection_code: str | None
+    named: tuple[str, ...]  # problem directories found, also when the whole is rejected
+    hint: str | None  # what to change when no problem directory was found
+    hidden: tuple[str, ...] = ()  # entries a limit hid, where a problem directory may be
+
+
+class ListedHole(Record):
+    """One hole of a listed problem."""
+
+    name: str
+    kind: Literal["theorem", "def", "instance"]
+
+
+class ListedProblem(Record):
+    """One problem as ``list-problems`` shows it (descriptive keys included)."""
+
+    id: str
+    title: str
+    status: str
+    visible: bool
+    statement_revision: int
+    holes: tuple[ListedHole, ...]
+    sets: tuple[str, ...]
+    tags: tuple[str, ...]
+    group: str | None = None
+    module: str | None = None
+
+
+class ProblemList(Record):
+    """``lean-eval list-problems --json``."""
+
+    schema_version: int = DOCUMENT_SCHEMA_VERSION
+    benchmark: str
+    sets: tuple[str, ...]
+    problems: tuple[ListedProblem, ...]
+
+
+class ExportReport(Record):
+    """``lean-eval export-results --json``."""
+
+    schema_version: Literal[1] = 1
+    results_dir: str
+    added: tuple[dict[str, str], ...]  # file, result_id, submission, problem
+    kept: int
+    written: tuple[str, ...]
+
+
+class Failure(Record):
+    """One thing that does not hold, and the file it concerns (relative to OUT when inside)."""
+
+    path: str
+    problem: str
+
+
+class VerifyReport(Record):
+    """``lean-eval verify --json``: what was checked and every failure."""
+
+    schema_version: Literal[1] = 1
+    out_dir: str
+    key_fingerprint: str
+    verdict_files: tuple[str, ...]  # every verdict checked, relative to OUT
+    envelopes_verified: int
+    submissions: int
+    failures: tuple[Failure, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
