@@ -14,8 +14,7 @@ else:  # pragma: no cover - Python 3.10
 
 from support import REPO
 
-from lean_eval import schema_registry
-from lean_eval.records import verdict
+from lean_eval.records import registry, verdict
 
 
 def _sh_blocks() -> list[str]:
@@ -54,11 +53,11 @@ def test_the_virtual_environment_is_ignored_by_git_and_the_linters() -> None:
 
 
 def test_committed_json_schemas_match_the_models() -> None:
-    for name, schema in schema_registry.schemas().items():
-        committed = json.loads((schema_registry.SCHEMA_DIR / name).read_text(encoding="utf-8"))
+    for name, schema in registry.schemas().items():
+        committed = json.loads((registry.SCHEMA_DIR / name).read_text(encoding="utf-8"))
         assert committed == schema, (
             f"{name} drifted from the model; regenerate it with "
-            "`python3 -m lean_eval.schema_registry` and bump SCHEMA_VERSION if the change is "
+            "`python3 -m lean_eval.records.registry` and bump SCHEMA_VERSION if the change is "
             "breaking")
 
 

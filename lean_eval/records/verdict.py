@@ -2,8 +2,8 @@
 
 Invariants:
 - Both models are frozen, reject unknown keys, and carry ``schema_version`` first; their JSON
-  Schema is committed under ``lean_eval/schemas`` (``python3 -m lean_eval.schema_registry``
-  regenerates it) and a test fails on drift.
+  Schema is committed under ``lean_eval/records/schemas`` (``python3 -m
+  lean_eval.records.registry`` regenerates it) and a test fails on drift.
 - They are written only through ``lean_eval.files.atomic`` (never half-written files).
 - ``summary.json`` lists unchanged pairs compactly (``SubmissionSummary.unchanged``, by id);
   ``Summary.every_pair()`` is every recorded pair, the unchanged ones included.

@@ -1,9 +1,8 @@
 """Every committed JSON Schema, by file name: verdicts, summaries and each printed document.
 
-``python3 -m lean_eval.schema_registry`` rewrites ``lean_eval/schemas/*.json`` from the models
-after a model change; a test fails when a committed schema drifts from its model. The registry
-imports the models from the modules that own them, so it sits above all of them (applications
-layer) and nothing in the package imports it.
+``python3 -m lean_eval.records.registry`` rewrites ``lean_eval/records/schemas/*.json`` from the
+models after a model change; a test fails when a committed schema drifts from its model. Every
+document with a committed schema is a records model, so the registry imports only records.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from typing import Any
 from lean_eval.records import documents, replay, results_store, run_report, statement
 from lean_eval.records.verdict import Summary, Verdict
 
-SCHEMA_DIR = Path(__file__).parent / "records" / "schemas"
+SCHEMA_DIR = Path(__file__).parent / "schemas"
 
 
 def schemas() -> dict[str, dict[str, Any]]:
