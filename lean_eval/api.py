@@ -53,12 +53,12 @@ from lean_eval.intake.bounds import DEFAULT_LIMITS, IntakeLimits
 from lean_eval.outputs.report import run_report
 from lean_eval.outputs.report.run_report import Run
 from lean_eval.probes import preflight
+from lean_eval.records.documents import ProblemCheck, SubmissionCheck
 from lean_eval.records.probe_result import ProbeResult
 from lean_eval.records.verdict import PairSummary, Preflight, Summary, Verdict
 from lean_eval.scoring import arguments, batch, precheck
 from lean_eval.scoring.driver import DEFAULT_MAX_FILE_BYTES
 from lean_eval.scoring.options import RunOptions, Signer, not_probed
-from lean_eval.scoring.precheck import ProblemCheck, SubmissionCheck
 from lean_eval.scoring.request import DEFAULT_TIMEOUT, ScoreRequest, keyword_names
 from lean_eval.scoring.scheduler import Progress
 from lean_eval.scoring.setup import Setup, checked_setup

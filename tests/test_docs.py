@@ -207,9 +207,18 @@ def test_bwrap_help_says_prepares_prefix_comes_before_path() -> None:
             "on the filtered PATH)") in help_text
 
 
+def _default_env_line() -> int:
+    """The line of ``api.score`` that defaults ``env`` to the process environment."""
+    source = (REPO / "lean_eval" / "api.py").read_text(encoding="utf-8").splitlines()
+    (line,) = [n for n, text in enumerate(source, 1) if "os.environ if env is None" in text]
+    return line
+
+
 def test_only_the_cli_reads_the_environment() -> None:
     """Design §3: environment defaults are click's; no module outside lean_eval/cli reads
-    os.environ (the probe scripts' command line is lean_eval/cli/probe_script.py)."""
+    os.environ (the probe scripts' command line is lean_eval/cli/probe_script.py), but for the
+    API's one documented default: ``score``'s ``env`` is the process environment when not
+    given."""
     readers = []
     for path in sorted((REPO / "lean_eval").rglob("*.py")):
         if path.parent.name == "cli":
@@ -219,6 +228,6 @@ def test_only_the_cli_reads_the_environment() -> None:
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
             and node.value.id == "os" and node.attr in {"environ", "environb", "getenv"})
-    assert readers == []
+    assert readers == [f"lean_eval/api.py:{_default_env_line()}"]
     design = " ".join(DESIGN.read_text(encoding="utf-8").split())
     assert "Environment defaults are click `envvar=` settings" in design

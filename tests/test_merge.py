@@ -218,8 +218,8 @@ def test_a_merge_of_2_of_3_shards_says_so_in_the_summary_and_every_report_format
         tmp_path: Path) -> None:
     import xml.etree.ElementTree as ET
 
-    from lean_eval.outputs.report import run_report
     from lean_eval.outputs.report.markdown import md
+    from lean_eval.records.run_report import RunReport
 
     parts = shards_of(tmp_path, 3)
     lost = shard.select(BATCH, 2, 3)
@@ -259,7 +259,7 @@ def test_a_merge_of_2_of_3_shards_says_so_in_the_summary_and_every_report_format
     assert cases == set(lost)
     assert root.findall("./testsuite[@name='(missing shards)']/testcase/error")
     assert int(root.get("errors") or 0) == len(lost) + 1  # a CI view of this merge is red
-    doc = run_report.RunReport.model_validate_json(render("json"))
+    doc = RunReport.model_validate_json(render("json"))
     assert [(r.submission, r.problem) for r in doc.not_scored] == lost
     assert doc.missing_shards == ("2/3",)
 

@@ -1,7 +1,8 @@
-"""Project-level promises: the README's commands, CI, committed schemas."""
+"""Project-level promises: the README's commands, CI, committed schemas, one model base."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import sys
@@ -13,8 +14,7 @@ else:  # pragma: no cover - Python 3.10
 
 from support import REPO
 
-from lean_eval import schema_registry
-from lean_eval.records import verdict
+from lean_eval.records import registry, verdict
 
 
 def _sh_blocks() -> list[str]:
@@ -53,12 +53,31 @@ def test_the_virtual_environment_is_ignored_by_git_and_the_linters() -> None:
 
 
 def test_committed_json_schemas_match_the_models() -> None:
-    for name, schema in schema_registry.schemas().items():
-        committed = json.loads((schema_registry.SCHEMA_DIR / name).read_text(encoding="utf-8"))
+    for name, schema in registry.schemas().items():
+        committed = json.loads((registry.SCHEMA_DIR / name).read_text(encoding="utf-8"))
         assert committed == schema, (
             f"{name} drifted from the model; regenerate it with "
-            "`python3 -m lean_eval.schema_registry` and bump SCHEMA_VERSION if the change is "
+            "`python3 -m lean_eval.records.registry` and bump SCHEMA_VERSION if the change is "
             "breaking")
+
+
+def test_every_pydantic_model_derives_from_record() -> None:
+    # Frozen and closed to unknown keys is declared once, in records.base.Record; a model that
+    # subclassed BaseModel itself could silently be mutable or drop keys it does not know.
+    base = REPO / "lean_eval" / "records" / "base.py"
+    offenders = []
+    for path in sorted((REPO / "lean_eval").rglob("*.py")):
+        if path == base:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            bases = [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "")
+                     for b in getattr(node, "bases", ())]
+            configures = isinstance(node, ast.ClassDef) or (
+                isinstance(node, ast.Call) and getattr(node.func, "id", "") == "ConfigDict")
+            keywords = {k.arg for k in getattr(node, "keywords", ())}
+            if "BaseModel" in bases or (configures and keywords & {"frozen", "extra"}):
+                offenders.append(f"{path.relative_to(REPO)}:{getattr(node, 'lineno', 0)}")
+    assert not offenders, offenders
 
 
 def test_verdict_keys_required_by_the_issue_exist() -> None:

@@ -30,6 +30,7 @@ from lean_eval.benchmark.toolchain import Toolchain
 from lean_eval.cli import main
 from lean_eval.errors import UsageError
 from lean_eval.outputs import replay, replay_report
+from lean_eval.records.replay import Drift, ReplayPair, ReplayReport
 from lean_eval.records.verdict import Checker, Verdict
 from lean_eval.scoring import classification, driver
 from lean_eval.supervise import process
@@ -244,7 +245,7 @@ def test_an_unchanged_run_reproduces_every_pair(bench: Path, outside: Path,
     assert shown.exit_code == 0 and "5 reproduced; exit 0" in shown.output
     for fmt in ("markdown", "json"):
         assert _cli("report", str(out), "--format", fmt).exit_code == 0
-    assert replay_report.ReplayReport.model_validate(doc).counts["reproduced"] == 5
+    assert ReplayReport.model_validate(doc).counts["reproduced"] == 5
     no_survivor(outside)
 
 
@@ -358,23 +359,22 @@ def test_replay_usage_errors(bench: Path, outside: Path, copied: Copied) -> None
     printed = _cli("replay", str(record), str(subs[2]), *_tools(bench))
     assert printed.exit_code == 0 and "1 reproduced; exit 0" in printed.output
     as_json = _cli("replay", str(record), str(subs[2]), "--json", "-q", *_tools(bench))
-    doc = replay_report.ReplayReport.model_validate_json(as_json.stdout)
+    doc = ReplayReport.model_validate_json(as_json.stdout)
     assert (as_json.exit_code, doc.out, doc.counts["reproduced"]) == (0, None, 1)
     assert doc.pairs[0].path is None
 
 
-def _report(submission: str, n: int = 1) -> replay_report.ReplayReport:
+def _report(submission: str, n: int = 1) -> ReplayReport:
     checkers = (Checker(name="nanoda", result="accepted"),
                 Checker(name="con-leche", result="rejected"))
     recorded = replay.judgement(_verdict("accepted", "accepted"))
     new = replay.judgement(_verdict("rejected", "kernel_rejected", checkers))
-    pairs = tuple(replay_report.ReplayPair(
+    pairs = tuple(ReplayPair(
         submission=submission, problem=f"p{i}", status="kernel_disagreement", recorded=recorded,
         new=new, disagreement=("con-leche kernel rejected the solution",)) for i in range(n))
-    return replay_report.ReplayReport(
+    return ReplayReport(
         record="/r", out=None, started_at="s", finished_at="f", paranoid=True, allow_drift=True,
-        drift=(replay_report.Drift(pin="submission_digest", subject=submission, recorded="a",
-                                   current="b"),),
+        drift=(Drift(pin="submission_digest", subject=submission, recorded="a", current="b"),),
         counts={"kernel_disagreement": n}, pairs=pairs, exit_code=1)
 
 

@@ -39,6 +39,7 @@ from lean_eval.outputs.report import (
     run_report,
 )
 from lean_eval.records.documents import SelfCheckFinding, SelfCheckReport
+from lean_eval.records.run_report import RunReport
 from lean_eval.records.verdict import SubmissionSummary, Summary
 
 
@@ -99,7 +100,7 @@ def test_json_document(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["report", str(out), "--format", "json"],
                                 catch_exceptions=False)
     assert result.exit_code == 0
-    doc = run_report.RunReport.model_validate_json(result.output)
+    doc = RunReport.model_validate_json(result.output)
     assert doc.schema_version == 1
     assert [(p.submission, p.problem) for p in doc.pairs] == [(r[0], r[1]) for r in REPORT_PAIRS]
     assert {s.id: s.solved for s in doc.submissions}["good"] == 1

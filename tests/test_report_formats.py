@@ -21,6 +21,7 @@ from support import REPORT_PAIRS, report_run
 from lean_eval.cli import main
 from lean_eval.cli.results import FAIL_ON_KINDS
 from lean_eval.outputs.report import markdown, run_report
+from lean_eval.records.run_report import RunReport
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "submissions"
 HINT = "put each proof in <problem>/Submission.lean, e.g. two_plus_two/ <b>|*x*|</b> =1+1"
@@ -108,7 +109,7 @@ def test_no_problem_directory_hint_appears_in_every_format(tmp_path: Path, fmt: 
         assert "empty" in text and "no problem directory" in text.replace("_", " ")
     assert expected in text, text
     if fmt == "json":
-        doc = run_report.RunReport.model_validate_json(text)
+        doc = RunReport.model_validate_json(text)
         assert {s.id: s.hint for s in doc.submissions}["empty"] == HINT
 
 

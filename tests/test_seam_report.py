@@ -16,6 +16,7 @@ from support import REPO, correct, make_submission
 
 from lean_eval.cli import main
 from lean_eval.outputs.report import run_report
+from lean_eval.records.run_report import RunReport
 
 EXAMPLES = REPO / "examples" / "submissions"
 # What the example `incorrect` submission's pairs are (tests/test_run_eval.py checks the live run)
@@ -71,7 +72,7 @@ def test_junit_csv_and_json_count_what_the_summary_counts(every_kind: Path) -> N
     rows = list(csv.DictReader(io.StringIO(text)))
     assert {(r["submission"], r["problem"]) for r in rows} >= set(verdicts)
     _, text = _report(every_kind, "--format", "json")
-    doc = run_report.RunReport.model_validate_json(text)
+    doc = RunReport.model_validate_json(text)
     assert {(p.submission, p.problem, p.verdict) for p in doc.pairs} >= {
         (s, p, v) for (s, p), v in verdicts.items()}
 

@@ -30,6 +30,7 @@ from support import (
 
 from lean_eval.cli import main
 from lean_eval.outputs import signing
+from lean_eval.records.statement import Statement
 
 
 def _verify(out: Path, pub: Path, *extra: str) -> Result:
@@ -131,7 +132,7 @@ def test_a_re_signed_forgery_fails_under_the_real_key(run_eval: RunEval, outside
     assert "FAILED bad/two_plus_two.intoto.json: no signature verifies" in result.output
     # negative control: the forged envelope is self-consistent, so only the signature check
     # (securesystemslib's DSSE verification under --key) stands between it and acceptance
-    forged = signing.Statement.model_validate_json(
+    forged = Statement.model_validate_json(
         base64.b64decode(json.loads(envelope_file.read_text())["payload"]))
     assert forged.predicate.verdict == "accepted"
     assert forged.subject[0].digest["sha256"] == hashlib.sha256(

@@ -27,11 +27,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from lean_eval.benchmark import pins, source
 from lean_eval.benchmark.problem import (
-    PROBLEM_ID,
     ComparatorConfig,
     Problem,
     hole_differences,
@@ -42,6 +41,8 @@ from lean_eval.benchmark.sets import SETS_DIR, ProblemSet, load_sets, set_files
 from lean_eval.errors import CatalogError, DigestMismatchError
 from lean_eval.files.decoding import strict_json, toml_table
 from lean_eval.lean.header import HeaderError, parse_header
+from lean_eval.records.base import Record
+from lean_eval.records.ids import PROBLEM_ID
 
 TRUSTED_FILES = (
     "Challenge.lean",
@@ -86,10 +87,9 @@ def unexpected_files(pid: str, files: Mapping[str, bytes]) -> list[str]:
                   and not any(part.startswith(".") for part in name[len(prefix):].split("/")))
 
 
-class ProblemWorkspace(BaseModel):
+class ProblemWorkspace(Record):
     """Everything trusted about one problem, read once per run."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     problem: Problem
     config: ComparatorConfig
     config_raw: bytes
@@ -98,10 +98,9 @@ class ProblemWorkspace(BaseModel):
     digests: dict[str, str]
 
 
-class Catalog(BaseModel):
+class Catalog(Record):
     """The benchmark as the run sees it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     root: Path
     commit: str | None
     toolchain_name: str

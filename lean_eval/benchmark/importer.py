@@ -35,12 +35,13 @@ from pydantic import ValidationError
 
 from lean_eval.benchmark import catalog
 from lean_eval.benchmark.index import index_of, render
-from lean_eval.benchmark.problem import PROBLEM_ID, Problem, manifest_errors, parse_config
+from lean_eval.benchmark.problem import Problem, manifest_errors, parse_config
 from lean_eval.benchmark.sets import parse_set, set_faults
 from lean_eval.errors import CatalogError, UsageError
 from lean_eval.files.decoding import strict_json, toml_table
 from lean_eval.lean.declarations import declarations
 from lean_eval.lean.lakefile import SUBMISSION_GLOBS, UNTRUSTED_TARGETS
+from lean_eval.records.ids import PROBLEM_ID
 
 COPIED = ("Challenge.lean", "ChallengeDeps.lean", "Solution.lean", "Submission.lean",
           "Submission/Helpers.lean", "README.md", "config.json", "lean-toolchain")

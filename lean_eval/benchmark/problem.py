@@ -14,50 +14,49 @@ Invariants:
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from lean_eval.errors import TrustedConfigError
 from lean_eval.files.decoding import strict_json
+from lean_eval.records.base import Record
+from lean_eval.records.ids import PROBLEM_ID
 
-PROBLEM_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]{0,127}$")
 
-
-class Hole(BaseModel):
+class Hole(Record):
     """One hole of a problem: a declaration the submission must supply."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(strict=True)
     name: str
     kind: Literal["theorem", "def", "instance"]
 
 
-class StatusChange(BaseModel):
+class StatusChange(Record):
     """A ``[[status_history]]`` row of a manifest: descriptive, kept and shown, never scored."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(strict=True)
     status: str
     effective_date: str
     reason: str
 
 
-class RevisionChange(BaseModel):
+class RevisionChange(Record):
     """A ``[[revision_history]]`` row of a manifest: descriptive, kept and shown, never scored."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(strict=True)
     revision: int = Field(ge=1)
     effective_date: str
     reason: str
     statement_digest: str | None = None
 
 
-class Problem(BaseModel):
+class Problem(Record):
     """A problem manifest, ``problems/<id>.toml`` (design §4.1). The keys after ``source`` are
     the descriptive keys of the lean-eval catalog layout: optional, typed, kept by
     ``import-catalog`` and shown by ``list-problems``; scoring reads none of them."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(strict=True)
     id: str = Field(pattern=PROBLEM_ID.pattern)
     title: str
     status: str
@@ -87,10 +86,10 @@ def manifest_errors(exc: ValidationError) -> list[str]:
             for err in exc.errors()]
 
 
-class ComparatorConfig(BaseModel):
+class ComparatorConfig(Record):
     """A trusted ``config.json`` (design §4.2), typed exactly as ``lake comparator`` reads it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(strict=True)
     challenge_module: str
     solution_module: str
     theorem_names: tuple[str, ...]

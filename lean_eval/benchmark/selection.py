@@ -8,14 +8,10 @@ refused (CatalogError naming the member): a published set is scored as published
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict
-
 from lean_eval.benchmark.catalog import Catalog
 from lean_eval.benchmark.sets import Described, Selection, memberships, select
 from lean_eval.errors import UsageError
-from lean_eval.records.documents import DOCUMENT_SCHEMA_VERSION
+from lean_eval.records.documents import ListedHole, ListedProblem, ProblemList
 
 
 def select_catalog(cat: Catalog, selection: Selection,
@@ -43,40 +39,6 @@ def select_catalog(cat: Catalog, selection: Selection,
                                      if part) + ")")
     return cat.model_copy(update={"problems": {pid: ws for pid, ws in cat.problems.items()
                                                if pid in chosen}})
-
-
-class ListedHole(BaseModel):
-    """One hole of a listed problem."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    name: str
-    kind: Literal["theorem", "def", "instance"]
-
-
-class ListedProblem(BaseModel):
-    """One problem as ``list-problems`` shows it (descriptive keys included)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    id: str
-    title: str
-    status: str
-    visible: bool
-    statement_revision: int
-    holes: tuple[ListedHole, ...]
-    sets: tuple[str, ...]
-    tags: tuple[str, ...]
-    group: str | None = None
-    module: str | None = None
-
-
-class ProblemList(BaseModel):
-    """``lean-eval list-problems --json``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    schema_version: int = DOCUMENT_SCHEMA_VERSION
-    benchmark: str
-    sets: tuple[str, ...]
-    problems: tuple[ListedProblem, ...]
 
 
 def problem_list(cat: Catalog) -> ProblemList:

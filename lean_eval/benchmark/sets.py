@@ -12,27 +12,28 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from lean_eval.errors import CatalogError, UsageError
 from lean_eval.files.decoding import toml_table
+from lean_eval.records.base import Record
 
 SET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 SETS_DIR = "sets"
 
 
-class SetMember(BaseModel):
+class SetMember(Record):
     """One member of a set: a problem at one statement revision."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(strict=True)
     problem_id: str
     statement_revision: int = Field(ge=1)
 
 
-class SetAmendment(BaseModel):
+class SetAmendment(Record):
     """A dated addition to a published set (the lean-eval catalog's schema 2)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(strict=True)
     id: str
     effective_date: str
     reason: str
@@ -46,10 +47,10 @@ class SetAmendment(BaseModel):
         return tuple(value) if isinstance(value, list) else value
 
 
-class ProblemSet(BaseModel):
+class ProblemSet(Record):
     """``sets/<name>.toml``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(strict=True)
     schema_version: int | None = None
     id: str
     title: str
@@ -108,10 +109,9 @@ def set_faults(problem_set: ProblemSet, revisions: Mapping[str, int]) -> list[st
     return faults
 
 
-class Selection(BaseModel):
+class Selection(Record):
     """Which problems a command works on: all, or those in a set / with a status / a tag."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     set_name: str | None = None
     statuses: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
@@ -121,10 +121,9 @@ class Selection(BaseModel):
         return self.set_name is None and not self.statuses and not self.tags
 
 
-class Described(BaseModel):
+class Described(Record):
     """What selection reads of a problem."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     status: str
     tags: tuple[str, ...]
     statement_revision: int

@@ -18,7 +18,6 @@ from pydantic import ValidationError
 from lean_eval.benchmark import catalog, source
 from lean_eval.benchmark.pins import pin_differences
 from lean_eval.benchmark.problem import (
-    PROBLEM_ID,
     Problem,
     hole_differences,
     manifest_errors,
@@ -31,6 +30,7 @@ from lean_eval.lean.declarations import Declaration, declarations
 from lean_eval.lean.lakefile import lakefile_faults
 from lean_eval.records.documents import CatalogFinding as Finding
 from lean_eval.records.documents import CatalogReport
+from lean_eval.records.ids import PROBLEM_ID
 
 # A theorem hole may be an `instance` of a Prop-valued class (Lean makes it a theorem).
 _KEYWORDS = {"theorem": ("theorem", "lemma", "instance"), "def": ("def", "abbrev"),

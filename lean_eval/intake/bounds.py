@@ -20,7 +20,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from lean_eval.records.base import Record
 
 MIB = 1 << 20
 CHUNK = 64 * 1024
@@ -35,7 +37,7 @@ LAKE_BUILD_MARGIN = 64  # Lake's build outputs sit deeper than the sources they 
 RejectionCode = Literal["path_rejected", "limit_exceeded", "import_rejected"]
 
 
-class IntakeLimits(BaseModel, frozen=True, extra="forbid"):
+class IntakeLimits(Record):
     """Bounds on what one submission may make the harness read, keep and do."""
 
     max_file_bytes: int = Field(default=MIB, ge=1)  # per overlaid file

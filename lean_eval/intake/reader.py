@@ -47,8 +47,6 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
 from lean_eval.errors import UsageError
 from lean_eval.intake import layout
 from lean_eval.intake.archive import read_archive
@@ -75,6 +73,7 @@ from lean_eval.intake.readset import (
     read_problem,
     with_hidden,
 )
+from lean_eval.records.base import Record
 
 if TYPE_CHECKING:
     from hashlib import _Hash
@@ -92,7 +91,7 @@ HOST_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EIO, errno.ENOMEM, err
                          errno.EMFILE, errno.ENOBUFS, errno.ESTALE, errno.ETIMEDOUT})
 
 
-class Intake(BaseModel, frozen=True, extra="forbid"):
+class Intake(Record):
     submission_id: str
     source: str
     digest: str

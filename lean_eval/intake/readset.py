@@ -22,8 +22,6 @@ import re
 import unicodedata
 from typing import NamedTuple
 
-from pydantic import BaseModel
-
 from lean_eval.intake import layout
 from lean_eval.intake.bounds import (
     NAME_MAX,
@@ -35,6 +33,7 @@ from lean_eval.intake.bounds import (
     show,
 )
 from lean_eval.lean.header import check_header
+from lean_eval.records.base import Record
 
 LEAN_COMPONENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_']*")
 IGNORED_CAP = 200
@@ -51,7 +50,7 @@ class SubmissionFile(NamedTuple):
     sha256: str
 
 
-class ProblemEntry(BaseModel, frozen=True, extra="forbid"):
+class ProblemEntry(Record):
     problem_id: str
     location: str  # path of the problem directory inside the submission (escaped for display)
     files: tuple[SubmissionFile, ...]  # sorted by relpath; empty when rejected

@@ -18,23 +18,18 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from lean_eval.errors import CatalogError, ExportRefusedError, OutputError
 from lean_eval.files.atomic import write_text_atomic
 from lean_eval.files.decoding import strict_json, toml_table
 from lean_eval.outputs import outdir
 from lean_eval.outputs.report import run_report
-from lean_eval.outputs.results_store import (
-    STORE_SCHEMA_VERSION,
-    MetadataEntry,
-    Result,
-    UserFile,
-    file_name,
-    result_id,
-)
+from lean_eval.outputs.results_store import file_name, result_id
+from lean_eval.records.documents import ExportReport
+from lean_eval.records.results_store import STORE_SCHEMA_VERSION, MetadataEntry, Result, UserFile
 from lean_eval.records.verdict import PairSummary, Verdict
 
 _COMMIT_LEN = 40
@@ -56,17 +51,6 @@ class Exported(NamedTuple):
     added: tuple[Added, ...]
     kept: tuple[Added, ...]  # accepted pairs whose result id the store already had
     written: tuple[Path, ...]
-
-
-class ExportReport(BaseModel):
-    """``lean-eval export-results --json``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    schema_version: Literal[1] = 1
-    results_dir: str
-    added: tuple[dict[str, str], ...]  # file, result_id, submission, problem
-    kept: int
-    written: tuple[str, ...]
 
 
 def export_report(results_dir: Path, done: Exported) -> ExportReport:

@@ -3,7 +3,7 @@
 An output directory may come from another machine (a shard's artifact): its ``summary.json`` is
 data, not a map of the host. Invariants:
 - Every submission id, problem id and pair a summary names passes the rules intake and the
-  catalog apply (``intake.SUBMISSION_ID_RE``, ``problem.PROBLEM_ID``), so no id can be ``..``,
+  catalog apply (``intake.SUBMISSION_ID_RE``, ``records.ids.PROBLEM_ID``), so no id can be ``..``,
   hold a ``/`` or a control character; a shard's pairs must hash into that shard
   (``shard.shard_of``) and its recorded batch must have its batch digest.
 - A pair's files are ``<dir>/<submission>/<problem>.json`` and the files beside it (``.log``),
@@ -28,10 +28,10 @@ from typing import NamedTuple, overload
 
 from pydantic import ValidationError
 
-from lean_eval.benchmark.problem import PROBLEM_ID
 from lean_eval.errors import OutputRefusedError, UsageError
 from lean_eval.intake.bounds import show
 from lean_eval.intake.reader import SUBMISSION_ID_RE
+from lean_eval.records.ids import PROBLEM_ID
 from lean_eval.records.verdict import PairSummary, SubmissionSummary, Summary, Verdict
 from lean_eval.scoring import shard
 

@@ -33,8 +33,9 @@ from lean_eval.files.paths import overlap
 from lean_eval.intake import reader
 from lean_eval.intake.bounds import IntakeLimits
 from lean_eval.outputs import outdir
-from lean_eval.outputs.replay_report import (
-    REPLAY_FILE,
+from lean_eval.outputs.replay_report import REPLAY_FILE
+from lean_eval.outputs.report import run_report
+from lean_eval.records.replay import (
     STATUSES,
     Drift,
     Judgement,
@@ -42,7 +43,6 @@ from lean_eval.outputs.replay_report import (
     ReplayReport,
     Status,
 )
-from lean_eval.outputs.report import run_report
 from lean_eval.records.verdict import Identity, Preflight, Summary, Verdict
 from lean_eval.scoring import batch, classification, resume
 from lean_eval.scoring.arguments import Submission, check_ids

@@ -1,8 +1,7 @@
-"""The replay report ``replay.json`` (``lean-eval replay``): its model and how ``report`` shows it.
+"""The replay report ``replay.json`` (``lean-eval replay``): reading it and how ``report`` shows
+it. Its models are ``lean_eval.records.replay``.
 
 Invariants:
-- The models are frozen, reject unknown keys and carry ``schema_version`` first; the JSON Schema
-  is committed as ``lean_eval/schemas/replay-report.schema.json`` and a test fails on drift.
 - A pair is ``reproduced`` when the new verdict and reason code equal the recorded ones (the
   message may name paths and times, so it is not compared); ``kernel_disagreement`` when it was
   ``accepted`` on record and a checker rejected it under ``--paranoid``; ``changed`` otherwise;
@@ -16,9 +15,8 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -26,70 +24,11 @@ from rich.text import Text
 from lean_eval.errors import UsageError
 from lean_eval.outputs.report.markdown import STEP_SUMMARY_BUDGET, md
 from lean_eval.outputs.report.run_report import printable
-from lean_eval.records.verdict import Checker, Execution, Outcome, Reason
+from lean_eval.records.replay import STATUSES, Judgement, ReplayReport
 
 REPLAY_FILE = "replay.json"
-Status = Literal["reproduced", "changed", "kernel_disagreement", "not_scored"]
-STATUSES: tuple[Status, ...] = ("reproduced", "changed", "kernel_disagreement", "not_scored")
 _STYLE = {"reproduced": "green", "changed": "red", "kernel_disagreement": "bold red",
           "not_scored": "bold yellow"}
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Drift(_Model):
-    """One pin whose value in the record differs from the replay's."""
-
-    pin: str  # submission_digest, benchmark_commit, trusted_files, toolchain_name, ...
-    subject: str  # "run", a submission id, or "<submission>/<problem>"
-    recorded: str | None
-    current: str | None
-
-    def describe(self) -> str:
-        """``benchmark_commit of run: recorded 'ab..', now 'cd..'`` (plain text)."""
-        return (f"{self.pin} of {self.subject}: recorded {self.recorded!r}, "
-                f"now {self.current!r}")
-
-
-class Judgement(_Model):
-    """A verdict as the replay compares it."""
-
-    verdict: Outcome
-    execution: Execution
-    reason: Reason
-    checkers: tuple[Checker, ...] = ()
-    checker_lines: tuple[str, ...] = ()  # each checker's comparator line, in Lake's order
-
-
-class ReplayPair(_Model):
-    """One recorded pair, its recorded and its new judgement."""
-
-    submission: str
-    problem: str
-    status: Status
-    recorded: Judgement
-    new: Judgement | None  # None: not_scored
-    # kernel_disagreement: the line of each checker that rejected what the record accepted
-    disagreement: tuple[str, ...] = ()
-    path: str | None = None  # the new verdict, relative to the replay's --out
-
-
-class ReplayReport(_Model):
-    """A replay of a run-eval or merge output (``replay.json``)."""
-
-    schema_version: Literal[1] = 1
-    record: str  # the output directory replayed
-    out: str | None  # where the new verdicts are (None: a temporary directory, removed)
-    started_at: str
-    finished_at: str
-    paranoid: bool
-    allow_drift: bool
-    drift: tuple[Drift, ...]  # non-empty only when --allow-drift went on regardless
-    counts: dict[str, int]  # by status; kernel_disagreement is the audit's count
-    pairs: tuple[ReplayPair, ...]
-    exit_code: int  # 0 every pair reproduced, 1 any did not (128+n: interrupted)
 
 
 def load(out_dir: Path) -> ReplayReport:

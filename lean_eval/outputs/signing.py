@@ -6,7 +6,8 @@ whose payload is an in-toto Statement v1. Its subjects are the verdict file (SHA
 bytes) and the submission (its intake digest); its predicate repeats what the verdict means:
 verdict, execution, reason code, checkers, benchmark commit, trusted-file digests, toolchain,
 bubblewrap version and digest, harness version, and the options that can change a verdict.
-``lean_eval.outputs.verify`` checks all of it offline against the public key.
+``lean_eval.outputs.verify`` checks all of it offline against the public key. The statement's
+models are ``lean_eval.records.statement``.
 
 Invariants:
 - Nothing cryptographic is written here: Ed25519 is ``cryptography``'s, the DSSE envelope, its
@@ -25,19 +26,27 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import rfc8785
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 from securesystemslib.dsse import Envelope
 from securesystemslib.signer import CryptoSigner, SSlibKey
 
 from lean_eval.errors import SigningKeyError
 from lean_eval.files.atomic import write_json_atomic
-from lean_eval.records.verdict import Checker, Execution, Outcome, ProblemRef, Verdict
+from lean_eval.records.statement import (
+    BubblewrapClaim,
+    Predicate,
+    Statement,
+    Subject,
+    SubmissionClaim,
+    ToolchainClaim,
+)
+from lean_eval.records.verdict import Verdict
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -55,69 +64,6 @@ def envelope_path(verdict_file: Path) -> Path:
 def is_envelope(path: Path) -> bool:
     """Whether ``path`` is named like an envelope (and so is not a verdict)."""
     return path.name.endswith(ENVELOPE_SUFFIX)
-
-
-class _Model(BaseModel):
-    # Statement fields are validated and dumped by their in-toto names (aliases).
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Subject(_Model):
-    """An in-toto ResourceDescriptor: what the statement is about, by name and digest."""
-
-    name: str
-    digest: dict[str, str]
-
-
-class SubmissionClaim(_Model):
-    """The submission the verdict judged."""
-
-    id: str
-    digest: str
-
-
-class ToolchainClaim(_Model):
-    """The Lean toolchain that scored."""
-
-    name: str
-    path: str
-
-
-class BubblewrapClaim(_Model):
-    """The bubblewrap that sandboxed the build."""
-
-    version: str
-    sha256: str
-    minimum_version: str
-
-
-class Predicate(_Model):
-    """What the verdict file says, repeated under the signature (``verify`` compares each)."""
-
-    submission: SubmissionClaim
-    problem: ProblemRef
-    verdict: Outcome
-    execution: Execution
-    reason_code: str
-    checkers: tuple[Checker, ...]
-    benchmark_commit: str | None
-    trusted_files: dict[str, str]
-    toolchain: ToolchainClaim
-    bubblewrap: BubblewrapClaim
-    harness_version: str
-    probes_skipped: bool
-    # Every run-eval option that can change a verdict (resume.verdict_options): the signer's
-    # word only, as the verdict file does not record them.
-    options: dict[str, Any]
-
-
-class Statement(_Model):
-    """An in-toto Statement v1 about one verdict file."""
-
-    type: Literal["https://in-toto.io/Statement/v1"] = Field(alias="_type")
-    subject: tuple[Subject, Subject]  # the verdict file, then the submission
-    predicate_type: Literal["urn:lean-eval:predicate:verdict:v1"] = Field(alias="predicateType")
-    predicate: Predicate
 
 
 def predicate_of(verdict: Verdict, options: Mapping[str, Any]) -> Predicate:

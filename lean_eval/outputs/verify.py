@@ -15,9 +15,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import FormatError, VerificationError
 
@@ -27,34 +27,9 @@ from lean_eval.intake import reader
 from lean_eval.intake.bounds import IntakeLimits
 from lean_eval.outputs import signing
 from lean_eval.outputs.report import run_report
+from lean_eval.records.documents import Failure, VerifyReport
+from lean_eval.records.statement import Predicate, Statement
 from lean_eval.records.verdict import PairSummary, Verdict
-
-
-class _Document(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Failure(_Document):
-    """One thing that does not hold, and the file it concerns (relative to OUT when inside)."""
-
-    path: str
-    problem: str
-
-
-class VerifyReport(_Document):
-    """``lean-eval verify --json``: what was checked and every failure."""
-
-    schema_version: Literal[1] = 1
-    out_dir: str
-    key_fingerprint: str
-    verdict_files: tuple[str, ...]  # every verdict checked, relative to OUT
-    envelopes_verified: int
-    submissions: int
-    failures: tuple[Failure, ...]
-
-    @property
-    def ok(self) -> bool:
-        return not self.failures
 
 
 def _verdict_files(out_dir: Path, pairs: Sequence[PairSummary], checker: _Checker
@@ -102,7 +77,7 @@ class _Checker:
     def fail(self, path: str, problem: str) -> None:
         self.failures.append(Failure(path=path, problem=problem))
 
-    def envelope(self, rel: str) -> signing.Statement | None:
+    def envelope(self, rel: str) -> Statement | None:
         """The statement of ``rel``'s envelope, once its signature verified; else None."""
         where = signing.envelope_path(Path(rel)).as_posix()
         path = self.out_dir / where
@@ -126,13 +101,13 @@ class _Checker:
             return None
         self.verified += 1
         try:
-            return signing.Statement.model_validate_json(envelope.payload)
+            return Statement.model_validate_json(envelope.payload)
         except ValidationError as exc:
             self.fail(where, f"signed payload is not a lean-eval verdict statement: "
                              f"{exc.errors()[0]['msg']}")
             return None
 
-    def verdict(self, rel: str, pair: PairSummary | None) -> signing.Statement | None:
+    def verdict(self, rel: str, pair: PairSummary | None) -> Statement | None:
         """Check one verdict file against its envelope (and its summary line)."""
         path = self.out_dir / rel
         try:
@@ -162,7 +137,7 @@ class _Checker:
                            f"{subject.digest.get('sha256')}: the file changed after signing")
         if verdict is not None:
             expected = signing.predicate_of(verdict, statement.predicate.options)
-            for field in signing.Predicate.model_fields:
+            for field in Predicate.model_fields:
                 signed, own = getattr(statement.predicate, field), getattr(expected, field)
                 if signed != own:
                     self.fail(rel, f"predicate field {field}: {_diff(_plain(signed), _plain(own))}")
@@ -173,7 +148,7 @@ def _plain(value: Any) -> Any:
     return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
 
 
-def _limits(statement: signing.Statement) -> IntakeLimits:
+def _limits(statement: Statement) -> IntakeLimits:
     """The intake limits the run read the submission with (they can change its digest)."""
     try:
         return IntakeLimits.model_validate(statement.predicate.options.get("limits"))
@@ -182,7 +157,7 @@ def _limits(statement: signing.Statement) -> IntakeLimits:
 
 
 def _submission(checker: _Checker, path: Path,
-                signed: dict[str, list[tuple[str, signing.Statement]]]) -> None:
+                signed: dict[str, list[tuple[str, Statement]]]) -> None:
     shown = str(path)
     try:
         sid = reader.submission_id(path)
@@ -216,7 +191,7 @@ def verify(out_dir: Path, key: signing.PublicKey, submissions: Sequence[Path] = 
         checker.fail("summary.json", f"the run recorded signing key {recorded}, --key is "
                                      f"{key.fingerprint}")
     files = _verdict_files(out_dir, summary.every_pair(), checker)
-    signed: dict[str, list[tuple[str, signing.Statement]]] = {}
+    signed: dict[str, list[tuple[str, Statement]]] = {}
     for rel, pair in files.items():
         statement = checker.verdict(rel, pair)
         if statement is not None:

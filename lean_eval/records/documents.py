@@ -1,12 +1,13 @@
-"""The JSON documents that ``probe``, ``test``, the self-checks and the authoring commands print
-with ``--json``.
+"""The JSON documents that ``probe``, ``test``, the self-checks, the authoring commands,
+``validate-submission``, ``list-problems``, ``export-results`` and ``verify`` print with
+``--json``.
 
 Like verdicts and summaries they are versioned frozen models whose JSON Schema is committed in
-``lean_eval/schemas/`` (``python3 -m lean_eval.schema_registry`` regenerates every schema; a
-test fails on drift). ``schema_version`` comes first in every document; a breaking change bumps
-it. Each is built by the code that produces its data (``selfcheck`` builds the self-check
-report, ``driver.workspace_test_report`` the ``test`` one); nothing here imports above the
-models.
+``lean_eval/records/schemas/`` (``python3 -m lean_eval.records.registry`` regenerates every
+schema; a test fails on drift). ``schema_version`` comes first in every document; a breaking
+change bumps it. Each is built by the code that produces its data (``selfcheck`` builds the
+self-check report, ``driver.workspace_test_report`` the ``test`` one); nothing here imports
+above the models.
 """
 
 from __future__ import annotations
@@ -15,19 +16,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from lean_eval.records.base import Record
 from lean_eval.records.probe_result import ProbeResult
 from lean_eval.records.verdict import Checker, Reason
 
 DOCUMENT_SCHEMA_VERSION = 1
 
 
-class _Document(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ProbeReport(_Document):
+class ProbeReport(Record):
     """``lean-eval probe --json``."""
 
     schema_version: int = DOCUMENT_SCHEMA_VERSION
@@ -38,7 +34,7 @@ class ProbeReport(_Document):
     probes: tuple[ProbeResult, ...]
 
 
-class WorkspaceTestReport(_Document):
+class WorkspaceTestReport(Record):
     """``lean-eval test --json``: one workspace run through the scoring driver as it stands."""
 
     schema_version: int = DOCUMENT_SCHEMA_VERSION
@@ -53,7 +49,7 @@ class WorkspaceTestReport(_Document):
     kept: str | None  # the directory kept with --keep-work
 
 
-class SelfCheckFinding(_Document):
+class SelfCheckFinding(Record):
     """One generated submission of a self-check, what it should score and what it did."""
 
     submission: str
@@ -65,7 +61,7 @@ class SelfCheckFinding(_Document):
     expected_reasons: tuple[str, ...]
 
 
-class SelfCheckReport(_Document):
+class SelfCheckReport(Record):
     """``lean-eval check-comparator-installation --json`` and ``check-eval-workflow --json``."""
 
     schema_version: int = DOCUMENT_SCHEMA_VERSION
@@ -85,7 +81,7 @@ def probe_report(entries: Sequence[ProbeResult], toolchain: Path, bwrap: Path,
                        bwrap_version=bwrap_version, probes=tuple(entries))
 
 
-class StartProblemReport(_Document):
+class StartProblemReport(Record):
     """``lean-eval start-problem --json``: what was written, and the commands that come next."""
 
     schema_version: int = DOCUMENT_SCHEMA_VERSION
@@ -96,14 +92,14 @@ class StartProblemReport(_Document):
     next: tuple[str, ...]
 
 
-class CatalogFinding(_Document):
+class CatalogFinding(Record):
     """One fault of the catalog and the file that holds it."""
 
     path: str
     message: str
 
 
-class CatalogReport(_Document):
+class CatalogReport(Record):
     """``lean-eval validate-catalog --json``."""
 
     schema_version: int = DOCUMENT_SCHEMA_VERSION
@@ -114,7 +110,7 @@ class CatalogReport(_Document):
     findings: tuple[CatalogFinding, ...]
 
 
-class PrepareStep(_Document):
+class PrepareStep(Record):
     """One step of ``lean-eval prepare``: ``done``, ``present`` (nothing to do) or ``planned``."""
 
     name: str
@@ -122,7 +118,7 @@ class PrepareStep(_Document):
     detail: str
 
 
-class PrepareReport(_Document):
+class PrepareReport(Record):
     """``lean-eval prepare --json``."""
 
     schema_version: int = DOCUMENT_SCHEMA_VERSION
@@ -133,7 +129,7 @@ class PrepareReport(_Document):
     error: str | None = None  # why failed_step failed
 
 
-class ConfigSetting(_Document):
+class ConfigSetting(Record):
     """One setting of one command: its effective value and where it comes from."""
 
     command: str
@@ -144,10 +140,114 @@ class ConfigSetting(_Document):
     envvar: str | None  # the LEAN_EVAL_<OPTION> variable that sets it
 
 
-class ConfigReport(_Document):
+class ConfigReport(Record):
     """``lean-eval config --json``."""
 
     schema_version: int = DOCUMENT_SCHEMA_VERSION
     config_file: str | None  # None: no config file is in effect
     table: str  # "tool.lean-eval" for a pyproject.toml, "" otherwise
     settings: tuple[ConfigSetting, ...]
+
+
+# What run-eval would do with one problem directory (verdict.Outcome is what it did); error:
+# the harness could not read a file of the problem (a host fault, not the submitter's).
+CheckOutcome = Literal["scored", "unchanged", "invalid_submission", "error"]
+
+
+class ProblemCheck(Record):
+    """One problem directory: what would happen to it, and why."""
+
+    problem_id: str
+    location: str  # the problem directory inside the submission
+    outcome: CheckOutcome
+    files: tuple[str, ...]  # relpaths that would replace the starters
+    changed: tuple[str, ...]  # of those, the ones that differ from the starter of their path
+    ignored: tuple[str, ...]
+    rejection: str | None = None
+    rejection_code: str | None = None
+    fault: str | None = None
+    # Names of the problem's trusted files (Challenge.lean, config.json, ...) found beside the
+    # submission, as `start-problem` writes them: never read (scoring uses the benchmark's own),
+    # and not repeated in `ignored`. Matched by name only, since they are not read.
+    reference: tuple[str, ...] = ()
+
+
+class SubmissionCheck(Record):
+    """A whole submission as run-eval would read it; `ok` when nothing would be rejected."""
+
+    schema_version: Literal[1] = 1
+    submission_id: str
+    source: str
+    digest: str
+    ok: bool
+    problems: tuple[ProblemCheck, ...]
+    ignored: tuple[str, ...]
+    rejection: str | None
+    rejection_code: str | None
+    named: tuple[str, ...]  # problem directories found, also when the whole is rejected
+    hint: str | None  # what to change when no problem directory was found
+    hidden: tuple[str, ...] = ()  # entries a limit hid, where a problem directory may be
+
+
+class ListedHole(Record):
+    """One hole of a listed problem."""
+
+    name: str
+    kind: Literal["theorem", "def", "instance"]
+
+
+class ListedProblem(Record):
+    """One problem as ``list-problems`` shows it (descriptive keys included)."""
+
+    id: str
+    title: str
+    status: str
+    visible: bool
+    statement_revision: int
+    holes: tuple[ListedHole, ...]
+    sets: tuple[str, ...]
+    tags: tuple[str, ...]
+    group: str | None = None
+    module: str | None = None
+
+
+class ProblemList(Record):
+    """``lean-eval list-problems --json``."""
+
+    schema_version: int = DOCUMENT_SCHEMA_VERSION
+    benchmark: str
+    sets: tuple[str, ...]
+    problems: tuple[ListedProblem, ...]
+
+
+class ExportReport(Record):
+    """``lean-eval export-results --json``."""
+
+    schema_version: Literal[1] = 1
+    results_dir: str
+    added: tuple[dict[str, str], ...]  # file, result_id, submission, problem
+    kept: int
+    written: tuple[str, ...]
+
+
+class Failure(Record):
+    """One thing that does not hold, and the file it concerns (relative to OUT when inside)."""
+
+    path: str
+    problem: str
+
+
+class VerifyReport(Record):
+    """``lean-eval verify --json``: what was checked and every failure."""
+
+    schema_version: Literal[1] = 1
+    out_dir: str
+    key_fingerprint: str
+    verdict_files: tuple[str, ...]  # every verdict checked, relative to OUT
+    envelopes_verified: int
+    submissions: int
+    failures: tuple[Failure, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures

@@ -11,16 +11,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from lean_eval.records.base import Record
 
 ProbeStatus = Literal["pass", "fail", "error"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ProbeCheck(_Model):
+class ProbeCheck(Record):
     """One property a probe verified, with the evidence it judged."""
 
     name: str
@@ -28,7 +24,7 @@ class ProbeCheck(_Model):
     evidence: str
 
 
-class ProbeOutcome(_Model):
+class ProbeOutcome(Record):
     """One preflight probe as the run saw it, with every check (the terminal shows fewer)."""
 
     name: str
@@ -38,7 +34,7 @@ class ProbeOutcome(_Model):
     checks: tuple[ProbeCheck, ...] = ()
 
 
-class ProbeResult(_Model):
+class ProbeResult(Record):
     """A probe's outcome: ``pass`` only when every check passed; ``error``: it could not run."""
 
     name: str

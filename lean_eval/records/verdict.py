@@ -2,8 +2,8 @@
 
 Invariants:
 - Both models are frozen, reject unknown keys, and carry ``schema_version`` first; their JSON
-  Schema is committed under ``lean_eval/schemas`` (``python3 -m lean_eval.schema_registry``
-  regenerates it) and a test fails on drift.
+  Schema is committed under ``lean_eval/records/schemas`` (``python3 -m
+  lean_eval.records.registry`` regenerates it) and a test fails on drift.
 - They are written only through ``lean_eval.files.atomic`` (never half-written files).
 - ``summary.json`` lists unchanged pairs compactly (``SubmissionSummary.unchanged``, by id);
   ``Summary.every_pair()`` is every recorded pair, the unchanged ones included.
@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from lean_eval.records import out_layout
+from lean_eval.records.base import Record
 from lean_eval.records.probe_result import ProbeOutcome
 
 SCHEMA_VERSION = 1
@@ -31,32 +30,28 @@ INFRASTRUCTURE_FAILURES: frozenset[str] = frozenset(
 )
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Reason(_Model):
+class Reason(Record):
     """A machine code and the human message (the comparator's own ``error:`` line if any)."""
 
     code: str
     message: str
 
 
-class Checker(_Model):
+class Checker(Record):
     """One kernel as the comparator's stdout reported it."""
 
     name: str
     result: Literal["accepted", "rejected", "started"]
 
 
-class Timings(_Model):
+class Timings(Record):
     """Wall time of the pair and of each phase reached, in seconds."""
 
     wall_seconds: float
     phases: dict[str, float] = {}
 
 
-class SubmissionRef(_Model):
+class SubmissionRef(Record):
     """Which submission this is."""
 
     id: str
@@ -64,14 +59,14 @@ class SubmissionRef(_Model):
     source: str
 
 
-class ProblemRef(_Model):
+class ProblemRef(Record):
     """Which problem, at which statement revision."""
 
     id: str
     statement_revision: int
 
 
-class Identity(_Model):
+class Identity(Record):
     """Everything that a verdict's meaning depends on besides the two inputs."""
 
     harness_version: str
@@ -87,7 +82,7 @@ class Identity(_Model):
     bwrap_minimum_version: str  # below 0.12.0 only when --allow-bwrap-version said so
 
 
-class Preflight(_Model):
+class Preflight(Record):
     """The probes run before any pair was scored, and what they covered."""
 
     skipped: bool
@@ -102,7 +97,7 @@ class Preflight(_Model):
     reason: str | None = None
 
 
-class LogRef(_Model):
+class LogRef(Record):
     """Where the retained raw log is (relative to the output directory:
     ``<submission>/<problem>.log``) and its last lines."""
 
@@ -110,7 +105,7 @@ class LogRef(_Model):
     tail: tuple[str, ...] = ()
 
 
-class ResourceLimits(_Model):
+class ResourceLimits(Record):
     """The per-pair limits, how they were enforced, which was exceeded, and the room the pair
     started with (design §5.5 Limits, Disk)."""
 
@@ -130,7 +125,7 @@ class ResourceLimits(_Model):
     short_of_space: bool = False  # a filesystem was short of space while the pair ran
 
 
-class Mounts(_Model):
+class Mounts(Record):
     """What the wrapper hid and re-exposed in this pair's sandbox (fixed for the run)."""
 
     masks: tuple[str, ...] = ()  # directories under an empty tmpfs
@@ -140,7 +135,7 @@ class Mounts(_Model):
     notes: tuple[str, ...] = ()  # why a private root was narrowed or re-exposed
 
 
-class Verdict(_Model):
+class Verdict(Record):
     """The judgement of one (submission, problem) pair."""
 
     schema_version: Literal[1] = 1
@@ -168,7 +163,7 @@ class Verdict(_Model):
     limits: ResourceLimits | None = None  # None: the pair never ran (refused, unchanged)
 
 
-class PairSummary(_Model):
+class PairSummary(Record):
     """One line of the run summary."""
 
     submission: str
@@ -179,7 +174,7 @@ class PairSummary(_Model):
     path: str
 
 
-class Tally(_Model):
+class Tally(Record):
     """One submission's pairs by outcome (leaderboards read ``solved``)."""
 
     solved: int = 0
@@ -196,7 +191,7 @@ TALLY: dict[str, str] = {"accepted": "solved", "rejected": "rejected",
                          "error": "error"}
 
 
-class SubmissionSummary(_Model):
+class SubmissionSummary(Record):
     """One input of the run."""
 
     id: str
@@ -215,14 +210,14 @@ class SubmissionSummary(_Model):
     unchanged: tuple[str, ...] = ()
 
 
-class PairRef(_Model):
+class PairRef(Record):
     """One (submission, problem) pair by its ids."""
 
     submission: str
     problem: str
 
 
-class ShardInfo(_Model):
+class ShardInfo(Record):
     """Which shard of a batch a run scored (``--shard K/N``, 1-based) and which batch it was."""
 
     k: int
@@ -252,7 +247,7 @@ def is_compact(pair: PairSummary) -> bool:
     return pair == unchanged_pair(pair.submission, pair.problem)
 
 
-class Summary(_Model):
+class Summary(Record):
     """The run as a whole; ``exit_code`` is what ``run-eval`` exits with."""
 
     schema_version: Literal[2] = 2

@@ -11,57 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict
 
 from lean_eval.benchmark.catalog import Catalog, ProblemWorkspace
 from lean_eval.intake.reader import DEFAULT_LIMITS, IntakeLimits, ProblemEntry, read_submission
 from lean_eval.intake.readset import NOT_READ
+from lean_eval.records.documents import CheckOutcome, ProblemCheck, SubmissionCheck
 from lean_eval.scoring.pair import is_unchanged
-
-# What run-eval would do with one problem directory (verdict.Outcome is what it did); error:
-# the harness could not read a file of the problem (a host fault, not the submitter's).
-CheckOutcome = Literal["scored", "unchanged", "invalid_submission", "error"]
-
-
-class ProblemCheck(BaseModel):
-    """One problem directory: what would happen to it, and why."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    problem_id: str
-    location: str  # the problem directory inside the submission
-    outcome: CheckOutcome
-    files: tuple[str, ...]  # relpaths that would replace the starters
-    changed: tuple[str, ...]  # of those, the ones that differ from the starter of their path
-    ignored: tuple[str, ...]
-    rejection: str | None = None
-    rejection_code: str | None = None
-    fault: str | None = None
-    # Names of the problem's trusted files (Challenge.lean, config.json, ...) found beside the
-    # submission, as `start-problem` writes them: never read (scoring uses the benchmark's own),
-    # and not repeated in `ignored`. Matched by name only, since they are not read.
-    reference: tuple[str, ...] = ()
-
-
-class SubmissionCheck(BaseModel):
-    """A whole submission as run-eval would read it; `ok` when nothing would be rejected."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    schema_version: Literal[1] = 1
-    submission_id: str
-    source: str
-    digest: str
-    ok: bool
-    problems: tuple[ProblemCheck, ...]
-    ignored: tuple[str, ...]
-    rejection: str | None
-    rejection_code: str | None
-    named: tuple[str, ...]  # problem directories found, also when the whole is rejected
-    hint: str | None  # what to change when no problem directory was found
-    hidden: tuple[str, ...] = ()  # entries a limit hid, where a problem directory may be
 
 
 def changed_files(entry: ProblemEntry, starter: Mapping[str, bytes]) -> tuple[str, ...]:

@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from lean_eval.intake.bounds import IntakeLimits
+from lean_eval.records.base import Record
 from lean_eval.scoring.driver import DEFAULT_MAX_FILE_BYTES
 from lean_eval.supervise.disk import DEFAULT_DISK_BYTES, DEFAULT_DISK_FILES, DEFAULT_DISK_RESERVE
 from lean_eval.supervise.resources import DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_LIMIT
@@ -20,11 +19,9 @@ from lean_eval.supervise.resources import DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_
 DEFAULT_TIMEOUT = 1800.0  # seconds per pair
 
 
-class ScoreRequest(BaseModel):
+class ScoreRequest(Record):
     """What to score and how; ``problems`` empty means every problem, a size of 0 turns that
     disk limit (or the reserve) off."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     submissions: tuple[Path, ...]  # directories or .tar/.tar.gz/.tgz archives
     out: Path

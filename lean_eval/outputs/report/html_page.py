@@ -21,7 +21,6 @@ import html
 
 from lean_eval.outputs.report.markdown import FAILING, matrix_cells, matrix_problems
 from lean_eval.outputs.report.run_report import (
-    PairReport,
     Run,
     printable,
     run_report,
@@ -29,6 +28,7 @@ from lean_eval.outputs.report.run_report import (
     why_not_scored,
 )
 from lean_eval.outputs.report.run_report import detail as _detail
+from lean_eval.records.run_report import PairReport
 from lean_eval.records.verdict import TALLY
 
 # Plain symbols most text fonts have (markdown's emoji need an emoji font); colour says the rest

@@ -10,7 +10,8 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from lean_eval.outputs.report.run_report import PairReport, Run, run_report, visible, why_not_scored
+from lean_eval.outputs.report.run_report import Run, run_report, visible, why_not_scored
+from lean_eval.records.run_report import PairReport
 from lean_eval.records.verdict import INFRASTRUCTURE_FAILURES, PairRef
 
 _XML_ILLEGAL = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

@@ -19,15 +19,14 @@ from __future__ import annotations
 import re
 
 from lean_eval.outputs.report.run_report import (
-    PairReport,
     Run,
-    RunReport,
     detail,
     printable,
     run_report,
     unscored_count,
     why_not_scored,
 )
+from lean_eval.records.run_report import PairReport, RunReport
 from lean_eval.records.verdict import TALLY, Summary
 
 STEP_SUMMARY_BUDGET = 900_000  # bytes; GitHub refuses a step summary over 1 MiB

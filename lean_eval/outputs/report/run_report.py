@@ -1,9 +1,9 @@
 """An output directory for people and CI systems: loading it, and the report document.
 
-This module loads a run and builds the ``RunReport`` document every format renders:
-``report_console`` (table), ``report_markdown``, ``report_junit``, ``report_csv`` and
-``report_html`` all build on the document and the escaping here, and ``report_formats`` picks
-one of them (``render``).
+This module loads a run and builds the ``RunReport`` document (``lean_eval.records.run_report``)
+every format renders: ``report_console`` (table), ``report_markdown``, ``report_junit``,
+``report_csv`` and ``report_html`` all build on the document and the escaping here, and
+``report_formats`` picks one of them (``render``).
 
 Invariants:
 - Every string a submission or a build controls (submission ids, problem ids, paths, messages,
@@ -29,10 +29,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from lean_eval.errors import UsageError
 from lean_eval.outputs import outdir
+from lean_eval.records.run_report import PairReport, RunReport, SubmissionReport
 from lean_eval.records.verdict import TALLY, PairRef, Summary, Verdict
 from lean_eval.scoring.shard import shard_of
 
@@ -113,52 +114,6 @@ def no_problem_directory(summary: Summary) -> tuple[tuple[str, str | None], ...]
 
 
 # --- lean-eval report OUT: one output directory, rendered -----------------------------------
-
-
-class _Document(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class PairReport(_Document):
-    """One pair as ``report --format json`` gives it."""
-
-    submission: str
-    problem: str
-    verdict: str
-    execution: str
-    reason: str
-    message: str
-    wall_seconds: float | None
-    verdict_path: str
-    log_path: str | None
-
-
-class SubmissionReport(_Document):
-    """One submission's pairs by outcome."""
-
-    id: str
-    solved: int
-    rejected: int
-    invalid: int
-    unchanged: int
-    error: int
-    pairs: int
-    rejection: str | None
-    hint: str | None = None  # no problem directory was found: what the submitter should change
-
-
-class RunReport(_Document):
-    """An output directory (one run or a merge) as ``report --format json`` gives it."""
-
-    schema_version: Literal[1] = 1
-    started_at: str
-    finished_at: str
-    exit_code: int
-    counts: dict[str, int]
-    submissions: tuple[SubmissionReport, ...]
-    pairs: tuple[PairReport, ...]
-    not_scored: tuple[PairRef, ...] = ()  # pairs no run scored (none has a verdict)
-    missing_shards: tuple[str, ...] = ()  # merge: shards "K/N" none of its outputs scored
 
 
 class Run(NamedTuple):

@@ -1,9 +1,8 @@
 """Every committed JSON Schema, by file name: verdicts, summaries and each printed document.
 
-``python3 -m lean_eval.schema_registry`` rewrites ``lean_eval/schemas/*.json`` from the models
-after a model change; a test fails when a committed schema drifts from its model. The registry
-imports the models from the modules that own them, so it sits above all of them (applications
-layer) and nothing in the package imports it.
+``python3 -m lean_eval.records.registry`` rewrites ``lean_eval/records/schemas/*.json`` from the
+models after a model change; a test fails when a committed schema drifts from its model. Every
+document with a committed schema is a records model, so the registry imports only records.
 """
 
 from __future__ import annotations
@@ -12,14 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lean_eval.benchmark import selection
-from lean_eval.outputs import export, replay_report, results_store, signing, verify
-from lean_eval.outputs.report import run_report
-from lean_eval.records import documents
+from lean_eval.records import documents, replay, results_store, run_report, statement
 from lean_eval.records.verdict import Summary, Verdict
-from lean_eval.scoring import precheck
 
-SCHEMA_DIR = Path(__file__).parent / "records" / "schemas"
+SCHEMA_DIR = Path(__file__).parent / "schemas"
 
 
 def schemas() -> dict[str, dict[str, Any]]:
@@ -35,13 +30,13 @@ def schemas() -> dict[str, dict[str, Any]]:
         "prepare-report.schema.json": documents.PrepareReport.model_json_schema(),
         "config-report.schema.json": documents.ConfigReport.model_json_schema(),
         "run-report.schema.json": run_report.RunReport.model_json_schema(),
-        "submission-check.schema.json": precheck.SubmissionCheck.model_json_schema(),
+        "submission-check.schema.json": documents.SubmissionCheck.model_json_schema(),
         "results-store.schema.json": results_store.UserFile.model_json_schema(),
-        "verdict-statement.schema.json": signing.Statement.model_json_schema(),
-        "verify-report.schema.json": verify.VerifyReport.model_json_schema(),
-        "export-report.schema.json": export.ExportReport.model_json_schema(),
-        "problem-list.schema.json": selection.ProblemList.model_json_schema(),
-        "replay-report.schema.json": replay_report.ReplayReport.model_json_schema(),
+        "verdict-statement.schema.json": statement.Statement.model_json_schema(),
+        "verify-report.schema.json": documents.VerifyReport.model_json_schema(),
+        "export-report.schema.json": documents.ExportReport.model_json_schema(),
+        "problem-list.schema.json": documents.ProblemList.model_json_schema(),
+        "replay-report.schema.json": replay.ReplayReport.model_json_schema(),
     }
 
 

@@ -1,0 +1,177 @@
+"""The leaderboard results store (schema version 2): its records and the metadata input.
+
+One file per submitter, ``<lowercased user>.json``, exactly
+``{"schema_version": 2, "user": ..., "results": [...]}``; each result says which problem, at
+which statement revision, a declared model solved, when, on which benchmark commit, how it came
+in and where its source lives. ``lean_eval.outputs.results_store`` computes the ids and file
+names; ``lean-eval export-results`` (``lean_eval.outputs.export``) appends to the store.
+
+Invariants:
+- Every model is frozen, strict (no coercion: ``"1"`` is not a revision, ``1`` is not a bool)
+  and rejects unknown keys, so a store or metadata entry that validates has exactly the
+  documented shape. The JSON Schema is committed as ``results-store.schema.json``.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from lean_eval.records.base import Record
+from lean_eval.records.ids import PROBLEM_ID
+
+STORE_SCHEMA_VERSION = 2
+DESCRIPTION_MAX = 4000
+# A GitHub login: alphanumerics and single inner hyphens (at most 39 characters: LOGIN_MAX).
+LOGIN = r"^[A-Za-z0-9](?:-?[A-Za-z0-9])*$"
+LOGIN_MAX = 39
+OWNER_NAME = r"^[A-Za-z0-9](?:-?[A-Za-z0-9])*/[A-Za-z0-9._-]+$"
+COMMIT = r"^[0-9a-f]{40}$"
+UUID_V7 = r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
+UTC_SECONDS = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+class IssueIntake(Record):
+    """The result came in through a GitHub issue."""
+
+    model_config = ConfigDict(strict=True)
+    kind: Literal["issue"]
+    issue_number: int = Field(ge=1)
+
+
+class ServerIntake(Record):
+    """The result came in through the submission server."""
+
+    model_config = ConfigDict(strict=True)
+    kind: Literal["server"]
+    submission_id: str = Field(pattern=UUID_V7)
+
+
+Intake = Annotated[IssueIntake | ServerIntake, Field(discriminator="kind")]
+
+
+class SubmissionSource(Record):
+    """Where the scored source lives: a repository or gist at an exact commit."""
+
+    model_config = ConfigDict(strict=True)
+    kind: Literal["github_repo", "gist"]
+    repo: str = Field(pattern=OWNER_NAME, max_length=LOGIN_MAX + 1 + 100)
+    ref: str = Field(pattern=COMMIT)
+    public: bool
+
+    @field_validator("repo")
+    @classmethod
+    def _owner_and_name(cls, value: str) -> str:
+        owner, name = value.split("/")
+        if len(owner) > LOGIN_MAX or name in (".", ".."):
+            raise ValueError(f"{value!r} is not owner/name")
+        return value
+
+
+class ProductionMetadata(Record):
+    """How the solution was produced and whether its source is (or will be) published."""
+
+    model_config = ConfigDict(strict=True)
+    production_description: str | None = None
+    solution_publication_status: Literal["private", "planned", "published"] | None = None
+    solution_publication_date: str | None = None
+
+    @field_validator("production_description")
+    @classmethod
+    def _description(cls, value: str | None) -> str | None:
+        if value is not None:
+            if not value.strip():
+                raise ValueError("must not be blank")
+            if "\0" in value:
+                raise ValueError("must not contain NUL")
+            if len(value) > DESCRIPTION_MAX:
+                raise ValueError(f"is {len(value)} characters, more than {DESCRIPTION_MAX}")
+        return value
+
+    @field_validator("solution_publication_date")
+    @classmethod
+    def _iso_date(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                ok = bool(_ISO_DATE.fullmatch(value)) and bool(date.fromisoformat(value))
+            except ValueError:
+                ok = False
+            if not ok:
+                raise ValueError(f"{value!r} is not an ISO date (YYYY-MM-DD)")
+        return value
+
+    @model_validator(mode="after")
+    def _date_exactly_when_planned_or_published(self) -> ProductionMetadata:
+        dated = self.solution_publication_status in ("planned", "published")
+        if dated and self.solution_publication_date is None:
+            raise ValueError("solution_publication_date is required when "
+                             f"solution_publication_status is {self.solution_publication_status}")
+        if not dated and self.solution_publication_date is not None:
+            raise ValueError("solution_publication_date is allowed only when "
+                             "solution_publication_status is planned or published")
+        return self
+
+    def check_public(self, public: bool) -> None:
+        """``published`` exactly when the submission is public; ValueError otherwise."""
+        status = self.solution_publication_status
+        if status is not None and (status == "published") != public:
+            raise ValueError(f"solution_publication_status {status} contradicts "
+                             f"submission.public {str(public).lower()}")
+
+
+def _check_public(production: ProductionMetadata, submission: SubmissionSource) -> None:
+    production.check_public(submission.public)
+
+
+class Result(Record):
+    """One accepted (user, model, problem, revision): the unit a leaderboard counts."""
+
+    model_config = ConfigDict(strict=True)
+    result_id: str = Field(pattern=r"^r2_[0-9a-f]{64}$")
+    problem_id: str = Field(pattern=PROBLEM_ID.pattern)
+    statement_revision: int = Field(ge=1)
+    declared_model: str = Field(min_length=1)
+    accepted_at: str = Field(pattern=UTC_SECONDS)
+    benchmark_commit: str = Field(pattern=COMMIT)
+    intake: Intake
+    submission: SubmissionSource
+    production_metadata: ProductionMetadata
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Result:
+        _check_public(self.production_metadata, self.submission)
+        return self
+
+
+class UserFile(Record):
+    """``<lowercased user>.json``: every result of one submitter, oldest first."""
+
+    model_config = ConfigDict(strict=True)
+    schema_version: Literal[2]
+    user: str = Field(pattern=LOGIN, max_length=LOGIN_MAX)
+    results: tuple[Result, ...]
+
+    @field_validator("results", mode="before")
+    @classmethod
+    def _list(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+
+class MetadataEntry(Record):
+    """What ``--metadata`` says about one submission id: who, which model, where from."""
+
+    model_config = ConfigDict(strict=True)
+    user: str = Field(pattern=LOGIN, max_length=LOGIN_MAX)
+    declared_model: str = Field(min_length=1)
+    intake: Intake
+    submission: SubmissionSource
+    production_metadata: ProductionMetadata = ProductionMetadata()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> MetadataEntry:
+        _check_public(self.production_metadata, self.submission)
+        return self

@@ -1,0 +1,56 @@
+"""The report document: an output directory (one run or a merge) as ``report --format json``
+gives it. ``lean_eval.outputs.report.run_report`` builds it from the directory, with every
+string a submission or a build controls made visible; each format renders it.
+
+Invariant: the models are frozen, reject unknown keys and carry ``schema_version`` first; the
+JSON Schema is committed as ``run-report.schema.json`` and a test fails on drift.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from lean_eval.records.base import Record
+from lean_eval.records.verdict import PairRef
+
+
+class PairReport(Record):
+    """One pair as ``report --format json`` gives it."""
+
+    submission: str
+    problem: str
+    verdict: str
+    execution: str
+    reason: str
+    message: str
+    wall_seconds: float | None
+    verdict_path: str
+    log_path: str | None
+
+
+class SubmissionReport(Record):
+    """One submission's pairs by outcome."""
+
+    id: str
+    solved: int
+    rejected: int
+    invalid: int
+    unchanged: int
+    error: int
+    pairs: int
+    rejection: str | None
+    hint: str | None = None  # no problem directory was found: what the submitter should change
+
+
+class RunReport(Record):
+    """An output directory (one run or a merge) as ``report --format json`` gives it."""
+
+    schema_version: Literal[1] = 1
+    started_at: str
+    finished_at: str
+    exit_code: int
+    counts: dict[str, int]
+    submissions: tuple[SubmissionReport, ...]
+    pairs: tuple[PairReport, ...]
+    not_scored: tuple[PairRef, ...] = ()  # pairs no run scored (none has a verdict)
+    missing_shards: tuple[str, ...] = ()  # merge: shards "K/N" none of its outputs scored
