@@ -30,6 +30,7 @@ from support import (
 
 from lean_eval.cli import main
 from lean_eval.outputs import signing
+from lean_eval.records import out_layout
 from lean_eval.records.statement import Statement
 
 
@@ -122,7 +123,7 @@ def test_a_re_signed_forgery_fails_under_the_real_key(run_eval: RunEval, outside
     forger = signing.load_signing_key(forger_key)
     path = out / "bad" / "two_plus_two.json"
     path.write_text(path.read_text().replace('"verdict": "rejected"', '"verdict": "accepted"'))
-    envelope_file = signing.envelope_path(path)
+    envelope_file = out_layout.envelope_path(path)
     old = json.loads(envelope_file.read_text())
     options = json.loads(base64.b64decode(old["payload"]))["predicate"]["options"]
     envelope_file.write_text(json.dumps(

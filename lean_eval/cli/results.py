@@ -12,6 +12,7 @@ from lean_eval.cli.deferred import run_report
 from lean_eval.cli.group import Console
 from lean_eval.cli.options import FAIL_ON_KINDS, REPORT_FORMATS, fail_on_option, failing_exit
 from lean_eval.errors import UsageError
+from lean_eval.records import out_layout
 
 # FAIL_ON_KINDS is read from here by tests/test_report_formats.py (it names the kinds).
 __all__ = ["COMMANDS", "FAIL_ON_KINDS"]
@@ -90,7 +91,7 @@ def report_command(out_dir: Path, fmt: str, output: Path | None,
     from lean_eval.outputs import replay_report
     from lean_eval.outputs.report import console, formats
 
-    if (out_dir / replay_report.REPLAY_FILE).is_file():  # a replay's --out: the replay
+    if (out_dir / out_layout.REPLAY).is_file():  # a replay's --out: the replay
         replayed = replay_report.load(out_dir)
         if fmt == "table" and output is None:
             replay_report.print_replay(replayed, Console())

@@ -25,9 +25,9 @@ from pydantic import ValidationError
 from lean_eval.errors import CatalogError, ExportRefusedError, OutputError
 from lean_eval.files.atomic import write_text_atomic
 from lean_eval.files.decoding import strict_json, toml_table
-from lean_eval.outputs import outdir
 from lean_eval.outputs.report import run_report
 from lean_eval.outputs.results_store import file_name, result_id
+from lean_eval.records import out_layout
 from lean_eval.records.documents import ExportReport
 from lean_eval.records.results_store import STORE_SCHEMA_VERSION, MetadataEntry, Result, UserFile
 from lean_eval.records.verdict import PairSummary, Verdict
@@ -177,13 +177,13 @@ def _candidates(run: run_report.Run, metadata: Mapping[str, MetadataEntry],
     try:
         accepted_at = utc_seconds(run.summary.finished_at)
     except ValueError:
-        return [], [(f"{run.out_dir}/summary.json: finished_at {run.summary.finished_at!r} "
+        return [], [(f"{run.out_dir / out_layout.SUMMARY}: finished_at {run.summary.finished_at!r} "
                      "is not an ISO 8601 time")]
     missing: dict[str, list[str]] = {}
     for pair, verdict in zip(run.summary.every_pair(), run.verdicts, strict=True):
         if pair.verdict != "accepted":
             continue
-        where = run.out_dir / outdir.place_of(pair.submission, pair.problem)
+        where = run.out_dir / out_layout.place_of(pair.submission, pair.problem)
         if verdict is None or verdict.verdict != "accepted":
             errors.append(f"{where}: summary.json says accepted but the verdict file "
                           + ("is unreadable" if verdict is None else f"says {verdict.verdict}"))

@@ -34,6 +34,7 @@ from lean_eval.errors import MergeRefusedError, OutputError
 from lean_eval.files.atomic import file_umask, write_model
 from lean_eval.files.paths import overlap
 from lean_eval.outputs import outdir
+from lean_eval.records import out_layout
 from lean_eval.records.verdict import (
     INFRASTRUCTURE_FAILURES,
     TALLY,
@@ -49,7 +50,6 @@ from lean_eval.scoring import shard as shards
 Pair = tuple[str, str]
 
 # The files a shard may hold beside a pair's verdict ``<problem>.json``, carried when present.
-BESIDE_VERDICT = (".log", ".intoto.json")  # the capped log; attest.envelope_path
 
 # What must be equal across shards for their verdicts to mean the same thing. Paths (benchmark,
 # toolchain, bubblewrap) legitimately differ between machines and are not compared.
@@ -77,7 +77,7 @@ class MergeResult(NamedTuple):
 
 def load_shard(path: Path) -> ShardOutput:
     """Read ``path/summary.json``; a missing or invalid summary is a refusal naming ``path``."""
-    summary_path = path / "summary.json"
+    summary_path = path / out_layout.SUMMARY
     try:
         raw = summary_path.read_bytes()
     except OSError as exc:
@@ -173,16 +173,16 @@ def _carry(out: ShardOutput, root_fd: int, entry: PairSummary, staging: Path) ->
     target = os.open(staging / sid, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         with outdir.submission_dir(out.path, root_fd, sid) as dir_fd:
-            fd = outdir.open_regular(out.path, dir_fd, sid, f"{pid}.json")
+            fd = outdir.open_regular(out.path, dir_fd, sid, out_layout.place_of(sid, pid).name)
             if fd is None:
                 raise MergeRefusedError(f"{out.path}: the verdict of {sid}/{pid} is missing "
-                                        f"({outdir.place_of(sid, pid)})")
+                                        f"({out_layout.place_of(sid, pid)})")
             try:
                 verdict = outdir.read_verdict(out.path, fd, (sid, pid))
-                _place(fd, target, f"{pid}.json")
+                _place(fd, target, out_layout.place_of(sid, pid).name)
             finally:
                 os.close(fd)
-            for suffix in BESIDE_VERDICT:
+            for suffix in out_layout.BESIDE_VERDICT:
                 fd = outdir.open_regular(out.path, dir_fd, sid, f"{pid}{suffix}")
                 if fd is not None:
                     try:
@@ -210,7 +210,7 @@ def _assemble(outputs: Sequence[ShardOutput], staging: Path
                 owner[key] = out.path
                 verdicts.append(_carry(out, root_fd, entry, staging))
                 pairs.append(entry.model_copy(update={
-                    "path": str(outdir.place_of(entry.submission, entry.problem))}))
+                    "path": str(out_layout.place_of(entry.submission, entry.problem))}))
     return pairs, verdicts
 
 
@@ -329,7 +329,7 @@ def merge(shard_dirs: Sequence[Path], out_dir: Path) -> MergeResult:
         summary = _summary(outputs, submissions, pairs, missing,
                            tuple(f"{k}/{n}" for k in absent),
                            incomplete=bool(absent) or not complete)
-        write_model(staging / "summary.json", summary)
+        write_model(staging / out_layout.SUMMARY, summary)
         staging.chmod(0o777 & ~file_umask())  # what mkdir would give, not mkdtemp's 0700
         os.replace(staging, target)  # rename(2) replaces an empty directory atomically
     except BaseException as exc:

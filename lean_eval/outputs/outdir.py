@@ -31,6 +31,7 @@ from pydantic import ValidationError
 from lean_eval.errors import OutputRefusedError, UsageError
 from lean_eval.intake.bounds import show
 from lean_eval.intake.reader import SUBMISSION_ID_RE
+from lean_eval.records import out_layout
 from lean_eval.records.ids import PROBLEM_ID
 from lean_eval.records.verdict import PairSummary, SubmissionSummary, Summary, Verdict
 from lean_eval.scoring import shard
@@ -51,13 +52,8 @@ def _check_id(where: Path, kind: str, value: str, context: str = "") -> None:
                              "catalog would accept")
 
 
-def place_of(submission_id: str, problem_id: str, suffix: str = ".json") -> PurePosixPath:
-    """Where, relative to an output directory, a pair's verdict (or log: ``.log``) is."""
-    return PurePosixPath(submission_id) / f"{problem_id}{suffix}"
-
-
 def _check_path(where: Path, pair: PairSummary) -> None:
-    place = place_of(pair.submission, pair.problem)
+    place = out_layout.place_of(pair.submission, pair.problem)
     recorded = PurePosixPath(pair.path)
     # Older runs recorded the absolute path on their machine: its last two parts must be ours.
     if recorded == place or (recorded.is_absolute() and ".." not in recorded.parts
@@ -209,7 +205,7 @@ def read_verdict(where: Path, fd: int, pair: tuple[str, str], *,
     Not ``strict``: a file that is no verdict (too large, not one this lean-eval reads) is None;
     a verdict of another pair is still a refusal.
     """
-    shown = "/".join(place_of(*pair).parts)
+    shown = "/".join(out_layout.place_of(*pair).parts)
     chunks, size = [], 0
     while chunk := os.read(fd, 1 << 20):
         chunks.append(chunk)
@@ -250,13 +246,14 @@ def pair_files(where: Path, summary: Summary) -> tuple[PairFiles, ...]:
             sid, pid = pair.submission, pair.problem
             with submission_dir(where, root_fd, sid) as dir_fd:
                 verdict = None
-                fd = open_regular(where, dir_fd, sid, f"{pid}.json")
+                fd = open_regular(where, dir_fd, sid, out_layout.place_of(sid, pid).name)
                 if fd is not None:
                     try:
                         verdict = read_verdict(where, fd, (sid, pid), strict=False)
                     finally:
                         os.close(fd)
-                log = open_regular(where, dir_fd, sid, f"{pid}.log")
+                log_name = out_layout.place_of(sid, pid, out_layout.LOG_SUFFIX).name
+                log = open_regular(where, dir_fd, sid, log_name)
                 if log is not None:
                     os.close(log)
             found.append(PairFiles(verdict, log is not None))

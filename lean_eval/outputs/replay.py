@@ -33,8 +33,8 @@ from lean_eval.files.paths import overlap
 from lean_eval.intake import reader
 from lean_eval.intake.bounds import IntakeLimits
 from lean_eval.outputs import outdir
-from lean_eval.outputs.replay_report import REPLAY_FILE
 from lean_eval.outputs.report import run_report
+from lean_eval.records import out_layout
 from lean_eval.records.replay import (
     STATUSES,
     Drift,
@@ -102,7 +102,7 @@ def load_record(path: Path) -> Record:
     for entry, verdict in zip(run.summary.every_pair(), run.verdicts, strict=True):
         if verdict is None:
             raise ReplayRefusedError(
-                f"{path / outdir.place_of(entry.submission, entry.problem)}: the recorded "
+                f"{path / out_layout.place_of(entry.submission, entry.problem)}: the recorded "
                 f"verdict of {entry.submission}/{entry.problem} is unreadable")
         verdicts[(entry.submission, entry.problem)] = verdict
     return Record(path, run.summary, verdicts)
@@ -301,5 +301,5 @@ def replay(plan_: Plan, tools: Tools, preflight: Preflight, caller_env: Mapping[
         paranoid=settings.paranoid, allow_drift=allow_drift, drift=plan_.drift, counts=counts,
         pairs=tuple(pairs), exit_code=exit_code)
     if not temporary:
-        write_model(out_dir / REPLAY_FILE, result)
+        write_model(out_dir / out_layout.REPLAY, result)
     return result

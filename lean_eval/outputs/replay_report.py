@@ -24,16 +24,16 @@ from rich.text import Text
 from lean_eval.errors import UsageError
 from lean_eval.outputs.report.markdown import STEP_SUMMARY_BUDGET, md
 from lean_eval.outputs.report.run_report import printable
+from lean_eval.records import out_layout
 from lean_eval.records.replay import STATUSES, Judgement, ReplayReport
 
-REPLAY_FILE = "replay.json"
 _STYLE = {"reproduced": "green", "changed": "red", "kernel_disagreement": "bold red",
           "not_scored": "bold yellow"}
 
 
 def load(out_dir: Path) -> ReplayReport:
     """Read ``out_dir/replay.json``; unreadable or invalid is a usage error naming it."""
-    path = out_dir / REPLAY_FILE
+    path = out_dir / out_layout.REPLAY
     try:
         return ReplayReport.model_validate_json(path.read_bytes())
     except OSError as exc:
@@ -109,7 +109,7 @@ def render_markdown(report: ReplayReport, budget: int = STEP_SUMMARY_BUDGET) -> 
             size = sum(len(line.encode()) + 1 for line in block)
             if used + size + 200 > budget:
                 lines += ["", (f"{len(items) - i} more {what}(s) not shown (size limit); see "
-                          f"{REPLAY_FILE}."), ""]
+                          f"{out_layout.REPLAY}."), ""]
                 used += 120
                 break
             lines += block

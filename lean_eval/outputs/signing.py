@@ -38,6 +38,7 @@ from securesystemslib.signer import CryptoSigner, SSlibKey
 
 from lean_eval.errors import SigningKeyError
 from lean_eval.files.atomic import write_json_atomic
+from lean_eval.records import out_layout
 from lean_eval.records.statement import (
     BubblewrapClaim,
     Predicate,
@@ -51,19 +52,13 @@ from lean_eval.records.verdict import Verdict
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "urn:lean-eval:predicate:verdict:v1"
-ENVELOPE_SUFFIX = ".intoto.json"  # problem ids hold no dot, so no verdict is ever named so
 SUBMISSION_SUBJECT = "submission:"  # + the submission id
 _KEY_BYTES = 64 * 1024
 
 
-def envelope_path(verdict_file: Path) -> Path:
-    """Where the envelope of a verdict file goes: ``<problem>.intoto.json`` beside it."""
-    return verdict_file.with_name(verdict_file.name.removesuffix(".json") + ENVELOPE_SUFFIX)
-
-
 def is_envelope(path: Path) -> bool:
     """Whether ``path`` is named like an envelope (and so is not a verdict)."""
-    return path.name.endswith(ENVELOPE_SUFFIX)
+    return path.name.endswith(out_layout.ENVELOPE_SUFFIX)
 
 
 def predicate_of(verdict: Verdict, options: Mapping[str, Any]) -> Predicate:
@@ -129,7 +124,8 @@ class SigningKey:
         try:
             data = verdict_file.read_bytes()
             name = verdict_file.relative_to(out_dir).as_posix()
-            write_json_atomic(envelope_path(verdict_file), self.envelope(name, data, options))
+            write_json_atomic(out_layout.envelope_path(verdict_file),
+                              self.envelope(name, data, options))
         except (OSError, ValueError, ValidationError) as exc:
             return f"cannot sign {verdict_file}: {type(exc).__name__}: {exc}"
         return None

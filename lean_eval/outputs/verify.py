@@ -27,6 +27,7 @@ from lean_eval.intake import reader
 from lean_eval.intake.bounds import IntakeLimits
 from lean_eval.outputs import signing
 from lean_eval.outputs.report import run_report
+from lean_eval.records import out_layout
 from lean_eval.records.documents import Failure, VerifyReport
 from lean_eval.records.statement import Predicate, Statement
 from lean_eval.records.verdict import PairSummary, Verdict
@@ -35,13 +36,13 @@ from lean_eval.records.verdict import PairSummary, Verdict
 def _verdict_files(out_dir: Path, pairs: Sequence[PairSummary], checker: _Checker
                    ) -> dict[str, PairSummary | None]:
     found: dict[str, PairSummary | None] = {}
-    for path in sorted(out_dir.glob("*/*.json")):
+    for path in sorted(out_dir.glob(f"*/*{out_layout.VERDICT_SUFFIX}")):
         if path.is_file() and not signing.is_envelope(path):
             found[path.relative_to(out_dir).as_posix()] = None
     for pair in pairs:
-        rel = f"{pair.submission}/{pair.problem}.json"  # where run-eval and merge write it
+        rel = str(out_layout.place_of(pair.submission, pair.problem))
         if len(Path(rel).parts) != 2 or ".." in Path(rel).parts or rel.startswith("/"):
-            checker.fail("summary.json", f"lists a pair outside OUT: {rel!r}")
+            checker.fail(out_layout.SUMMARY, f"lists a pair outside OUT: {rel!r}")
             continue
         found[rel] = pair
     return dict(sorted(found.items()))
@@ -79,7 +80,7 @@ class _Checker:
 
     def envelope(self, rel: str) -> Statement | None:
         """The statement of ``rel``'s envelope, once its signature verified; else None."""
-        where = signing.envelope_path(Path(rel)).as_posix()
+        where = out_layout.envelope_path(Path(rel)).as_posix()
         path = self.out_dir / where
         if not path.is_file():
             self.fail(rel, f"has no envelope ({where} is missing)")
@@ -188,7 +189,7 @@ def verify(out_dir: Path, key: signing.PublicKey, submissions: Sequence[Path] = 
     checker = _Checker(out_dir, key)
     recorded = getattr(summary, "signing_key", None)
     if recorded is not None and recorded != key.fingerprint:
-        checker.fail("summary.json", f"the run recorded signing key {recorded}, --key is "
+        checker.fail(out_layout.SUMMARY, f"the run recorded signing key {recorded}, --key is "
                                      f"{key.fingerprint}")
     files = _verdict_files(out_dir, summary.every_pair(), checker)
     signed: dict[str, list[tuple[str, Statement]]] = {}
@@ -196,9 +197,9 @@ def verify(out_dir: Path, key: signing.PublicKey, submissions: Sequence[Path] = 
         statement = checker.verdict(rel, pair)
         if statement is not None:
             signed.setdefault(statement.predicate.submission.id, []).append((rel, statement))
-    for envelope in sorted(out_dir.glob(f"*/*{signing.ENVELOPE_SUFFIX}")):
+    for envelope in sorted(out_dir.glob(f"*/*{out_layout.ENVELOPE_SUFFIX}")):
         rel = envelope.relative_to(out_dir).as_posix()
-        verdict_rel = rel.removesuffix(signing.ENVELOPE_SUFFIX) + ".json"
+        verdict_rel = rel.removesuffix(out_layout.ENVELOPE_SUFFIX) + out_layout.VERDICT_SUFFIX
         if verdict_rel not in files:
             checker.fail(rel, f"an envelope without its verdict ({verdict_rel} is missing)")
     for path in submissions:

@@ -33,6 +33,7 @@ from pydantic import ValidationError
 
 from lean_eval.errors import UsageError
 from lean_eval.outputs import outdir
+from lean_eval.records import out_layout
 from lean_eval.records.run_report import PairReport, RunReport, SubmissionReport
 from lean_eval.records.verdict import TALLY, PairRef, Summary, Verdict
 from lean_eval.scoring.shard import shard_of
@@ -128,13 +129,13 @@ class Run(NamedTuple):
 def load_run(out_dir: Path) -> Run:
     """Read ``out_dir/summary.json`` and what it lists, checked as merge checks a shard."""
     try:
-        summary = Summary.model_validate_json((out_dir / "summary.json").read_bytes())
+        summary = Summary.model_validate_json((out_dir / out_layout.SUMMARY).read_bytes())
     except OSError as exc:
         raise UsageError(f"{out_dir}: no readable summary.json ({exc.strerror or exc}); is it "
                          "a run-eval or merge output directory?") from exc
     except ValidationError as exc:
-        raise UsageError(f"{out_dir}/summary.json is not a summary this lean-eval can read: "
-                         f"{exc.errors()[0]['msg']}") from exc
+        raise UsageError(f"{out_dir / out_layout.SUMMARY} is not a summary this lean-eval can "
+                         f"read: {exc.errors()[0]['msg']}") from exc
     outdir.check_summary(out_dir, summary)
     files = outdir.pair_files(out_dir, summary)
     return Run(out_dir, summary, tuple(f.verdict for f in files), tuple(f.log for f in files))
@@ -152,8 +153,8 @@ def run_report(run: Run) -> RunReport:
         tally[TALLY[pair.verdict]] += 1
         # The log beside the verdict file, as the summary names it (relative to the output
         # directory, which may have moved or been merged); else what the verdict recorded.
-        log = str(outdir.place_of(pair.submission, pair.problem, ".log")) if beside else \
-            verdict.log.path if verdict is not None else None
+        beside_log = out_layout.place_of(pair.submission, pair.problem, out_layout.LOG_SUFFIX)
+        log = str(beside_log) if beside else verdict.log.path if verdict is not None else None
         pairs.append(PairReport(
             submission=pair.submission, problem=pair.problem, verdict=pair.verdict,
             execution=pair.execution, reason=visible(pair.reason),
