@@ -133,7 +133,6 @@ def _request(submissions: Sequence[StrPath] | ScoreRequest, out: StrPath | None,
     return request.model_copy(update=unset)
 
 
-@_keywords
 def score(submissions: Sequence[StrPath] | ScoreRequest, out: StrPath | None = None, *,
           env: Mapping[str, str] | None = None,
           on_progress: Callable[[Progress], None] | None = None,
@@ -160,8 +159,8 @@ def score(submissions: Sequence[StrPath] | ScoreRequest, out: StrPath | None = N
     A rejected proof is a verdict; ``Summary.exit_code`` is what ``run-eval`` would exit with.
     """
     caller_env = dict(os.environ if env is None else env)
-    request = _request(submissions, out, options, caller_env)
-    return run_request(request, caller_env, on_progress, on_probes, on_warning)
+    request = _keywords(_request)(submissions, out, options, caller_env)
+    return _keywords(run_request)(request, caller_env, on_progress, on_probes, on_warning)
 
 
 def run_request(request: ScoreRequest, env: Mapping[str, str],
@@ -244,7 +243,6 @@ def _selection(set_name: str | None, statuses: Sequence[str], tags: Sequence[str
     return Selection(set_name=set_name, statuses=tuple(statuses), tags=tuple(tags))
 
 
-@_keywords
 def validate_submission(path: StrPath, *, benchmark: StrPath | None = None,
                         benchmark_rev: str = "HEAD", problems: Iterable[str] | None = None,
                         set_name: str | None = None, statuses: Sequence[str] = (),
@@ -256,6 +254,17 @@ def validate_submission(path: StrPath, *, benchmark: StrPath | None = None,
     (``SubmissionCheck.ok`` False). Keywords as for :func:`score`; ``on_warning`` gets the
     catalog's warnings. Raises :class:`UsageError` (no submission, an unknown problem id) or
     :class:`CatalogError`."""
+    return _keywords(validate_request)(
+        path, benchmark=benchmark, benchmark_rev=benchmark_rev, problems=problems,
+        set_name=set_name, statuses=statuses, tags=tags, limits=limits, on_warning=on_warning)
+
+
+def validate_request(path: StrPath, *, benchmark: StrPath | None = None,
+                     benchmark_rev: str = "HEAD", problems: Iterable[str] | None = None,
+                     set_name: str | None = None, statuses: Sequence[str] = (),
+                     tags: Sequence[str] = (), limits: IntakeLimits = DEFAULT_LIMITS,
+                     on_warning: Callable[[str], None] | None = None) -> SubmissionCheck:
+    """:func:`validate_submission` with errors worded for the command line, which calls it."""
     submission = Path(path)
     selected = frozenset(problems or ()) or None
     arguments.check_submission(submission)

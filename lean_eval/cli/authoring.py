@@ -144,7 +144,7 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
     maintainer's run-eval uses). Exit 0 when nothing would be rejected, 1 otherwise."""
     from lean_eval import api
 
-    result = api.validate_submission(
+    result = api.validate_request(
         path, benchmark=benchmark, benchmark_rev=benchmark_rev,
         problems=[p for item in problems for p in item.split(",") if p], set_name=set_name,
         statuses=statuses, tags=tags,
