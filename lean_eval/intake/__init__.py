@@ -1,6 +1,5 @@
-"""Reading an untrusted submission: a directory walk or an archive decoded in memory,
-within bounds (``bounds``), into the files of each problem directory it names. Nothing here
-starts a process, takes a lock or runs a sandbox (a forbidden contract in pyproject.toml).
+"""Reading an untrusted submission in memory, within bounds (design §5.2).
 
-Imports ``lean``, ``records``, ``files`` and ``lean_eval.errors``.
+Imports ``lean``, ``records``, ``files`` and ``lean_eval.errors``; never ``supervise``
+(pyproject.toml's contract, design §2.1).
 """

@@ -1,29 +1,14 @@
-"""Archive intake (design §4.3, §5.2): decode a tar submission in memory into intake's tree
-(the file's bytes and their gzip decoding come from lean_eval.intake.archive_stream).
+"""Decode a tar submission in memory into intake's tree (design §5.2); ``archive_stream``
+supplies the bytes.
 
-Security invariants (design §6.1, §6.2), each exercised by tests/test_intake_archives.py and
-tests/test_intake_bounds.py:
-
-- Nothing is extracted or written, and no link is followed or materialised: tar headers are
-  parsed here (ustar, GNU and pax, 512-byte blocks) rather than by ``tarfile``, whose pax
-  parser is quadratic on some patch levels (CVE-2024-6232), and only regular members' data is
-  kept. A symlink, hard link, device, FIFO or other special member becomes a leaf of that kind
-  without data, which intake's classification treats like the same entry in a directory.
-- Absolute or ``..`` member names, a member that duplicates another path (whatever their
-  kinds) or lies under a non-directory, a corrupt stream and exceeded limits reject the whole
-  submission.
-- Every kind of work is bounded before it is done: the archive file's size
-  (``max_archive_bytes``, checked before it is read), every decoded byte (a cap derived from
-  the limits, so a decompression bomb is not decompressed past it), every extension header
-  record (pax, pax global, GNU long name and link: ``max_header_bytes``, checked before its data
-  is decoded), the pax keys of a header and the global ones (``max_pax_keys``), extension
-  headers per member, members and depth (counted before their metadata is kept), the declared
-  data of every member (toward ``max_total_bytes``, before any of it is decoded) and the intake
-  deadline. Every step of parsing is linear in the bytes it looks at.
-- A regular member whose declared size is over ``max_file_bytes`` is refused from that size: its
-  data is skipped (never kept, never counted toward ``max_total_bytes``) and it becomes a leaf
-  marked ``oversize``, which rejects its own problem only. What all such members may make the
-  reader decode is bounded too (``limits.skip_allowance``, checked before a member is skipped).
+Security invariants (design §6.2, §6.10):
+- Headers (ustar, GNU, pax) are parsed here in linear time, not by ``tarfile``, whose pax
+  parser is quadratic on some patch levels (CVE-2024-6232). Nothing is extracted: a link or
+  special member is a data-less leaf, classified like the same entry in a directory.
+- Absolute or ``..`` names, duplicate paths, a member under a non-directory and a corrupt
+  stream reject the whole submission.
+- Extension records, pax keys, extension headers per member and global headers are bounded
+  before they are decoded; members and their data pass ``bounds``'s budget before any is kept.
 """
 
 from __future__ import annotations
@@ -65,11 +50,8 @@ _SIGNED = struct.Struct("148b8x356b")
 
 
 def read_archive(fd: int, budget: Budget, digest: _Hash, root: Node) -> None:
-    """Hash the archive open at `fd` into `digest` and decode it into `root`; RejectError.
-
-    On a rejection `root` holds what was decoded before it (intake names the problem
-    directories found there).
-    """
+    """Hash the archive open at `fd` into `digest` and decode it into `root`; RejectError
+    (then `root` holds what was decoded before it), or UsageError when the host cannot read it."""
     try:
         raw = read_raw(fd, budget, digest)
     except OSError as exc:  # the host's fault (EIO, ...), not the submitter's: refuse the run
@@ -272,11 +254,8 @@ def _member_parts(name: str) -> list[str]:
 
 
 def _insert(root: Node, parts: list[str], node: Node, shown: str) -> None:
-    """Place `node` at `parts`; a path is never given twice, nor anything under a non-directory.
-
-    `.lake` and `.git` become one "skipped" node, as in the directory walk, unless the member
-    named so is itself a link or special member: then it is kept, as the walk keeps a symlink.
-    """
+    """Place `node` at `parts`, refusing a duplicate or a path under a non-directory; `.lake`
+    and `.git` are skipped as in the directory walk (a link or special one is kept)."""
     current = root
     for depth, name in enumerate(parts):
         existing, last = current.children.get(name), depth == len(parts) - 1

@@ -1,16 +1,12 @@
 """The bytes of a submitted archive (design §5.2): the file, read within its limit and hashed,
-then decoded (gzip members inflated) in bounded steps up to a cap, for lean_eval.intake.archive's
-parser.
+then decoded in bounded steps up to a cap, for ``archive``'s parser.
 
 Invariants (tests/test_intake_archives.py, tests/test_intake_bounds.py):
-- An archive file over ``max_archive_bytes`` is refused from its size, or at the first byte past
-  it, and never read further; its digest then covers the bytes read and its size.
-- Decoding is bounded before it is done: at most CHUNK bytes are inflated per step, every step
-  counts toward the cap and checks the intake deadline, so a decompression bomb is not
-  decompressed past the cap. Concatenated gzip members and NUL padding between them are read;
-  anything else after the gzip stream, or a truncated one, is a corrupt archive.
-- A host fault reading the file (EIO, ...) is an OSError for the caller (lean_eval.intake.archive
-  refuses the run), never a rejection of the submitter's archive.
+- An archive file over ``max_archive_bytes`` is never read past it.
+- At most CHUNK bytes are inflated per step, and every step counts toward the cap and checks
+  the deadline, so a decompression bomb stops at the cap. Concatenated gzip members and NUL
+  padding between them are read; anything else after the stream, or a truncated one, is corrupt.
+- A host fault reading the file is an OSError for the caller, never a rejection.
 """
 
 from __future__ import annotations
@@ -29,11 +25,8 @@ _NULS = re.compile(rb"\0*")
 
 
 def read_raw(fd: int, budget: Budget, digest: _Hash) -> bytes:
-    """The archive file, hashed into `digest`; LimitError past ``max_archive_bytes``.
-
-    An archive over the limit is not read past it: its digest covers the bytes read and its
-    size, which is enough to tell two such submissions apart in a verdict.
-    """
+    """The archive file, hashed into `digest`; LimitError past ``max_archive_bytes`` (the
+    digest then covers the bytes read and the size: enough to tell two such apart)."""
     limit = budget.limits.max_archive_bytes
     size = os.fstat(fd).st_size
     kept: list[bytes] = []

@@ -1,17 +1,11 @@
 """Intake's bounds (design §5.2): the limits, the budget that enforces them, its errors, the tree.
 
-Shared by lean_eval/intake/archive.py and lean_eval/intake/reader.py, so the stages form a straight
-line (limits -> archive -> intake). Invariants:
-
-- Every bound is a field of :class:`IntakeLimits` with a safe default; a bound that is reached
-  raises :class:`LimitError`, which rejects the whole submission (``limit_exceeded``).
-- The budget counts an entry, its depth and its bytes before they are used, and checks the
-  intake deadline (``time.monotonic``) at every step, so no submission holds intake past it.
-- A file over ``max_file_bytes`` is refused from its size: it is never read (an archive skips
-  its data, within ``SKIP_FACTOR * max_archive_bytes`` decoded bytes for all such members) and
-  never counted toward ``max_total_bytes``, so it rejects only its own problem.
-- ``Budget.walking`` is the directory the walk is in (path components), so a whole-submission
-  rejection can still name the problem directory it tripped in.
+Invariants:
+- Every bound is a field of :class:`IntakeLimits` with a safe default; reaching one raises
+  :class:`LimitError`, which rejects the whole submission (``limit_exceeded``).
+- The budget counts entries and bytes before they are used and checks the deadline each step.
+- A file over ``max_file_bytes`` is refused from its size: never read (an archive skips its data,
+  within ``skip_allowance``) nor counted toward ``max_total_bytes``; it rejects its problem only.
 """
 
 from __future__ import annotations
@@ -56,11 +50,8 @@ DEFAULT_LIMITS = IntakeLimits()
 
 
 def max_path_bytes_under(workspace: str) -> int:
-    """The ``max_path_bytes`` for a scoring workspace directory at the absolute path `workspace`.
-
-    PATH_MAX minus the workspace prefix, its trailing slash and the terminating NUL, less room
-    for Lake's build outputs (``.lake/build/lib/lean/<relpath>.olean`` and the like).
-    """
+    """``max_path_bytes`` under the absolute `workspace`: PATH_MAX less the prefix, its slash,
+    the NUL and ``LAKE_BUILD_MARGIN``."""
     used = len(workspace.rstrip("/").encode("utf-8", "surrogateescape")) + 2
     return max(32, min(PATH_MAX, PATH_MAX - used - LAKE_BUILD_MARGIN))
 
@@ -103,7 +94,7 @@ class Budget:
     def __init__(self, limits: IntakeLimits) -> None:
         self.limits, self.entries, self.bytes, self.skipped = limits, 0, 0, 0
         self.deadline = time.monotonic() + limits.intake_seconds
-        self.walking: tuple[str, ...] = ()  # the directory the walk is in, as path components
+        self.walking: tuple[str, ...] = ()  # where the walk is, for ``Intake.named``
 
     def tick(self, shown: str) -> None:
         """Raise LimitError once the intake deadline has passed."""

@@ -1,15 +1,11 @@
 """Where a submission's problem directories are (design §4.3), and what else it holds.
 
 Invariants (tests/test_intake.py, tests/test_intake_layout.py):
-
-- A problem directory is a directory, other than the root, named after a catalog problem id and
-  holding an entry ``Submission.lean``; it is not searched for further problem directories.
-- A fork of the benchmark (a ``workspaces/`` directory at the top level) is read as one: only
-  ``workspaces/<id>/`` are problem directories, and everything else is listed as ignored.
-- Every entry that is not a problem directory, or inside one, is listed with why it is ignored;
-  the lists are sorted and every name in them is escaped.
-- Every leaf a limit made opaque (past the depth limit, or unreadable) outside every problem
-  directory is in ``Found.hidden``: a problem directory may be behind it, so intake names it.
+- A problem directory is a directory, not the root, named after a problem id and holding an
+  entry ``Submission.lean``; it is not searched further. In a fork of the benchmark (a top-level
+  ``workspaces/``) only ``workspaces/<id>/`` are.
+- Every other entry is listed with why it is ignored, and every leaf a limit made opaque
+  outside every problem directory is in ``Found.hidden``: a problem directory may be behind it.
 """
 
 from __future__ import annotations

@@ -1,40 +1,16 @@
-"""Intake (design §4.3, §5.2): read an untrusted submission into memory, checking every entry.
+"""Intake's entry point (design §4.3, §5.2): a submission directory or archive read into
+memory, then split into problem directories (``layout``) whose read sets ``readset`` checks.
 
-Security invariants (design §6.1, §6.2), each exercised by tests/test_intake*.py:
-
-- Nothing in a submission is followed, executed, extracted or written. Directories are walked
-  with ``lstat`` and ``O_NOFOLLOW`` opens relative to an open directory descriptor, and every
-  opened entry must still be the entry that was ``lstat``-ed (type, device, inode); archives are
-  decoded in memory by lean_eval/intake/archive.py into the same tree, so both are classified alike.
-- The only files handed on are ``Submission.lean`` and ``Submission/**/*.lean`` of a problem
-  directory (lean_eval/intake/layout.py finds them; in a fork of the benchmark only under
-  ``workspaces/``; lean_eval/intake/readset.py checks them), each a regular file with one link,
-  valid UTF-8 without NUL bytes, within the size limit, whose relpath matches
-  ``Submission.lean|Submission/(ident/)*ident.lean``, is at most ``max_path_bytes`` long (so
-  it fits under the scoring root) with no component over 255 bytes, and whose import header
-  lean_eval/lean/header.py understands and finds plain: no relpath can leave the problem directory
-  and no import can name an escaped module.
-- A symlink, hard link, FIFO, socket, device or other special entry, a path deeper than
-  ``max_depth``, an oversized file or an odd import header in that read set rejects that
-  problem only, naming the entry; elsewhere such entries are reported as ignored. A file over
-  ``max_file_bytes`` is refused from its size (``lstat`` / the tar header), never read nor
-  counted toward ``max_total_bytes``. Exceeded totals (entries, bytes, archive bounds, the
-  deadline), two directories for one problem, and the archive-only faults that archive.py lists
-  reject the whole submission; every problem found until then, including the one the walk was
-  in when the limit tripped, is still named (``Intake.named``), and a submission without any
-  gets a hint.
-- Nothing a limit hides is silent: an entry past ``max_depth`` or one the harness cannot read,
-  outside every problem directory, is a problem entry of its own when its name is a problem id
-  that has no directory otherwise (rejected, or ``fault`` when unreadable), else a line of
-  ``Intake.hidden``.
-- An entry the harness cannot read for a host reason (permissions, I/O error, descriptors:
-  ``HOST_ERRNOS``) is never the submitter's fault: in a problem's read set it sets that
-  problem's ``fault`` (scored ``error``, so a later run retries it), not a rejection.
-- Entries, depth and bytes are counted before they are used: a huge tree is not walked past
-  the limit, nothing deeper than ``max_depth`` is walked or read, and a file is not read past
-  the total byte limit nor past its own; the whole intake of one submission has a deadline.
-- The result is a function of the submission's content only: every listing is sorted, and
-  every name shown in a message is escaped (non-printable characters) and truncated.
+Security invariants enforced here (design §6.2, §6.10):
+- Nothing is followed, executed, extracted or written: the walk uses ``lstat`` and
+  ``O_NOFOLLOW`` opens relative to a directory descriptor, and an opened entry must still be
+  the one ``lstat``-ed. It counts entries before walking them, opens nothing past
+  ``max_depth`` and reads no file past its own limit or the total (``bounds``).
+- A host error reading an entry (``HOST_ERRNOS``) makes an ``UNREADABLE`` leaf, never the
+  submitter's fault.
+- Two directories for one problem reject the whole submission; a whole-submission rejection
+  still names every problem found (``Intake.named``), the one the walk was in included.
+- The result depends on the content only: listings are sorted, names escaped (``bounds.show``).
 """
 
 from __future__ import annotations
@@ -108,11 +84,7 @@ class Intake(Record):
     hidden: tuple[str, ...] = ()
 
     def without_data(self) -> Intake:
-        """The same intake with every file's bytes dropped (relpath and sha256 kept).
-
-        Cheap to hold for thousands of submissions; re-read the submission and compare its
-        digest with the plan's before scoring (the batch does).
-        """
+        """Every file's bytes dropped; re-read and compare the digest before scoring."""
         return self.model_copy(update={"problems": tuple(
             entry.model_copy(update={"files": tuple(SubmissionFile(f.relpath, b"", f.sha256)
                                                     for f in entry.files)})
@@ -135,15 +107,9 @@ def read_submission(
 ) -> Intake:
     """Read a submission directory or tar archive; only bad top-level paths raise UsageError.
 
-    A problem directory is any directory but the root named after an id in `problem_ids` that
-    holds an entry `Submission.lean` (in a fork, only `workspaces/<id>/`); it is not searched
-    for further problem directories. `.lake` and `.git` are skipped (in archives still counted,
-    as they must be decoded). Every regular file walked is read and counts toward
-    `max_total_bytes` (so a directory and its tar get the same answer) unless its size is over
-    `max_file_bytes`: then it is refused from that size, unread and uncounted. The digest of a
-    directory hashes every walked path, type and content (the size of a refused file). A
-    whole-submission rejection leaves `problems` and `ignored` empty and `named` the problems
-    found until then.
+    `.lake` and `.git` are skipped (an archive still decodes and counts them). The digest covers
+    every walked path, kind and content. A rejected submission has empty `problems` and
+    `ignored`, and `named` the problems found until then.
     """
     source = os.path.abspath(path)
     sid = submission_id(path)
@@ -213,7 +179,7 @@ _MODE_KINDS = {stat.S_IFDIR: "dir", stat.S_IFREG: "file", stat.S_IFLNK: "symlink
 
 def _open_same(name: str, dfd: int, flags: int, st: os.stat_result,
                shown: str) -> tuple[int, os.stat_result]:
-    """``name`` opened, with its fstat; it must be the entry ``st`` described."""
+    """``name`` opened, and its fstat; RejectError unless it is the entry ``st`` described."""
     fd = os.open(name, flags, dir_fd=dfd)
     now = os.fstat(fd)
     if (now.st_dev, now.st_ino, now.st_mode) != (st.st_dev, st.st_ino, st.st_mode):
@@ -283,12 +249,7 @@ def _walk_dir(dfd: int, prefix: str, node: Node, budget: Budget, digest: _Hash) 
 
 
 def _read_bounded(fd: int, budget: Budget, shown: str, size: int) -> tuple[bytes, int]:
-    """The file's bytes and 0, or b"" and its size so far once it grew past max_file_bytes
-    (then uncounted: a file over its own limit never counts toward the total).
-
-    ``size`` is the file's size when it was opened: a short read that reaches it is the end of
-    the file, which saves the empty read(2) that would confirm it (one per submitted file).
-    """
+    """The file's bytes and 0, or b"" and its size so far once it grew past max_file_bytes."""
     chunks: list[bytes] = []
     got, most = 0, budget.limits.max_file_bytes
     while True:
@@ -302,6 +263,6 @@ def _read_bounded(fd: int, budget: Budget, shown: str, size: int) -> tuple[bytes
         if got > most:
             budget.bytes -= got
             return b"", got
-        if len(chunk) < want and got == size:
+        if len(chunk) < want and got == size:  # the size at open: saves one empty read(2)
             break
     return b"".join(chunks), 0

@@ -1,18 +1,14 @@
-"""The read set of one problem directory (design §4.3, §5.2), and the problems a limit hid.
+"""The read set of one problem directory (design §4.3), and the problems a limit hid.
 
-Split from lean_eval/intake/reader.py, which walks the submission and calls :func:`read_problem` on
-every problem directory lean_eval/intake/layout.py finds. Invariants (tests/test_intake*.py):
-
-- Only ``Submission.lean`` and ``Submission/**/*.lean`` are read; each must be a regular file
-  with one link, valid UTF-8 without NUL bytes, within ``max_file_bytes`` (a file refused from
-  its size is rejected here without ever having been read), with a relpath of Lean module
-  components and an import header lean_eval/lean/header.py finds plain. Anything else in the read
-  set rejects this problem only (``_BadProblemError``), naming the entry.
-- An entry of the read set the harness could not read (a host fault) is the problem's
-  ``fault`` (scored ``error``), never a rejection.
-- A leaf a limit made opaque outside every problem directory (``layout.Found.hidden``) is a
-  problem entry of its own when its name is a problem id without another directory, else a
-  line of ``hidden``: never silence.
+Security invariants (design §6.1, §6.2; tests/test_intake*.py):
+- Only ``Submission.lean`` and ``Submission/**/*.lean`` are read, each a regular file with one
+  link, UTF-8 without NUL, within ``max_file_bytes``, its relpath Lean module components within
+  ``max_path_bytes``, its import header plain (``lean.header.check_header``): no relpath leaves
+  the problem directory and no import names an escaped module. Anything else in the read set
+  rejects this problem only, naming the entry.
+- An ``UNREADABLE`` entry of the read set is the problem's ``fault`` (scored ``error``).
+- Nothing a limit hides is silent: an opaque leaf outside every problem directory is a problem
+  entry when named after a problem id without another directory, else a ``hidden`` line.
 """
 
 from __future__ import annotations
@@ -98,8 +94,7 @@ def _why_hidden(node: Node, limits: IntakeLimits) -> str:
 
 def hidden_problems(found: layout.Found, problem_ids: frozenset[str], limits: IntakeLimits
             ) -> tuple[dict[str, ProblemEntry], list[str]]:
-    """Entries a limit hid: problem entries for those named after a problem id without another
-    directory (first by path wins), and summary lines for the rest."""
+    """Problem entries and ``hidden`` lines for what a limit hid (first by path wins)."""
     entries: dict[str, ProblemEntry] = {}
     lines: list[str] = []
     for path, name, node in found.hidden:
