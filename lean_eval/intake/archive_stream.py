@@ -1,12 +1,10 @@
-"""The bytes of a submitted archive (design §5.2): the file, read within its limit and hashed,
-then decoded in bounded steps up to a cap, for ``archive``'s parser.
+"""The bytes of a submitted archive (design §5.2), for ``archive``'s parser: the file, read
+within ``max_archive_bytes`` and hashed, then decoded in bounded steps up to a cap.
 
-Invariants (tests/test_intake_archives.py, tests/test_intake_bounds.py):
-- An archive file over ``max_archive_bytes`` is never read past it.
-- At most CHUNK bytes are inflated per step, and every step counts toward the cap and checks
-  the deadline, so a decompression bomb stops at the cap. Concatenated gzip members and NUL
-  padding between them are read; anything else after the stream, or a truncated one, is corrupt.
-- A host fault reading the file is an OSError for the caller, never a rejection.
+Invariant: at most CHUNK bytes are inflated per step, and every step counts toward the cap and
+checks the deadline, so a decompression bomb stops at the cap. Concatenated gzip members and
+NUL padding between them are read; anything else after the stream, or a truncated one, is
+corrupt (tests/test_intake_archives.py, tests/test_intake_bounds.py).
 """
 
 from __future__ import annotations
@@ -25,8 +23,8 @@ _NULS = re.compile(rb"\0*")
 
 
 def read_raw(fd: int, budget: Budget, digest: _Hash) -> bytes:
-    """The archive file, hashed into `digest`; LimitError past ``max_archive_bytes`` (the
-    digest then covers the bytes read and the size: enough to tell two such apart)."""
+    """The archive file, hashed into `digest`; LimitError past ``max_archive_bytes``, never
+    read beyond (the digest then covers the bytes read and the size: enough to tell two apart)."""
     limit = budget.limits.max_archive_bytes
     size = os.fstat(fd).st_size
     kept: list[bytes] = []

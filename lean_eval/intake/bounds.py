@@ -50,8 +50,7 @@ DEFAULT_LIMITS = IntakeLimits()
 
 
 def max_path_bytes_under(workspace: str) -> int:
-    """``max_path_bytes`` under the absolute `workspace`: PATH_MAX less the prefix, its slash,
-    the NUL and ``LAKE_BUILD_MARGIN``."""
+    """``max_path_bytes`` under the absolute `workspace`, leaving ``LAKE_BUILD_MARGIN``."""
     used = len(workspace.rstrip("/").encode("utf-8", "surrogateescape")) + 2
     return max(32, min(PATH_MAX, PATH_MAX - used - LAKE_BUILD_MARGIN))
 

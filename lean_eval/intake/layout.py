@@ -1,11 +1,10 @@
 """Where a submission's problem directories are (design §4.3), and what else it holds.
 
-Invariants (tests/test_intake.py, tests/test_intake_layout.py):
-- A problem directory is a directory, not the root, named after a problem id and holding an
-  entry ``Submission.lean``; it is not searched further. In a fork of the benchmark (a top-level
-  ``workspaces/``) only ``workspaces/<id>/`` are.
-- Every other entry is listed with why it is ignored, and every leaf a limit made opaque
-  outside every problem directory is in ``Found.hidden``: a problem directory may be behind it.
+A problem directory is a directory, not the root, named after a problem id and holding an entry
+``Submission.lean``; it is not searched further. In a fork of the benchmark (a top-level
+``workspaces/``) only ``workspaces/<id>/`` are. Every other entry is listed with why it is
+ignored, and a leaf a limit made opaque goes to ``Found.hidden``: a problem directory may be
+behind it (tests/test_intake.py, tests/test_intake_layout.py).
 """
 
 from __future__ import annotations

@@ -1,16 +1,15 @@
-"""Intake's entry point (design §4.3, §5.2): a submission directory or archive read into
-memory, then split into problem directories (``layout``) whose read sets ``readset`` checks.
+"""Intake's entry point (design §4.3, §5.2): a submission directory or archive read into memory,
+split into problem directories (``layout``) whose read sets ``readset`` checks.
 
 Security invariants enforced here (design §6.2, §6.10):
-- Nothing is followed, executed, extracted or written: the walk uses ``lstat`` and
-  ``O_NOFOLLOW`` opens relative to a directory descriptor, and an opened entry must still be
-  the one ``lstat``-ed. It counts entries before walking them, opens nothing past
-  ``max_depth`` and reads no file past its own limit or the total (``bounds``).
+- Nothing is followed, executed, extracted or written: the walk opens entries ``O_NOFOLLOW``
+  relative to a directory descriptor, each still the entry it ``lstat``-ed; it counts entries
+  before walking them, opens nothing past ``max_depth`` and reads no file past its limits.
 - A host error reading an entry (``HOST_ERRNOS``) makes an ``UNREADABLE`` leaf, never the
   submitter's fault.
 - Two directories for one problem reject the whole submission; a whole-submission rejection
   still names every problem found (``Intake.named``), the one the walk was in included.
-- The result depends on the content only: listings are sorted, names escaped (``bounds.show``).
+- The result depends on the content only: listings sorted, names escaped (``bounds.show``).
 """
 
 from __future__ import annotations
@@ -75,8 +74,7 @@ class Intake(Record):
     rejection: str | None
     ignored: tuple[str, ...]
     rejection_code: RejectionCode | None = None
-    # Problem ids of every problem directory found, sorted, also when the whole submission is
-    # rejected (found before or at the rejection), so each can get an invalid_submission verdict.
+    # Every problem directory found, sorted, a rejected submission's too: each gets a verdict.
     named: tuple[str, ...] = ()
     # When no problem directory was found: what the submitter most likely has to change.
     hint: str | None = None
@@ -106,11 +104,9 @@ def read_submission(
     path: Path, problem_ids: frozenset[str], limits: IntakeLimits = DEFAULT_LIMITS
 ) -> Intake:
     """Read a submission directory or tar archive; only bad top-level paths raise UsageError.
-
-    `.lake` and `.git` are skipped (an archive still decodes and counts them). The digest covers
-    every walked path, kind and content. A rejected submission has empty `problems` and
-    `ignored`, and `named` the problems found until then.
-    """
+    `.lake` and `.git` are skipped (an archive still decodes and counts them); the digest covers
+    every walked path, kind and content. A rejected submission has no `problems` or `ignored`,
+    only `named`."""
     source = os.path.abspath(path)
     sid = submission_id(path)
     try:
