@@ -1,6 +1,5 @@
-"""The trusted benchmark: its catalog (problems, workspaces, digests, pins, sets), where its
-bytes come from (a git revision), problem selection, the Lean toolchain it pins, and the
-maintainer's operations on it (import, validation, index, starter layout).
+"""The trusted benchmark: its catalog, where its bytes come from, problem selection, the Lean
+toolchain it pins, and the maintainer's operations on it (design §2.1, §4.1, §4.2, §5.1).
 
 Imports ``supervise`` (git) and the layers below it; never ``intake`` or ``sandbox``.
 """

@@ -1,23 +1,9 @@
-"""Load and validate the trusted benchmark: problems, workspaces, pins and trusted digests.
-
-Invariants:
-- Trusted bytes come from the benchmark's git revision when the benchmark is a git checkout
-  (a dirty working tree is reported, never used), else from the directory as it stands
-  (lean_eval.benchmark.source reads them; TRUSTED_PATHS says which).
-- Every trusted and starter file must match its SHA-256 in ``workspaces/index.json``; any
-  difference is a setup failure, so a tampered checkout cannot score.
-- ``config.json`` is decoded strictly (lean_eval.benchmark.problem): duplicate keys, NaN/Infinity
-and
-  wrong types are errors.
-- Every workspace's ``lean-toolchain``, ``[[require]]`` entries and ``lake-manifest.json``
-  package pins (name, url, rev) equal the root's (checked for every workspace, also when
-  ``only`` selects some), and trusted Lean (``Challenge.lean``,
-  ``ChallengeDeps.lean``) imports no module the benchmark declares solution-only in
-  ``benchmark.toml``; otherwise the catalog is refused before any submission is read.
-- A workspace without ``lake-manifest.json`` is scored with the one derived from the root's
-  (``pins.derived_lake_manifest``), whose digest the index records like any trusted file; any other
-  workspace file that is neither trusted nor starter is refused (scoring would leave it out).
-- Set files (``sets/<name>.toml``) are trusted: their digests are under ``root`` in the index.
+"""Load the trusted benchmark (design §4.1, §4.2, §5.1) from ``source``: problems, workspaces,
+sets, root pins and digests. The catalog is refused, before any submission is read, unless every
+trusted, starter and set file matches ``workspaces/index.json``, every workspace's pins equal
+the root's (``pins.pin_differences``), trusted Lean imports no solution-only module
+(``forbidden_imports``) and no workspace holds a file scoring would leave out
+(``unexpected_files``).
 """
 
 from __future__ import annotations
@@ -65,8 +51,7 @@ TRUSTED_PATHS = ("problems", "workspaces", *ROOT_PIN_FILES, BENCHMARK_CONFIG, SE
 
 
 def workspace_file(pid: str, name: str, files: Mapping[str, bytes]) -> bytes | None:
-    """The bytes of trusted file ``name`` of workspace ``pid``: as committed, or (only for a
-    missing ``lake-manifest.json``) derived from the root's; None when absent."""
+    """Trusted file ``name`` of ``pid`` (a missing lake-manifest.json derived), or None."""
     path = f"workspaces/{pid}/{name}"
     if path in files:
         return files[path]
@@ -78,8 +63,7 @@ def workspace_file(pid: str, name: str, files: Mapping[str, bytes]) -> bytes | N
 
 
 def unexpected_files(pid: str, files: Mapping[str, bytes]) -> list[str]:
-    """Workspace files of ``pid`` that are neither trusted nor starter files (dot-entries such
-    as ``.lake/`` excepted): scoring would leave them out, so a catalog may not have them."""
+    """Workspace files of ``pid`` neither trusted nor starter (dot-entries excepted)."""
     prefix = f"workspaces/{pid}/"
     known = {*TRUSTED_FILES, *OPTIONAL_TRUSTED_FILES, *STARTER_FILES}
     return sorted(name for name in files if name.startswith(prefix)
@@ -112,13 +96,11 @@ class Catalog(Record):
 
 
 def sha256(data: bytes) -> str:
-    """Hex SHA-256 of ``data``."""
     return hashlib.sha256(data).hexdigest()
 
 
 def solution_only_modules(files: Mapping[str, bytes]) -> tuple[str, ...]:
-    """Module roots ``benchmark.toml`` reserves for solutions (``[lean-eval]
-    solution_only_modules``); none when the file is absent."""
+    """``benchmark.toml``'s ``[lean-eval] solution_only_modules``; none without the file."""
     if BENCHMARK_CONFIG not in files:
         return ()
     table = toml_table(files[BENCHMARK_CONFIG], BENCHMARK_CONFIG).get("lean-eval", {})
@@ -243,9 +225,7 @@ def load_catalog(root: Path, *, revision: str | None = "HEAD",
             raise DigestMismatchError(f"{name} does not match workspaces/index.json")
     reserved = solution_only_modules(files)
     problems = {pid: _load_problem(pid, files, index["problems"]) for pid in ids}
-    # Pins of every workspace, selected or not (design §5.1): a drift anywhere means the revision
-    # is not the benchmark its maintainers validated, and a --problem or --shard run must not
-    # score what a full run of the same revision refuses.
+    # Every workspace's pins, selected or not (design §5.1).
     for pid in every_id:
         for path, message in pins.pin_differences(pid, files):
             raise CatalogError(f"{path} {message} (workspace {pid}); run `lean-eval "

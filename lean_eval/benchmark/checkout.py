@@ -1,6 +1,5 @@
-"""The benchmark checkout a command works on: found, loaded and narrowed to a selection.
-
-Shared by the command line and the API; the catalog's ``warnings`` are the caller's to show.
+"""The benchmark checkout a command works on: found, loaded and narrowed to a selection (for
+the command line and the API; the catalog's ``warnings`` are the caller's to show).
 """
 
 from __future__ import annotations
@@ -24,8 +23,7 @@ def default_benchmark() -> Path:
 
 
 def benchmark_root(given: Path | None) -> Path:
-    """``given``, else :func:`default_benchmark`; a directory that is no benchmark checkout is
-    refused with the fix."""
+    """``given``, else :func:`default_benchmark`; CatalogError when it is no benchmark checkout."""
     root = given or default_benchmark()
     if root.is_dir() and not ((root / "lean-toolchain").is_file()
                               and ((root / "problems").is_dir()
@@ -44,16 +42,14 @@ def load(benchmark: Path | None, revision: str | None = "HEAD",
 
 def load_selected(benchmark: Path | None, revision: str | None, only: frozenset[str] | None,
                   selection: Selection) -> Catalog:
-    """:func:`load`, narrowed to ``only`` (``--problem``) and ``selection`` (``--set``,
-    ``--status``, ``--tag``) together."""
+    """:func:`load`, narrowed to ``only`` (``--problem``) and ``selection`` together."""
     if selection.is_everything:
         return load(benchmark, revision, only)
     return select_catalog(load(benchmark, revision, None), selection, only)
 
 
 def pinned_name(benchmark: Path) -> str | None:
-    """The pinned release read from the working tree, to name toolchain problems in the same
-    message when the catalog itself could not be loaded; None when unreadable."""
+    """The working tree's pinned release, for messages when the catalog cannot load."""
     try:
         return (benchmark / "lean-toolchain").read_text(encoding="utf-8").strip() or None
     except (OSError, UnicodeDecodeError):

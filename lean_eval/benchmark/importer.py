@@ -1,24 +1,10 @@
-"""Turn a checkout in the lean-eval source layout into this harness's benchmark layout
-(``lean-eval import-catalog SRC DEST``).
+"""``lean-eval import-catalog SRC DEST``: the lean-eval source layout (``manifests/``,
+``generated/<id>/``, a root Lean project) converted into this benchmark layout (design §4.2).
 
-Source layout: ``manifests/problems/<id>.toml`` (holes as a list of names),
-``manifests/sets/<name>.toml``, ``generated/<id>/`` (the workspaces, with ``holes.json`` and a
-``WorkspaceTest.lean`` test driver), and a root Lean project (``lakefile.toml``,
-``lake-manifest.json``, ``lean-toolchain``).
-
-Invariants:
-- Challenge, Solution, ChallengeDeps, starter, README, config and toolchain files are copied
-  byte for byte; set files too. Manifests keep every descriptive field; only ``holes`` changes
-  form (names -> ``{name, kind}``, kinds from ``config.json``, checked against ``holes.json``).
-- Workspace lakefiles become what design §4.2 needs (trusted default targets, ``Submission``
-  globs, no test driver); every change, drop and unmapped convention is a note.
-- The root pin set is written from the workspaces' own ``[[require]]`` entries (all equal);
-  the root ``lake-manifest.json`` is kept, and each workspace's is derived from it at scoring
-  time (``pins.derived_lake_manifest``), so none is written.
-- Anything that cannot be imported faithfully (an unknown file, a hole whose kind the config
-  does not give, disagreeing pins, an undecodable manifest) raises ``CatalogError`` naming the
-  source file; nothing is written then.
-- The output is a pure function of the source bytes: importing twice gives the same bytes.
+Invariants: files are copied byte for byte but manifests' ``holes`` (kinds from ``config.json``,
+checked against ``holes.json``) and lakefiles; every other change is an ``ImportNote``; what
+cannot be imported faithfully is a ``CatalogError`` naming the source file, and nothing is
+written; the output is a function of the source bytes.
 """
 
 from __future__ import annotations
@@ -302,8 +288,7 @@ def _sets(src: Path, files: dict[str, bytes], notes: list[ImportNote]) -> dict[s
 
 
 def write_import(plan: ImportPlan, dest: Path) -> None:
-    """Write ``plan`` as the fresh directory ``dest`` (which must not exist), atomically: the
-    files go to a private sibling first, renamed into place at the end."""
+    """Write ``plan`` as the fresh ``dest`` (UsageError if it exists) via a renamed sibling."""
     dest = dest.absolute()
     if dest.exists() or dest.is_symlink():
         raise UsageError(f"{dest} exists; import-catalog writes a fresh directory (use --check "

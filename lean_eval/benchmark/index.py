@@ -1,10 +1,6 @@
-"""``workspaces/index.json`` computed from a benchmark's files in memory (``import-catalog``).
-
-The same layout and bytes as ``scripts/update_index.py`` writes from a checkout (a test runs
-both on an imported catalog): per problem the SHA-256 of every trusted file (a missing
-``lake-manifest.json`` as derived from the root's) and starter file; under ``root`` the
-benchmark configuration and every set file. Standard JSON rendering: sorted keys, 2-space
-indentation, ASCII, trailing newline.
+"""``workspaces/index.json`` computed in memory from a benchmark's files (``import-catalog``,
+design §4.2): the same bytes ``scripts/update_index.py`` writes from a checkout (a test runs
+both on an imported catalog).
 """
 
 from __future__ import annotations

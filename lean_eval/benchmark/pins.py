@@ -1,14 +1,5 @@
-"""The benchmark's pins: every workspace builds against the root's toolchain and packages
-(design §5.1).
-
-Invariants:
-- ``pin_differences`` compares a workspace's ``lean-toolchain`` (bytes), ``[[require]]``
-  entries of ``lakefile.toml`` and package pins (name, url, rev) of ``lake-manifest.json`` with
-  the root's; each difference is a fault named by file, so a revision whose workspaces drifted
-  is refused whole.
-- ``derived_lake_manifest`` gives a workspace without a ``lake-manifest.json`` the root's
-  package pins under the workspace's package name, as deterministic bytes, so the index can
-  record their digest like any trusted file.
+"""The benchmark's pins (design §5.1): every workspace builds against the root's toolchain and
+packages, and a workspace without ``lake-manifest.json`` gets one derived from the root's.
 """
 
 from __future__ import annotations
@@ -21,8 +12,7 @@ from lean_eval.files.decoding import strict_json, toml_table
 
 
 def derived_lake_manifest(root_manifest: bytes, lakefile: bytes, what: str) -> bytes:
-    """The ``lake-manifest.json`` of a workspace that has none: the root's package pins, under
-    the workspace's package name. Deterministic bytes, so the index can cover them."""
+    """The root's package pins under the workspace's name, as deterministic (indexable) bytes."""
     manifest = strict_json(root_manifest, "lake-manifest.json")
     name = toml_table(lakefile, what).get("name")
     if not isinstance(manifest, dict) or not isinstance(name, str):

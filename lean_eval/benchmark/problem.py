@@ -1,15 +1,9 @@
-"""What the benchmark says about one problem: its manifest (``problems/<id>.toml``, design §4.1)
+"""One problem as the benchmark states it: its manifest (``problems/<id>.toml``, design §4.1)
 and its comparator configuration (``config.json``, design §4.2), as frozen models.
 
-Invariants:
-- Both are typed strictly (``strict=True``, ``extra="forbid"``): an unknown key, a wrong type
-  or a missing field is a fault, never a default. Arrays become tuples, so the models stay
-  hashable and immutable.
-- ``parse_config`` decodes ``config.json`` with lean_eval.files.decoding's strict JSON first, so a
-  duplicate key or a non-finite number is refused before typing; its error names the first
-  fault.
-- ``hole_differences`` compares the manifest's holes with the config's names by kind; a
-  difference is a catalog fault, never something scoring works around.
+Both are typed strictly: an unknown key, a wrong type or a missing field is a fault, never a
+default. ``config.json`` is decoded as strict JSON first (duplicate keys and non-finite numbers
+refused), and a hole mismatch between the two (``hole_differences``) is a catalog fault.
 """
 
 from __future__ import annotations
@@ -52,9 +46,7 @@ class RevisionChange(Record):
 
 
 class Problem(Record):
-    """A problem manifest, ``problems/<id>.toml`` (design §4.1). The keys after ``source`` are
-    the descriptive keys of the lean-eval catalog layout: optional, typed, kept by
-    ``import-catalog`` and shown by ``list-problems``; scoring reads none of them."""
+    """A problem manifest (design §4.1); the keys after ``source`` are descriptive, never scored."""
 
     model_config = ConfigDict(strict=True)
     id: str = Field(pattern=PROBLEM_ID.pattern)
@@ -114,7 +106,7 @@ class ComparatorConfig(Record):
 
 
 def parse_config(data: bytes, what: str) -> ComparatorConfig:
-    """Strictly decode and type-check a trusted comparator configuration."""
+    """Strictly decode and type ``config.json``; TrustedConfigError names the first fault."""
     value = strict_json(data, what)
     try:
         return ComparatorConfig.model_validate(value)

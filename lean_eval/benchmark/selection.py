@@ -1,9 +1,6 @@
-"""Choose the problems a command works on (``--problem``, ``--set``, ``--status``, ``--tag``)
-and list them (``lean-eval list-problems``).
-
-A selection narrows a loaded catalog; it never changes what a problem is. Given together, the
-options intersect. A frozen set whose member's statement revision differs from the catalog's is
-refused (CatalogError naming the member): a published set is scored as published or not at all.
+"""Choose the problems a command works on (``--problem``, ``--set``, ``--status``, ``--tag``,
+given together they intersect) and list them (``lean-eval list-problems``). A selection narrows
+a loaded catalog; it never changes what a problem is.
 """
 
 from __future__ import annotations

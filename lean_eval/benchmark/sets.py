@@ -1,9 +1,7 @@
-"""Named problem sets (``sets/<name>.toml``) and the selection of problems a command scores.
+"""Named problem sets (``sets/<name>.toml``, design §4.1) and the selection of problems.
 
-A set lists ``(problem_id, statement_revision)`` members; a *frozen* set is a published
-benchmark, so scoring it against a catalog whose statement of a member has since been revised
-would score something other than what was published: that is refused, naming the member.
-Set files are trusted and covered by ``workspaces/index.json`` (``sets``), like manifests.
+A frozen set is a published benchmark: a member whose statement revision differs from the
+catalog's is refused, naming it (``set_faults``), so it is scored as published or not at all.
 """
 
 from __future__ import annotations
@@ -91,13 +89,11 @@ def parse_set(data: bytes, path: str) -> ProblemSet:
 
 
 def load_sets(files: Mapping[str, bytes]) -> dict[str, ProblemSet]:
-    """Every set of a benchmark, by name."""
     return {name: parse_set(files[path], path) for name, path in set_files(files).items()}
 
 
 def set_faults(problem_set: ProblemSet, revisions: Mapping[str, int]) -> list[str]:
-    """How a set disagrees with the catalog (``revisions``: problem id -> statement revision):
-    a member that is not a problem, and, for a frozen set, a member whose revision differs."""
+    """How a set disagrees with the catalog's statement revisions, one line per member."""
     faults: list[str] = []
     for member in problem_set.members:
         current = revisions.get(member.problem_id)
@@ -131,8 +127,8 @@ class Described(Record):
 
 def select(selection: Selection, problems: Mapping[str, Described],
            sets: Mapping[str, ProblemSet]) -> frozenset[str]:
-    """The ids ``selection`` picks: members of the set (a frozen set must match the catalog),
-    with one of the statuses (when any is given) and one of the tags (when any is given)."""
+    """The ids ``selection`` picks; UsageError for an unknown set, CatalogError for a frozen
+    set that differs from the catalog."""
     chosen: Iterable[str] = problems
     if selection.set_name is not None:
         if selection.set_name not in sets:

@@ -1,13 +1,10 @@
-"""Where the catalog's trusted bytes come from: one git revision of the benchmark, or its
-directory as it stands (design §5.1).
+"""Where the catalog's trusted bytes come from (design §5.1), as files by their POSIX path
+relative to the benchmark root.
 
 Invariants:
-- A git checkout is read at one revision through ``git archive`` (lean_eval.supervise.process, argv
-  tuples, a fixed env); the working tree is never read then, and ``dirty`` only reports how it
-  differs from that revision in the trusted paths.
-- ``tree_files`` reads the regular files under the trusted paths, never a symlink and nothing
-  under a ``.lake`` directory.
-- Both return the files by their path relative to the benchmark root (POSIX separators).
+- A git checkout is read at one revision through ``git archive``; its working tree is then never
+  read, and ``dirty`` only reports how it differs from that revision in the trusted paths.
+- ``tree_files`` reads regular files only: never a symlink, nothing under a ``.lake``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""Write one problem's submission layout for a submitter (``lean-eval start-problem``).
-
-Invariants:
-- Every byte written comes from the catalog, i.e. the benchmark revision that scoring uses,
-  so the starter a submitter edits is the starter a scoring workspace starts from.
-- Nothing that exists is overwritten: ``DEST/ID`` must not exist. The files are written into
-  a private sibling directory and renamed into place at the end, so a failure leaves no
-  half-written problem directory behind.
-- Trusted files are copied read-only: they are references (and make ``DEST/ID`` a workspace
-  ``lean-eval test`` can run); scoring never reads them from a submission.
+"""Write one problem's submission layout (``lean-eval start-problem``). Invariants: every byte
+comes from the catalog, so the starter a submitter edits is the one scoring starts from;
+nothing is overwritten (``DEST/ID`` must not exist, and the files go through a private sibling
+renamed into place, so a failure leaves no half-written directory); trusted files are copied
+read-only, as references that make ``DEST/ID`` a workspace ``lean-eval test`` can run.
 """
 
 from __future__ import annotations

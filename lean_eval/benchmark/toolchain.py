@@ -1,9 +1,7 @@
-"""Locate the pinned Lean toolchain and the tools the driver needs from it.
+"""Locate the pinned Lean toolchain and the tools the driver runs from it (design §2, §5.4).
 
-Invariants:
-- ``lake`` and ``nanoda_bin`` are absolute paths inside the toolchain directory; nothing is
-  looked up on PATH.
-- A toolchain without ``nanoda_bin`` is refused: acceptance always needs NanoDa (design §6.4).
+Invariants: ``lake`` and ``nanoda_bin`` are absolute paths inside the toolchain directory, never
+looked up on PATH; a toolchain without ``nanoda_bin`` is refused (design §6.4).
 """
 
 from __future__ import annotations
@@ -35,8 +33,7 @@ def _executable(path: Path) -> bool:
 
 
 def resolve_toolchain(explicit: Path | None, env: Mapping[str, str], name: str) -> Toolchain:
-    """Resolve ``--toolchain`` (the CLI fills it from ``LEAN_EVAL_TOOLCHAIN``), else the elan
-    install of ``name``."""
+    """``--toolchain``, else the elan install of ``name``; ToolchainError when it is unusable."""
     if explicit is not None:
         root = explicit.expanduser()
         if not root.is_dir():
@@ -64,17 +61,14 @@ def resolve_toolchain(explicit: Path | None, env: Mapping[str, str], name: str) 
     return Toolchain(name=name, root=root, lake=lake, nanoda=nanoda)
 
 
-# --- compatibility of a pinned release with the driver (issue: say it up front) --------------
-
-# The first Lean release whose toolchain bundles `lake comparator` and `bin/nanoda_bin`, the
-# two tools the driver runs (design §5.4); earlier releases cannot score anything.
+# The first Lean release bundling `lake comparator` and `bin/nanoda_bin`, which the driver runs
+# (design §2, §5.4).
 FIRST_DRIVER_RELEASE = "v4.35.0-rc2"
 
 
 def release_incompatibility(name: str) -> str | None:
-    """Why the pinned release ``name`` (a ``lean-toolchain`` line such as
-    ``leanprover/lean4:v4.33.0``) cannot run the driver, or None when it can or when its name
-    says nothing about its version (a nightly, a custom toolchain)."""
+    """Why the pinned release ``name`` cannot run the driver; None when it can or its name
+    gives no version (a nightly, a custom toolchain)."""
     from packaging.version import InvalidVersion, Version
 
     tag = name.strip().rpartition(":")[2]
@@ -94,8 +88,7 @@ def release_incompatibility(name: str) -> str | None:
 
 
 def check_release(explicit: Path | None, name: str) -> None:
-    """Refuse (ToolchainError) a pinned release that cannot run the driver. With an explicit
-    toolchain directory the check is on that directory's own ``bin/`` instead, which
-    ``resolve_toolchain`` makes."""
+    """ToolchainError for a pinned release that cannot run the driver; an explicit toolchain
+    is checked by ``resolve_toolchain`` instead."""
     if explicit is None and (problem := release_incompatibility(name)):
         raise ToolchainError(problem)

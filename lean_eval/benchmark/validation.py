@@ -1,9 +1,5 @@
-"""Check a benchmark's catalog as it stands (``lean-eval validate-catalog``), naming each file.
-
-Where ``catalog.load_catalog`` stops at the first fault (a run needs only to refuse), this
-collects every fault, so a maintainer fixes a catalog in one pass. It reads the working tree
-as it stands (a maintainer validates before committing), with the same rules scoring applies:
-digests, pins, solution-only imports, and the agreement of manifests, configs and Lean files.
+"""Check a benchmark as it stands (``lean-eval validate-catalog``) by scoring's rules: unlike
+``catalog.load_catalog``, which stops at the first fault, collect every fault, naming its file.
 """
 
 from __future__ import annotations
@@ -93,9 +89,8 @@ def _lean_findings(pid: str, problem: Problem,
 def _repeat_findings(prefix: str, problem: Problem, challenge: dict[str, Declaration],
                      bridge: dict[str, Declaration],
                      starter: dict[str, Declaration]) -> list[Finding]:
-    """Bridges and starters may repeat the Challenge's auxiliary (non-hole) declarations, as
-    the lean-eval generator writes them; a repeat must state exactly what the Challenge does.
-    A bridge declaration that is neither a hole nor such a repeat is a fault."""
+    """Faults of non-hole bridge and starter declarations: a repeat of a Challenge one must
+    state the same, and the bridge may declare nothing else (design §4.2)."""
     holes = {h.name for h in problem.holes}
     found: list[Finding] = []
     repeats = [("Solution.lean", name, decl) for name, decl in bridge.items() if name not in holes]
