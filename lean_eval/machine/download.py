@@ -1,11 +1,8 @@
-"""Pinned downloads for ``lean-eval prepare``: fetched (or taken from ``--offline DIR``) and checked
-against their SHA-256 before anything reads them.
-
-Invariants:
-- Only ``https://`` (or ``file:///``) URLs are fetched, and at most ``_MAX_DOWNLOAD`` bytes of
-  one; a digest that differs from the pin removes the file and refuses it before unpacking.
-- ``unpack_member`` writes one member only, and only a regular file with a plain relative name
-  (no ``..``, not absolute); nothing else of the archive is extracted.
+"""Pinned downloads for ``lean-eval prepare``, fetched (or taken from ``--offline DIR``) and
+checked against their SHA-256 before anything reads them. Only ``https://`` or ``file:///``
+URLs are fetched, at most ``_MAX_DOWNLOAD`` bytes of one; a file whose digest differs from the
+pin is removed before anything unpacks it; ``unpack_member`` writes one regular member with a
+plain relative name, nothing else.
 """
 
 from __future__ import annotations
@@ -32,9 +29,8 @@ class Archive(NamedTuple):
 
 
 def fetch_verified(archive: Archive, offline: Path | None, into: Path, hint: str) -> Path:
-    """The archive, from ``offline`` (``--offline DIR``) or downloaded, into ``into`` with its
-    digest checked; raises ``PrepareError`` on any difference, before anything reads the
-    contents. ``hint`` (what to pass without network) ends the message when it is missing."""
+    """The archive, from ``offline`` or downloaded into ``into``, its digest checked;
+    PrepareError on any difference, ending with ``hint`` when the archive cannot be had."""
     target = into / archive.name
     if offline is not None:
         source = offline / archive.name

@@ -1,19 +1,10 @@
 """Make a machine ready to score (``lean-eval prepare``): elan, Lean, bubblewrap, shared deps.
 
-Invariants:
-- Every archive prepare fetches (or takes from ``--offline DIR``) is checked against a SHA-256
-  pinned here before anything reads its contents (lean_eval.machine.download); a mismatch is refused
-  before unpacking. The
-  bubblewrap tarball is checked the same way by ``scripts/install_bwrap.sh``, whose pin it is.
-- Each step first looks for its result; found, it is reported ``present`` and changes nothing,
-  so a second run is a no-op. ``dry_run`` starts no command and writes nothing.
-- Archive members are unpacked only when they are regular files with plain relative names.
-- Commands go through ``lean_eval.supervise.process`` with argv tuples and explicit env and cwd.
-- The steps run in order (elan, lean, bubblewrap, dependencies) and the first failure stops
-  them: ``StepFailedError`` names that step and carries the steps finished before it.
-- A failure to download says what to pass instead (``offline_hint``): ``--offline DIR`` with the
-  exact file names it must hold, and that the Lean release comes through elan's network (so
-  ``--toolchain DIR`` without one).
+Invariants: every archive is checked against a pinned SHA-256 before it is read (elan's here,
+through ``download.fetch_verified``; bubblewrap's by ``scripts/install_bwrap.sh``); a step whose
+result exists is ``present`` and changes nothing, so a second run is a no-op; ``dry_run`` starts
+no command and writes nothing; the steps run in order and the first failure stops them
+(``StepFailedError`` names it and carries the steps finished before it).
 """
 
 from __future__ import annotations
@@ -55,8 +46,7 @@ BWRAP_URL = ("https://github.com/containers/bubblewrap/releases/download/v0.12.0
 
 
 class Step(NamedTuple):
-    """One step's outcome: ``done`` (it changed the machine), ``present`` (nothing to do),
-    ``planned`` (dry run)."""
+    """One step's outcome: ``done``, ``present`` (nothing to do) or ``planned`` (dry run)."""
 
     name: str
     status: Literal["done", "present", "planned"]
@@ -99,9 +89,7 @@ class _Scratch:
 
 
 def offline_hint(settings: Settings) -> str:
-    """What to pass on a machine without network: the files ``--offline DIR`` must hold (by
-    these exact names), and the Lean release, which only elan's own download or
-    ``--toolchain DIR`` provides."""
+    """What a failed download says to pass instead, on a machine without network."""
     return (f"without network, pass --offline DIR holding {settings.elan_archive.name} (from "
             f"{settings.elan_archive.url}) and {BWRAP_TARBALL} (from {BWRAP_URL}), under "
             "exactly these names; the Lean release itself comes only through elan's network "
