@@ -1,17 +1,6 @@
-"""The documented Python API of lean-eval: score a batch, check a submission, load a catalog,
-read an output directory.
-
-Every name in ``__all__`` is covered by the semver promise in README.md ("Python API"); every
-other module of ``lean_eval`` is internal. These functions do what the commands do
-(``run-eval`` builds a :class:`ScoreRequest` and calls :func:`score`) but never print or exit:
-results are versioned models, failures the typed errors of ``errors.py`` (re-exported here)
-with messages that name keyword arguments, and what a person would watch goes to callbacks.
-No configuration file is read (a command-line matter).
-
->>> from lean_eval import api
->>> summary = api.score(["examples/submissions/correct"], "out")  # doctest: +SKIP
->>> [p.verdict for p in summary.pairs]  # doctest: +SKIP
-['accepted', 'accepted', 'accepted', 'accepted', 'accepted']
+"""The documented Python API of lean-eval (design §3): score a batch, check a submission, load a
+catalog, read an output directory. README.md "Python API" documents it and its semver promise,
+which covers every name in ``__all__``; every other module of ``lean_eval`` is internal.
 """
 
 from __future__ import annotations
@@ -84,8 +73,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 DEFAULT_MAX_WRITTEN_FILE_BYTES = DEFAULT_MAX_FILE_BYTES  # `run-eval --max-written-file-bytes`
-# Read from ``env`` when the request leaves them unset, exactly as the command line's options
-# read them; the other LEAN_EVAL_* settings and configuration files are the command line's.
+# Read from ``env`` when the request leaves them unset, as click reads them (design §3).
 ENVIRONMENT = {"toolchain": "LEAN_EVAL_TOOLCHAIN", "bwrap": "LEAN_EVAL_BWRAP",
                "allow_bwrap_version": "LEAN_EVAL_ALLOW_BWRAP_VERSION"}
 
@@ -146,10 +134,9 @@ def score(submissions: Sequence[StrPath] | ScoreRequest, out: StrPath | None = N
     verdicts and ``<out>/summary.json`` and returns the summary; a re-run on the same ``out``
     resumes (``rescore=True``: it does not). ``env`` (default ``os.environ``) is where tools
     are found and what pairs run from; its ``LEAN_EVAL_TOOLCHAIN``, ``LEAN_EVAL_BWRAP`` and
-    ``LEAN_EVAL_ALLOW_BWRAP_VERSION`` apply when the request leaves those unset.
+    ``LEAN_EVAL_ALLOW_BWRAP_VERSION`` apply when the request leaves those unset. The preflight
+    probes run only when a pair needs a sandbox (``skip_probes``: never).
 
-    The run, in order: setup (arguments, catalog, tools, ``out``'s lock), plan, the preflight
-    probes (only when a pair needs a sandbox; ``skip_probes``), the pairs, the summary.
     Callbacks: ``on_warning`` (a dirty benchmark tree, skipped probes), ``on_probes`` (every
     probe's entry once they ran), ``on_progress`` (each time a pair starts or ends).
 
@@ -167,8 +154,7 @@ def run_request(request: ScoreRequest, env: Mapping[str, str],
                 on_progress: Callable[[Progress], None] | None = None,
                 on_probes: Callable[[tuple[ProbeResult, ...]], None] | None = None,
                 on_warning: Callable[[str], None] | None = None) -> Summary:
-    """:func:`score`'s run as a plain sequence, errors worded for the command line (which
-    calls it with the request it built): setup, plan, probes, pairs, summary."""
+    """:func:`score` with errors worded for the command line, which calls it (design §2.2)."""
     caller_env = dict(env)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     setup = checked_setup(request, caller_env, _load_key)
@@ -214,8 +200,7 @@ def _preflight(planned: batch.Batch, request: ScoreRequest, setup: Setup,
                env: Mapping[str, str],
                on_probes: Callable[[tuple[ProbeResult, ...]], None] | None,
                on_warning: Callable[[str], None] | None) -> Preflight:
-    """The run's probe record, decided once from the plan: the probes run only when a pair
-    needs a sandbox."""
+    """The run's probe record, decided once from the plan."""
     if planned.interrupted:  # nothing will be scored
         return planned.planned.preflight.model_copy(
             update={"reason": "interrupted before the probes ran"})

@@ -59,14 +59,12 @@ class StepFailedError(PrepareError):
 
 
 class ConfigError(SetupError):
-    """A config file that cannot be used; the message names the file, the key and what is
-    allowed."""
+    """A config file that cannot be used; the message names the file, key and what is allowed."""
 
 
 class ProbesFailedError(SetupError):
     """A preflight probe did not pass, so nothing was scored; ``preflight`` is the run's
-    ``records.verdict.Preflight`` with every probe's outcome (the refused run's summary records
-    it). Typed loosely: errors sit below the records."""
+    ``records.verdict.Preflight`` (typed loosely: errors sit below the records)."""
 
     def __init__(self, message: str, preflight: Any) -> None:
         super().__init__(message)
@@ -98,6 +96,5 @@ class ReplayRefusedError(SetupError):
 
 
 class TerminatedError(BaseException):
-    """SIGTERM, raised in the main thread as Ctrl-C raises ``KeyboardInterrupt`` (and like it
-    not an ``Exception``, so no fault handler swallows it): the stack unwinds, its cleanup runs
-    and the command line exits 143. A batch that is scoring handles SIGTERM itself instead."""
+    """SIGTERM, raised in the main thread as Ctrl-C raises ``KeyboardInterrupt`` and, like it,
+    no ``Exception``, so no fault handler swallows it. A scoring batch handles SIGTERM itself."""

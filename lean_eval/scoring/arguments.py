@@ -1,11 +1,7 @@
-"""Fail-fast argument checks: everything about a run's inputs that can be judged without Lean.
+"""Fail-fast checks of a run's arguments, before any probe (design §5.5 "Order of checks").
 
-``run-eval`` calls :func:`check_run` and :func:`check_ids` before it resolves the toolchain or
-runs any probe, so a typo costs milliseconds, not the minutes the probes take with a real
-toolchain. Most of these checks only *anticipate* the authoritative ones (intake re-checks every
-submission when it reads it, the batch runs :func:`check_paths` again with the resolved tools):
-passing here proves nothing about a submission's content, and nothing here opens a submission
-beyond ``lstat``. :func:`check_ids` is the only id check: the batch takes what it returns.
+Most only anticipate the authoritative checks (intake's, and :func:`check_paths` again with the
+resolved tools) and open nothing beyond ``lstat``; :func:`check_ids` is the only id check.
 """
 
 from __future__ import annotations
@@ -22,7 +18,6 @@ from lean_eval.files.paths import resolved_inside, resolved_overlap
 from lean_eval.intake import reader
 from lean_eval.records.out_layout import REFUSED_SUMMARY, SUMMARY
 
-# The suffixes intake reads; a file with any other name is never a submission.
 # Archive formats people try; named so the error can say what they are.
 _KNOWN_OTHER = (".zip", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".tar.zst", ".7z", ".rar", ".gz",
                 ".xz", ".bz2")
@@ -32,8 +27,7 @@ RESERVED_IDS = frozenset({SUMMARY, REFUSED_SUMMARY})  # names a run writes atop 
 
 
 class Submission(NamedTuple):
-    """A submission of a run: its id (unique in the run, no name the run writes atop ``--out``)
-    and its absolute path."""
+    """A submission of a run: its id (checked by :func:`check_ids`) and its absolute path."""
 
     sid: str
     path: Path

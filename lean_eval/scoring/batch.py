@@ -1,10 +1,8 @@
 """Score a batch in two steps, planned then executed, with the preflight between them.
 
-The application (``lean_eval.api``) runs ``plan_batch``, decides the probes from the plan, then
-``execute``; library callers (the probes, the self-checks, replay) take ``run_batch``, both
-steps with the preflight the options carry. Everything that can fail the whole run is checked
-before the first pair is scored, so exit 2 always means nothing was scored; SIGINT/SIGTERM
-while planning or scoring end the run with an ``interrupted`` summary (design §5.5).
+The application (``api.run_request``) runs :func:`plan_batch`, decides the probes, then
+:func:`execute`; library callers (the probes, the self-checks, replay) take :func:`run_batch`.
+SIGINT/SIGTERM while planning or scoring end the run with an ``interrupted`` summary.
 """
 
 from __future__ import annotations
@@ -58,9 +56,8 @@ def check_places(inputs: Sequence[Path], out_dir: Path, work_dir: Path | None,
 
 def plan_batch(submissions: Sequence[Submission], catalog: Catalog, tools: Tools,
                options: RunOptions, held: lock.OutLock) -> Batch:
-    """Plan the run (``plan.prepare``) under ``held``, ``--out``'s lock; its places were
-    checked (:func:`check_places`). ``submissions``: as ``arguments.check_ids`` returned them.
-    """
+    """Plan the run under ``held``, ``--out``'s lock, once :func:`check_places` passed;
+    ``submissions`` as ``arguments.check_ids`` returned them."""
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     inputs = tuple(s.path for s in submissions)
     out_dir = options.out_dir.resolve()

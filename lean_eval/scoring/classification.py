@@ -1,13 +1,10 @@
-"""What a ``lake comparator`` run means: its phases, its checkers and its verdict.
+"""What a ``lake comparator`` run means: pure functions of its exit status and output.
 
-Pure functions of the comparator's exit status and output (design §5.4, §6.5-§6.6): the driver
-(:mod:`lean_eval.scoring.driver`) runs Lake and hands the outcome here.
-
+Invariants (design §5.4 step 6, §6.4, §6.6, §6.13):
 - ``accepted`` needs exit 0 *and* acceptance lines from NanoDa and the Lean default kernel and
   ``Your solution is okay!``; an infrastructure failure (a signal, an rlimit, the OOM killer, a
   limit the harness enforced) is never ``rejected``.
-- The reason of a rejection is Lake's first specific ``error:`` line; ``last_phase`` follows
-  Lake's real order (resolve, builds and exports, then the kernels in ``kernel_order``).
+- The reason of a rejection is Lake's first specific ``error:`` line.
 """
 
 from __future__ import annotations
@@ -53,8 +50,6 @@ _LIMIT_NAMES = {"disk_bytes": "disk (bytes, --disk-limit)",
 
 
 class Classification(NamedTuple):
-    """What the comparator's run means."""
-
     verdict: Outcome
     execution: Execution
     reason: Reason
@@ -63,7 +58,6 @@ class Classification(NamedTuple):
 
 
 def phase_of(line: str, config: ComparatorConfig) -> str | None:
-    """The phase a comparator stdout line announces, if any."""
     if line == "Resolving dependencies":
         return "resolve"
     if line == f"Building {config.challenge_module}":

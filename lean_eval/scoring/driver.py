@@ -1,17 +1,10 @@
 """The WorkspaceTest driver: run ``lake comparator`` on one workspace and classify its outcome.
 
-Invariants (design §5.4, §6.3-§6.6):
-- Lake and NanoDa are absolute paths inside the toolchain and outside every writable root.
-- The configuration Lake reads is a temporary file outside the workspace: the trusted one,
-  with ``enable_nanoda`` removed and ``external_kernels.nanoda`` forced to the bundled NanoDa.
-- Lake is started by ``DriverSettings.runner`` (:mod:`lean_eval.sandbox.runner`; the sandboxed one
-  unless a test passes its own), with everything about the launch decided here; the run's
-  masks reach the wrapper as the one :class:`~lean_eval.records.verdict.Mounts` record of the run.
-- Lake's environment is the allowlist of :mod:`lean_eval.sandbox`; ``--inadvisably-no-sandbox``
-  is never passed, ``--paranoid`` only when ``DriverSettings.paranoid`` asks for the audit of
-  ``lean-eval replay --paranoid`` (``run-eval`` never sets it); no submitted module is built or
-  imported here.
-- What the run means is decided by :mod:`lean_eval.scoring.classification` from its outcome alone.
+Invariants (design §5.4, whose steps the functions name; §6.3-§6.6):
+- Lake is started by ``DriverSettings.runner`` (the sandboxed one unless a test passes its
+  own), with the whole launch decided here.
+- ``--inadvisably-no-sandbox`` is never passed, ``--paranoid`` only for ``replay --paranoid``;
+  no submitted module is built or imported here.
 """
 
 from __future__ import annotations
@@ -64,8 +57,6 @@ def pair_rlimits(max_file_bytes: int) -> dict[int, tuple[int, int]]:
 
 
 class DriverResult(NamedTuple):
-    """A classified run and its raw outcome."""
-
     classification: Classification
     outcome: process.ProcessResult
     log_tail: tuple[str, ...]
@@ -96,8 +87,7 @@ def forced_config(config: ComparatorConfig, nanoda: Path) -> dict[str, object]:
 
 def comparator_argv(toolchain: Toolchain, config_path: Path,
                     paranoid: bool = False) -> tuple[str, ...]:
-    """Step 5's command: the toolchain's absolute Lake, nothing else on the command line but
-    ``--paranoid`` when the audit asks for every bundled checker."""
+    """Step 5's command: the toolchain's absolute Lake, and ``--paranoid`` only for the audit."""
     return (str(toolchain.lake), "comparator", "--config", str(config_path),
             *(("--paranoid",) if paranoid else ()))
 
@@ -121,7 +111,7 @@ def run_workspace(workspace: Path, state: Path, config: ComparatorConfig,
     roots = (*settings.writable_roots, workspace, workspace / ".lake")
     check_toolchain_placement(settings.toolchain, roots)
     state.mkdir(mode=0o700, parents=True, exist_ok=True)
-    config_path = state / "comparator.json"
+    config_path = state / "comparator.json"  # step 2: a temporary file outside the workspace
     config_path.write_text(json.dumps(forced_config(config, settings.toolchain.nanoda), indent=2),
                            encoding="utf-8")
     tmpdir = state / "tmp"

@@ -1,10 +1,4 @@
-"""What a run is: its options, the tools it uses, its identity and the pairs it plans.
-
-Invariants:
-- Everything a verdict can depend on besides its two inputs is in :func:`identity` or in
-  ``RunOptions`` (``resume.verdict_options`` names the options that can change a verdict).
-- A ``Planned`` pair keeps no submission bytes: only names, digests and its plan without data.
-"""
+"""What a run is: its options, the tools it uses, its identity and the pairs it plans."""
 
 from __future__ import annotations
 
@@ -35,8 +29,6 @@ class Signer(Protocol):
 
 
 class RunOptions(NamedTuple):
-    """Options of one ``run-eval``."""
-
     out_dir: Path
     timeout: float
     work_dir: Path | None = None
@@ -56,8 +48,8 @@ class RunOptions(NamedTuple):
     private_defaults: bool = True  # also hide the parents of the inputs and of --out
     sign_key: Signer | None = None  # --sign-key: an envelope beside every verdict recorded
     paranoid: bool = False  # `lake comparator --paranoid`: `replay --paranoid` only
-    # Free space kept on the scoring and output filesystems; None: off. Not in the resume key:
-    # it decides when a pair starts and whether a failure is the host's, never a judgement.
+    # Free space kept on the scoring and output filesystems; None: off. Not in the resume key
+    # (design §5.5 "Disk").
     disk_reserve: int | None = disk.DEFAULT_DISK_RESERVE
 
 
@@ -82,7 +74,8 @@ class Planned(NamedTuple):
 
 
 def identity(catalog: Catalog, tools: Tools) -> Identity:
-    """What every verdict of this run depends on besides its two inputs."""
+    """What every verdict of this run depends on besides its two inputs and the options
+    ``resume.verdict_options`` names."""
     return Identity(harness_version=__version__, benchmark_path=str(catalog.root),
                     benchmark_commit=catalog.commit, toolchain_name=catalog.toolchain_name,
                     toolchain_path=str(tools.toolchain.root),

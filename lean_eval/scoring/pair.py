@@ -1,37 +1,14 @@
 """Score one (submission, problem) pair end to end: prepare, run, clean up, record.
 
-The API the batch builds on:
-
-- ``jobs_for(sub, problems)``: the pairs of one intake, in problem-id order. A submission
-  rejected as a whole gets one job per problem directory found (``Intake.named``) so each of
-  those problems receives an ``invalid_submission`` verdict; otherwise one job per entry.
-- ``RunContext``: everything fixed for the run (identity, driver settings whose masks come from
-  ``sandbox.run_masks`` computed once, scoring root, output directory). Build it once.
-- ``run_pair(job, ctx) -> Verdict``: scores the pair, removes its scoring directory (unless
-  ``ctx.keep_work``), then writes ``verdict_path(ctx.out_dir, submission_id, problem_id)``
-  atomically (the raw log, when Lake ran, is ``log_path(...)``). Each call touches only its own
-  pair directory and files, so calls for different pairs may run concurrently.
+:func:`run_pair` touches only its own pair's directory and files, so pairs may run concurrently.
 
 Invariants (design §6.10, §6.13):
-- ``run_pair`` never raises for anything a submission or a build can cause. Whatever goes
-  wrong while preparing, running, cleaning up or recording the pair (``OSError``,
-  ``RecursionError``, an archive-library or any unexpected exception) ends that pair as
-  ``verdict: error``, ``execution: harness_error``, with the exception class and message in
-  ``reason``. The only exception is ``OutputError``: the verdict could not be written (output
-  directory unwritable or full), so the batch must stop admitting pairs.
+- ``run_pair`` never raises for anything a submission or a build can cause: any fault while
+  preparing, running, cleaning up or recording the pair ends it ``error``/``harness_error`` with
+  the exception's class and message. Only ``OutputError`` escapes: the verdict could not be
+  written, so the batch must stop admitting pairs.
 - The pair's directory is removed before its verdict is written, so a build that filled the
-  disk frees it first; what removal could not delete is named in ``cleanup``. ``job.released``
-  is called once, as soon as the pair's processes are gone and before that removal, so the
-  batch can give its ``-j`` slot to the next pair while the tree is removed.
-- A pair that ran while the scoring or output filesystem was short of space (``ctx.space``, the
-  harness's own ``statvfs`` samples) and was then ``rejected``, or ``accepted`` but left files
-  its cleanup could not remove, is ``error`` (``harness_error``, reason ``disk_short``): the
-  failure may be the host's, so the next run scores it again. Its ``limits`` say so
-  (``short_of_space``), whatever its verdict; ``worth_another_try`` says which of them the
-  batch scores once more with nothing else in flight (any such ``error`` but the pair's own
-  limit or deadline).
-- ``unchanged`` only when every submitted file equals the starter of its path and nothing else
-  was submitted; otherwise the starters are replaced path by path (design §4.2).
+  disk frees it first; ``job.released`` is called once, before that removal.
 """
 
 from __future__ import annotations
@@ -100,7 +77,8 @@ def named_problems(sub: reader.Intake) -> tuple[str, ...]:
 
 
 def jobs_for(sub: reader.Intake, problems: Mapping[str, ProblemWorkspace]) -> list[PairJob]:
-    """The pairs of one submission, in problem-id order, restricted to ``problems``."""
+    """The pairs of one submission, in problem-id order, restricted to ``problems``; one per
+    problem directory found when the submission was rejected whole (``named_problems``)."""
     if sub.rejection is not None:
         return [PairJob(sub, problem_id, None) for problem_id in named_problems(sub)
                 if problem_id in problems]
@@ -137,17 +115,15 @@ def _limits(job: PairJob, record: ResourceLimits | None) -> ResourceLimits | Non
 
 
 def error_verdict(job: PairJob, ctx: RunContext, message: str) -> Verdict:
-    """A pair the harness could not score: ``error`` (re-run by the next run on this --out).
-
-    The pair never reached a sandbox, so it records neither the run's mask set nor its probe
-    policy.
-    """
+    """A pair the harness could not score: ``error``. It never reached a sandbox, so it records
+    neither the run's mask set nor its probe policy."""
     return _verdict(job, ctx._replace(mounts=None, probes_skipped=False), "error", "not_run",
                     Reason(code="harness_error", message=message))
 
 
 def _short_of_space(verdict: Verdict) -> Verdict:
-    """``verdict`` of a pair that ran while a filesystem was short of space (module doc)."""
+    """``verdict`` of a pair that ran while a scoring or output filesystem was short of space:
+    a rejection, or an acceptance leaving files, may be the host's (``disk_short``)."""
     limits = verdict.limits.model_copy(update={"short_of_space": True}) if verdict.limits else None
     update: dict[str, object] = {"limits": limits}
     if verdict.verdict == "rejected" or (verdict.verdict == "accepted" and verdict.cleanup):
@@ -160,8 +136,7 @@ def _short_of_space(verdict: Verdict) -> Verdict:
 
 
 def worth_another_try(verdict: Verdict) -> bool:
-    """Whether the batch should score this pair once more, alone: it ended ``error`` after
-    running while a filesystem was short of space, and not by its own limit or deadline."""
+    """Whether the batch scores this pair once more, alone (design §5.5 "Disk")."""
     return (verdict.verdict == "error" and verdict.limits is not None
             and verdict.limits.short_of_space
             and verdict.execution not in ("resource_exhausted", "timed_out"))
@@ -171,18 +146,16 @@ _UNCHANGED = Reason(code="unchanged", message="every submitted file is the start
 
 
 def is_unchanged(entry: reader.ProblemEntry, problem: ProblemWorkspace | None) -> bool:
-    """The one decision that a pair is ``unchanged`` (planning makes it while the bytes are
-    read; validate-submission asks it too): nothing rejected or faulty, at least one file, and
-    every submitted file equal to the starter of its path."""
+    """The one decision that a pair is ``unchanged``: nothing rejected or faulty, at least one
+    file, and every submitted file equal to the starter of its path."""
     return (problem is not None and entry.rejection is None and entry.fault is None
             and bool(entry.files)
             and all(problem.starter.get(f.relpath) == f.data for f in entry.files))
 
 
 def write_verdict(out_dir: Path, verdict: Verdict, *, durable: bool = True) -> None:
-    """The one writer of verdict files: atomically, at the pair's place under ``out_dir``.
-    ``durable=False`` leaves the fsync to one ``sync_filesystem`` before the summary
-    (``scoring.summary``). Raises ``OutputError`` when the file cannot be written."""
+    """The one writer of verdict files (atomic); raises ``OutputError``. ``durable=False``:
+    made durable by ``scoring.summary.write_summary`` (design §5.5)."""
     path = verdict_path(out_dir, verdict.submission.id, verdict.problem.id)
     # pydantic's own JSON encoder: the per-pair cost is mostly encoding (identity, mounts)
     data = (verdict.model_dump_json(indent=2) + "\n").encode("utf-8")
@@ -193,16 +166,13 @@ def write_verdict(out_dir: Path, verdict: Verdict, *, durable: bool = True) -> N
 
 
 def write_unchanged(job: PairJob, ctx: RunContext) -> Verdict:
-    """The batch's fast path for a pair planning found unchanged: its verdict, written without
-    a scoring directory, a second read or its own fsync (the verdict records the planned
-    digests, so it needs no bytes)."""
+    """Record an unchanged pair from its plan alone (design §5.5 "Unchanged pairs")."""
     verdict = _verdict(job, ctx, "unchanged", "not_run", _UNCHANGED)
     write_verdict(ctx.out_dir, verdict, durable=False)
     return verdict
 
 
 def write_error(job: PairJob, ctx: RunContext, message: str) -> Verdict:
-    """Record a pair the harness could not score (``error_verdict``)."""
     verdict = error_verdict(job, ctx, message)
     write_verdict(ctx.out_dir, verdict)
     return verdict
@@ -261,7 +231,7 @@ def _failed(job: PairJob, ctx: RunContext, exc: BaseException, stage: str,
 
 
 def run_pair(job: PairJob, ctx: RunContext) -> Verdict:
-    """Score, clean up and record one pair; raises only ``OutputError`` (see module doc)."""
+    """Score, clean up and record one pair; raises only ``OutputError`` (module invariants)."""
     started = time.monotonic()
     sid, problem_id = job.sub.submission_id, job.problem_id
     dirs = workspace.pair_dirs(ctx.scoring_root, sid, problem_id)
@@ -273,7 +243,7 @@ def run_pair(job: PairJob, ctx: RunContext) -> Verdict:
     if job.released is not None:
         job.released()  # its processes are gone (run() returned): the slot is free
     if not ctx.keep_work:
-        leftovers = workspace.remove(dirs)  # never raises
+        leftovers = workspace.remove(dirs)  # never raises; frees a full disk before the verdict
         if leftovers:
             verdict = verdict.model_copy(update={"cleanup": leftovers})
     if ctx.space is not None and verdict.execution != "not_run" and ctx.space.short_since(token):

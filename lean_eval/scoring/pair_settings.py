@@ -1,7 +1,7 @@
 """The context every pair of a run shares (``pair.RunContext``), computed once per run.
 
 Masks cover whole directories (the scoring root, ``--out``, every input, the private roots),
-never one per pair, so every verdict of a run records the same mask set.
+never one per pair, so every verdict of a run records the same mask set (design §6.11).
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ from lean_eval.supervise import disk
 def run_context(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options: RunOptions,
                 caller_env: Mapping[str, str], out_dir: Path, root: Path, ident: Identity,
                 preflight: Preflight) -> pair.RunContext:
-    """Everything fixed for the run, computed once: masks cover whole directories (the
-    scoring root, --out, every input, the private roots), never one per pair."""
     shared = catalog.shared_packages
     # --work-dir holds other runs' scoring roots too (live or killed): hide it whole.
     private = (*options.private, *([options.work_dir] if options.work_dir else []),

@@ -1,12 +1,10 @@
 """Plan a batch before scoring anything: every input read once, the pairs listed, resumes decided.
 
 Invariants (design §5.5):
-- Planning keeps no submission bytes (``Intake.without_data``): only names, digests and the
-  plan. Each submission's unchanged pairs are decided here, from the bytes read here (their
-  verdicts name the planned digest), never read again.
+- Planning keeps no submission bytes (``Intake.without_data``); a submission's unchanged pairs
+  are decided here, while its bytes are read (``pair.is_unchanged``).
 - A verdict on disk whose ``resume_key`` equals the pair's key and which is not ``error`` is
-  reused untouched; ``--rescore`` ignores what is on disk. What is kept is decided once, here,
-  before the probes, which run only when a pair still needs a sandbox (``needs_sandbox``).
+  reused untouched (``--rescore``: none is); what is kept is decided once, here, before the probes.
 - ``--shard K/N``: the whole batch is planned (its digest and map go in the summary), then only
   the shard's pairs are kept.
 """
@@ -60,8 +58,6 @@ def prepare(ids: Sequence[tuple[str, Path]], catalog: Catalog, tools: Tools,
     batch = batch_map((i.sid, i.problem_id) for i in items) if options.shard is not None else {}
     if options.shard is not None:
         items = [i for i in items if in_shard(i.sid, i.problem_id, options.shard)]
-    # Decided once, here: what is kept is known before the probes, which run only when a pair
-    # still needs a sandbox (the scheduler reuses exactly these, never re-reads the files).
     kept = {} if options.rescore else {
         i.order: v for i in items
         if (v := _reusable(out_layout.verdict_path(out_dir, i.sid, i.problem_id), i.key))
@@ -74,16 +70,13 @@ def prepare(ids: Sequence[tuple[str, Path]], catalog: Catalog, tools: Tools,
 def _plan(ids: Sequence[tuple[str, Path]], catalog: Catalog, options: RunOptions,
           ident: Identity, preflight: Preflight, unchanged: dict[str, frozenset[str]]
           ) -> tuple[list[reader.Intake], list[Planned]]:
-    """Intake every input once, keeping no bytes, and list the pairs in input order.
-
-    ``unchanged`` receives each submission's unchanged problems: their pairs are decided from
-    the bytes read here (the verdict names the planned digest), never read again."""
+    """The pairs in input order, each input read once; fills ``unchanged`` per submission."""
     problem_ids = frozenset(catalog.problems)
     plans: list[reader.Intake] = []
     items: list[Planned] = []
     for _, path in ids:
         read = reader.read_submission(path, problem_ids, options.limits)
-        if read.rejection is None:  # decided now, while the bytes are here (design §5.5)
+        if read.rejection is None:
             unchanged[read.submission_id] = frozenset(
                 e.problem_id for e in read.problems
                 if pair.is_unchanged(e, catalog.problems.get(e.problem_id)))
@@ -106,11 +99,8 @@ def _reusable(path: Path, key: str) -> Verdict | None:
 
 
 def _bound_paths(options: RunOptions) -> RunOptions:
-    """Intake's path limit for where this run's workspaces will be, with the longest ids.
-
-    A relpath that would pass PATH_MAX under the real scoring root is then a pair rejection
-    naming the entry, never ENAMETOOLONG while the workspace is written.
-    """
+    """Intake's path limit under this run's scoring root with the longest ids, so a relpath
+    past PATH_MAX there is a pair rejection, never ENAMETOOLONG while writing the workspace."""
     parent = options.scoring_root or options.work_dir or Path(tempfile.gettempdir())
     worst = (Path(os.path.realpath(parent)) / (lock.RUN_PREFIX + "x" * 16) / ("x" * _ID_MAX)
              / ("x" * _ID_MAX) / "workspace")

@@ -1,10 +1,7 @@
 """validate-submission: what run-eval would do with a submission, decided without Lean.
 
-Runs the same intake as ``run-eval`` (every limit, the import header check) and compares each
-submitted file with the catalog's starter of that path, so a submitter learns before scoring
-which problems would be scored, which are ``unchanged``, what is ignored and every rejection
-with the entry it names. No toolchain, sandbox or probe is involved. The printed document is a
-versioned frozen model whose JSON Schema is committed (``submission-check.schema.json``).
+The same intake as ``run-eval`` (every limit, the header check) and the same
+``pair.is_unchanged``; no toolchain, sandbox or probe.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """A run asked for: every ``run-eval`` option, once, as the record the CLI and the API build.
 
-Defaults are ``run-eval``'s (a test pins each field to its option). ``FLAGS`` names each field's
-command-line option, so a message written for the command line can name the keyword argument
-instead when the API raises it (:func:`keyword_names`).
+Defaults are ``run-eval``'s (design §3). ``FLAGS`` lets :func:`keyword_names` reword a
+command-line message for the API.
 """
 
 from __future__ import annotations

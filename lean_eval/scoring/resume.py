@@ -1,12 +1,7 @@
-"""The resume key of each pair of a run, and what a plan keeps of a submission.
+"""The resume key of each pair (design §5.5 "Resume"), and the problems a summary names.
 
-Invariants (design §5.5 "Resume"):
-- A pair's key is the SHA-256 of a canonical JSON of everything its verdict can depend on: the
-  submission digest, the problem id and statement revision, the trusted files' digests, the
-  run identity (harness version, benchmark commit, toolchain, bubblewrap and its SHA-256) and
-  every option that can change a verdict. Two runs give one pair the same key only when a new
-  verdict could not differ, so a matching verdict on disk may be reused as it is.
-- A plan keeps no submission bytes: only names, digests and reasons.
+A pair's key is the SHA-256 of a canonical JSON of everything its verdict can depend on, so
+two runs give one pair the same key only when a new verdict could not differ.
 """
 
 from __future__ import annotations
@@ -39,7 +34,7 @@ def verdict_options(options: RunOptions, preflight: Preflight) -> dict[str, obje
 
 def pair_key(plan: reader.Intake, problem: ProblemWorkspace, ident: Identity,
              options: RunOptions, preflight: Preflight) -> str:
-    """The resume key of one pair (see the module invariants)."""
+    """The resume key of one pair (module doc)."""
     material = {
         "submission_digest": plan.digest,
         "problem": problem.problem.id,

@@ -1,32 +1,16 @@
 """Run a planned batch's pairs over worker threads: the admission loop and its workers.
 
-Invariants (design §5.5):
-- Admission is FIFO in input order (submissions as given, problems by id): no pair overtakes an
-  earlier one, and a pair waiting for memory or disk holds back those behind it. A pair waits
-  while ``jobs`` pairs run; while another pair runs and ``MemAvailable`` is below
-  ``--memory-limit``; and while another pair runs or is being removed and the scoring or the
-  output filesystem has less free space than ``--disk-reserve``. With nothing else in flight
-  it starts at once (waiting could not free anything), and its verdict's ``limits`` record
-  what it started with (``started_below_memory``, ``started_below_reserve``).
-- Each pair runs in its own thread, which lives until the pair's process tree is reaped (the
-  parent-death signal of its reaper is tied to that thread). Its ``-j`` slot is freed as soon
-  as its processes are gone; the same thread then removes its tree (at most ``--disk-files``
-  entries, which the disk watchdog enforces) and writes its verdict, while admission goes on.
-  A full ``--out`` is known only then, so the pair admitted into that slot still runs; nothing
-  is admitted after the fault is known.
-- A pair that ended ``error`` after running while a filesystem was short of space
-  (``pair.worth_another_try``: ``disk_short``, ``challenge_failed``, ``harness_error``..., not
-  its own limit or deadline) is scored once more after every other pair, with nothing else in
-  flight, so a filesystem filled by a concurrent pair cannot fail it twice; the second verdict
-  stands, whatever it is. Interrupted first, the first one stands.
-- A submission's bytes are read again when its first scored pair is admitted, must match the
-  planned digest (else its pairs are ``error``), and are dropped when its last pair ends. Its
-  unchanged pairs were decided by planning from the bytes it read (the planned digest).
-- An unchanged pair is decided on the admission thread (no worker, no scoring directory) and
-  its verdict written without its own fsync (``RunState.unsynced``); the summary makes them
-  durable before it names them (``summary``).
-- After SIGINT/SIGTERM nothing more is admitted and the running pairs' trees are killed; their
-  verdicts are discarded.
+Invariants (design §5.5 "Admission"):
+- FIFO in input order: a pair waiting for a slot, memory or disk (:meth:`Scheduler.admit`)
+  holds back those behind it; with nothing else in flight it starts at once, its ``limits``
+  recording what it started with.
+- Each pair runs on its own thread, which lives until its tree is reaped (its reaper's
+  parent-death signal is tied to that thread). Its slot is freed once its processes are gone
+  (``_Released``); a full ``--out`` is known only when its verdict is written, so the pair
+  admitted into that slot still runs, and nothing is admitted after.
+- A pair ``pair.worth_another_try`` names is scored once more, alone, after every other pair.
+- After SIGINT/SIGTERM nothing more is admitted, and the running pairs' trees are killed and
+  their verdicts discarded.
 """
 
 from __future__ import annotations
@@ -91,7 +75,7 @@ class RunState:
         self.jobs = options.jobs or sizing.default_jobs(options.pair_limits.memory_limit)
         self.reused = 0
         self.kept: dict[int, Verdict] = {}  # by Planned.order: verdicts resume reuses
-        self.unsynced = False  # a verdict was written with durable=False since the last sync
+        self.unsynced = False  # durable=False verdicts since the last sync (summary.write_summary)
         self.unchanged_ids: dict[str, frozenset[str]] = {}  # by submission, decided at planning
         self.signed_options = resume.verdict_options(options, preflight)  # what envelopes attest
         self.filesystems = disk.distinct_filesystems((str(root), str(out_dir)))
@@ -142,7 +126,7 @@ class RunState:
 
 
 class Scheduler:
-    """The admission loop (main thread): FIFO, at most ``jobs`` pairs and enough memory."""
+    """The admission loop, on the main thread (module invariants)."""
 
     def __init__(self, run: RunState, items: Sequence[Planned],
                  on_verdict: Callable[[Verdict], None] | None,
@@ -200,7 +184,7 @@ class Scheduler:
         """The pair's last word in this run: record its verdict, drop bytes no pair needs."""
         self.remaining[item.sid] -= 1
         if self.remaining[item.sid] == 0:
-            self.loaded.pop(item.sid, None)  # its last pair ended: drop the bytes
+            self.loaded.pop(item.sid, None)
             self.entries.pop(item.sid, None)
         if verdict is not None:
             self.record(item, verdict)
@@ -214,8 +198,7 @@ class Scheduler:
             pass
 
     def unchanged(self, item: Planned) -> bool:
-        """Record ``item`` here when planning found it unchanged (``pair.write_unchanged``):
-        no worker, no scoring directory, no second read; False when it needs a worker."""
+        """Record ``item`` here if planning found it unchanged; False when it needs a worker."""
         run = self.run
         if item.problem_id not in run.unchanged_ids.get(item.sid, frozenset()):
             return False

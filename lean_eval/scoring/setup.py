@@ -1,8 +1,6 @@
-"""A run's setup: every check that needs no sandbox, before any probe, reported together.
-
-Arguments, shard, signing key, catalog (pins and release included), toolchain, bubblewrap and
-``--out``'s lock are each tried; every failure found is one ``SetupError`` (exit 2), and on
-failure a fresh ``--out`` is not created.
+"""A run's setup (design §5.5 "Order of checks"): every check that needs no sandbox is tried,
+and every failure found is one ``SetupError`` (exit 2); a fresh ``--out`` is created only when
+all passed.
 """
 
 from __future__ import annotations

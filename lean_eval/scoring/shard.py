@@ -1,12 +1,11 @@
 """Deterministic shards of a batch: N machines split one batch with no coordination.
 
-Invariants:
+Invariants (design §5.5 "Shards"):
 - A pair's shard depends only on its (submission id, problem id) and N: never on input order, on
   the other pairs, on the machine or on the interpreter (SHA-256, not Python's salted ``hash``).
 - For any N the shards 1..N are disjoint and together cover every pair.
-- ``batch_digest`` names the whole batch's pair set independently of order and of sharding, so
-  ``merge`` can tell shards of one batch from shards of another; ``batch_map`` is the pair set
-  itself as a shard records it, so a merge missing a shard can name that shard's pairs.
+- ``batch_digest`` names the batch's pair set whatever the order and sharding, so ``merge``
+  can tell shards of one batch from another's.
 """
 
 from __future__ import annotations
@@ -62,7 +61,6 @@ def shard_of(submission_id: str, problem_id: str, n: int) -> int:
 
 
 def in_shard(submission_id: str, problem_id: str, shard: Shard | None) -> bool:
-    """Whether this pair belongs to ``shard`` (every pair does when there is no shard)."""
     return shard is None or shard_of(submission_id, problem_id, shard.n) == shard.k
 
 
@@ -89,7 +87,8 @@ def batch_digest(pairs: Iterable[Pair]) -> str:
 
 
 def batch_map(pairs: Iterable[Pair]) -> dict[str, tuple[str, ...]]:
-    """Each submission's problems, in input order: how a shard's summary records its batch."""
+    """Each submission's problems, in input order: how a shard's summary records its batch, so
+    a merge missing a shard can name that shard's pairs."""
     found: dict[str, list[str]] = {}
     for sid, problem_id in pairs:
         problems = found.setdefault(sid, [])
@@ -99,5 +98,4 @@ def batch_map(pairs: Iterable[Pair]) -> dict[str, tuple[str, ...]]:
 
 
 def batch_pairs(batch: Mapping[str, Sequence[str]]) -> list[Pair]:
-    """The pairs of a ``batch_map``."""
     return [(sid, problem_id) for sid, problems in batch.items() for problem_id in problems]

@@ -1,9 +1,4 @@
-"""How much a run may do at once on this machine: jobs and memory.
-
-The admission loop (``scheduler``) waits while ``MemAvailable`` is below ``--memory-limit``;
-``--jobs`` defaults to the CPUs, lowered so that jobs x ``--memory-limit`` fits in the memory
-available when the run starts.
-"""
+"""How many pairs a run may score at once on this machine (design §5.5 "Admission")."""
 
 from __future__ import annotations
 

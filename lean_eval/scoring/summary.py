@@ -1,14 +1,10 @@
-"""The run's record at the top of ``--out``: ``summary.json``, or a refusal.
+"""The run's record at the top of ``--out``: ``summary.json``, or a refusal (design §5.5).
 
-Invariants (design §5.5):
-- ``summary.json`` lists pairs in input order whatever order they finished in; unchanged pairs
-  are listed by id per submission (``SubmissionSummary.unchanged``), not as pairs.
+Invariants:
+- Pairs are listed in input order, whatever order they finished in.
 - Verdicts written without their own fsync (unchanged pairs) are made durable by one
   ``sync_filesystem`` before ``summary.json`` is written, so a summary on disk never names a
-  verdict a power loss could take back (design §5.5 "Unchanged pairs").
-- The exit code is 128 + the signal of an interrupted run, else 1 when a pair is ``error`` or
-  failed for the infrastructure or the run met a fault writing ``--out``, else 0; a refusal's
-  is 2.
+  verdict a power loss could take back.
 """
 
 from __future__ import annotations
@@ -44,10 +40,8 @@ def write_summary(started_at: str, ident: Identity, preflight: Preflight, catalo
                   plans: Sequence[reader.Intake], items: Sequence[Planned],
                   results: Mapping[int, PairSummary], out_dir: Path, run: RunState,
                   shard: ShardInfo | None, options: dict[str, object] | None = None) -> Summary:
-    """Write ``summary.json`` of a run that planned, and return it (module invariants).
-
-    Raises ``OutputError`` when it cannot be written or the run met a fault writing ``--out``.
-    """
+    """Write ``summary.json`` of a run that planned, and return it; raises ``OutputError`` when
+    it cannot be written or the run met a fault writing ``--out``."""
     every = tuple(results[i.order] for i in items if i.order in results)
     pairs, unchanged = compact_pairs(every)
     counts = dict.fromkeys(OUTCOMES, 0)
@@ -76,7 +70,7 @@ def write_summary(started_at: str, ident: Identity, preflight: Preflight, catalo
         reused=run.reused, jobs=run.jobs, options=options,
         signing_key=run.options.sign_key.fingerprint if run.options.sign_key else None)
     try:
-        if run.unsynced:  # the fast path's verdicts are durable before a summary names them
+        if run.unsynced:
             sync_filesystem(out_dir)
             run.unsynced = False
         write_model(out_dir / SUMMARY, summary)
@@ -98,15 +92,10 @@ def _scored_summary(path: Path) -> bool:
 
 def write_refusal(out_dir: Path, catalog: Catalog, tools: Tools, preflight: Preflight,
                   reason: str, started_at: str, out_lock: lock.OutLock | None = None) -> Path:
-    """Record a run refused after its probes ran (no submission read, no pair) in ``out_dir``.
-
-    The summary has the probes' outcome, zero pairs, ``exit_code`` 2 and ``refused``. It is
-    written atomically while holding ``out_dir``'s lock (a run holding it makes this raise
-    ``UsageError``). It goes to ``summary.json`` unless that file is an earlier run's summary of
-    scored pairs, which describes verdicts still on disk and is kept: then to
-    ``summary.refused.json``. ``out_lock``: the lock, already held by the caller (who keeps
-    it). Returns the path written.
-    """
+    """Record a run refused after its probes (design §5.5 "Refusal") and return the path
+    written: ``summary.refused.json`` when ``summary.json`` lists an earlier run's scored pairs.
+    ``out_lock``: held by the caller, who keeps it; else taken here (``UsageError`` when
+    another run holds it)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     held = lock.OutLock(out_dir.resolve()) if out_lock is None else None
     try:

@@ -1,14 +1,10 @@
-"""Materialise the private scoring directory of one (submission, problem) pair, and remove it.
+"""Materialise the private scoring directory of one pair (design §5.3), and remove it.
 
-Invariants (design §4.2, §5.3, §6.1-§6.2, §6.10):
-- A scoring workspace holds the trusted files of the benchmark revision, the starter files,
-  the overlay (``Submission.lean`` and ``Submission/**/*.lean`` already checked by intake)
-  replacing starters path by path, an empty ``.lake`` for Lake, and nothing else; shared
-  packages are linked read-only, never copied.
+Invariants (design §6.1-§6.2):
+- A workspace holds the revision's trusted files, the starters, the overlay (checked by intake)
+  replacing starters path by path, an empty ``.lake``, and nothing else.
 - Every write is relative to a directory the harness created itself with ``O_EXCL``-style
   creation and ``O_NOFOLLOW``, and no overlay path can leave the workspace.
-- Removal (lean_eval.supervise.tree_removal) copes with any tree a build can leave and never raises:
-  what it could not remove is returned.
 """
 
 from __future__ import annotations
@@ -55,8 +51,7 @@ def _safe_relpath(relpath: str) -> PurePosixPath:
 
 def materialise(dirs: PairDirs, trusted: Mapping[str, bytes], starter: Mapping[str, bytes],
                 overlay: Iterable[SubmissionFile], shared_packages: Path | None) -> None:
-    """Fill ``dirs.workspace`` (which must not exist): trusted files, then the starters, each
-    replaced by the submitted file of the same path, then the rest of the overlay."""
+    """Fill ``dirs.workspace``, which must not exist yet (module invariants)."""
     dirs.workspace.mkdir(mode=0o755)
     dirs.state.mkdir(mode=0o700, exist_ok=True)
     for name, data in trusted.items():
@@ -76,7 +71,7 @@ def materialise(dirs: PairDirs, trusted: Mapping[str, bytes], starter: Mapping[s
         _write_new(target, data, 0o644)
     lake_dir = dirs.workspace / ".lake"
     lake_dir.mkdir(mode=0o755)
-    if shared_packages is not None:
+    if shared_packages is not None:  # linked, never copied (design §5.3)
         (lake_dir / "packages").symlink_to(shared_packages, target_is_directory=True)
 
 
@@ -89,5 +84,5 @@ def prepare(dirs: PairDirs) -> tuple[str, ...]:
 
 
 def remove(dirs: PairDirs) -> tuple[str, ...]:
-    """Delete a pair's directory (workspace and state); never raises, returns leftovers."""
+    """Delete a pair's directory; never raises (``supervise.tree_removal``), returns leftovers."""
     return tree_removal.remove_tree(dirs.root)
