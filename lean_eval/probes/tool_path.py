@@ -1,12 +1,9 @@
 """Probe ``tool_path``: tool lookups of Lake and the harness never run a planted program.
 
-Programs named like the tools Lake and the harness look up (``git``, ``env``, ``bwrap``,
-``lake``, ``lean``, ``nanoda_bin``, ``leanchecker``) are planted in a cache directory under the
-work dir and, by the build itself, in the workspace's ``.lake/build/bin``. The caller PATH
-handed to ``run_batch`` names them every way: absolutely, relatively (to Lake's cwd), through
-a symlink, and as an empty entry. Each planted program prints a marker and appends to a host
-evidence file that the sandbox cannot write; the probe passes iff neither shows up and the pair
-was still accepted.
+Programs named like ``TOOLS`` are planted in a cache directory and, by the build, in
+``.lake/build/bin``; the caller PATH names them every way (absolute, relative, a symlink, an
+empty entry). Each prints a marker and appends to a host file the sandbox cannot write; the
+probe passes iff neither shows up and the pair is still accepted.
 """
 
 from __future__ import annotations
