@@ -1,12 +1,8 @@
 """Export the accepted pairs of a run into the leaderboard results store (design §5.5).
 
-Invariants:
-- Only pairs whose verdict file says ``accepted`` become results; each needs a ``--metadata``
-  entry and a 40-hex benchmark commit.
-- Everything is checked before anything is written: the metadata, the run, and every store file
-  touched (schema, recomputed ids, duplicates); any problem refuses the whole export, named.
-- The store is append-only and sticky: a result id already in its user's file is left as it is;
-  a file with nothing new is not rewritten.
+Invariants: only pairs whose verdict file says ``accepted`` become results; everything (the
+metadata, the run, every store file touched) is checked before anything is written, and any
+problem refuses the whole export; the store is append-only and sticky.
 """
 
 from __future__ import annotations
@@ -43,8 +39,6 @@ class Added(NamedTuple):
 
 
 class Exported(NamedTuple):
-    """What an export did: results appended, results already stored, files written."""
-
     added: tuple[Added, ...]
     kept: tuple[Added, ...]  # accepted pairs whose result id the store already had
     written: tuple[Path, ...]
@@ -83,8 +77,7 @@ def _decode(data: bytes, path: Path) -> Any:
 
 
 def read_metadata(path: Path) -> tuple[dict[str, MetadataEntry], dict[str, list[str]]]:
-    """``--metadata`` (an object keyed by submission id): the valid entries, and the problems of
-    each invalid one."""
+    """``--metadata``: its valid entries by submission id, and each invalid entry's problems."""
     try:
         raw = _decode(path.read_bytes(), path)
     except OSError as exc:

@@ -2,8 +2,7 @@
 
 Invariants (a shard is read through ``outputs.outdir``):
 - Shards merge only with the same batch and shard count, identity, options, probe policy and
-  signing key; else nothing is written and the refusal names the shards that differ.
-- A pair scored by two shards is refused, never picked.
+  signing key, and no pair scored twice; else nothing is written and the refusal names them.
 - The output appears whole or not at all (assembled in a hidden sibling, renamed into place);
   an existing non-empty ``--out`` is never touched.
 - Pairs no shard scored are listed, not guessed (``missing_shards``, ``not_scored_pairs``), and
@@ -49,15 +48,12 @@ _IDENTITY_FIELDS = ("harness_version", "benchmark_commit", "toolchain_name", "bw
 
 
 class ShardOutput(NamedTuple):
-    """One shard's output directory and its summary."""
 
     path: Path
     summary: Summary
 
 
 class MergeResult(NamedTuple):
-    """The merged summary, where it was written, and the pairs no shard scored."""
-
     summary: Summary
     out_dir: Path
     missing: tuple[Pair, ...]

@@ -1,14 +1,12 @@
 """What a run-eval or merge output directory really holds, read the way merge and report read it.
 
-An output directory may come from another machine: its ``summary.json`` is data, not a map of
-the host. Invariants (a breach is an ``OutputRefusedError`` naming the directory and entry):
-- every id passes intake's and the catalog's rules (``intake.SUBMISSION_ID_RE``,
-  ``records.ids.PROBLEM_ID``: no ``..``, ``/`` or control character); a shard's pairs hash into
-  that shard and its recorded batch has its batch digest;
-- a pair's files are at the place its checked ids give (``records.out_layout``); a recorded
-  ``path`` must name that place and is never opened itself;
-- files are opened below the directory without following links (``O_NONBLOCK``: a FIFO cannot
-  block) and used only when ``fstat`` says regular, so a name swapped afterwards changes nothing.
+Its ``summary.json`` may come from another machine: data, not a map of the host. Invariants (a
+breach is an ``OutputRefusedError`` naming the directory and entry):
+- every id passes intake's and the catalog's rules (no ``..``, ``/`` or control character); a
+  shard's pairs hash into that shard, and its recorded batch has its batch digest;
+- a pair's files are at the place its checked ids give; a recorded ``path`` is never opened;
+- files are opened without following links (``O_NONBLOCK``: a FIFO cannot block) and used only
+  when ``fstat`` says regular, so a name swapped afterwards changes nothing.
 """
 
 from __future__ import annotations
@@ -151,8 +149,7 @@ def submission_dir(where: Path, root_fd: int, submission_id: str) -> Iterator[in
 
 
 def open_regular(where: Path, dir_fd: int | None, submission_id: str, name: str) -> int | None:
-    """A descriptor of the regular file ``<submission>/<name>`` (None: absent); the caller
-    closes it."""
+    """``<submission>/<name>`` opened if a regular file (None: absent); the caller closes it."""
     if dir_fd is None:
         return None
     shown = f"{submission_id}/{name}"

@@ -75,7 +75,6 @@ class Settings(NamedTuple):
 
 
 class Plan(NamedTuple):
-    """A checked replay, ready to score."""
 
     record: Record
     submissions: tuple[Submission, ...]
@@ -103,8 +102,7 @@ def load_record(path: Path) -> Record:
 
 def _options(recorded: Mapping[str, Any] | None, settings: Settings,
              shard: Shard | None) -> RunOptions:
-    """The record's verdict-changing options; run-eval's defaults where absent or unreadable
-    (the comparison with the record then names the difference)."""
+    """The record's verdict-changing options (run-eval's defaults where unreadable: drift)."""
     base = RunOptions(out_dir=Path(), timeout=FALLBACK_TIMEOUT, work_dir=settings.work_dir,
                       keep_work=settings.keep_work, jobs=settings.jobs, rescore=True,
                       shard=shard, paranoid=settings.paranoid)
@@ -216,7 +214,6 @@ def plan(record: Record, submissions: Sequence[Path], catalog: Catalog, tools: T
 
 
 def check(plan_: Plan, allow_drift: bool) -> None:
-    """Refuse a plan with drift unless drift is allowed."""
     if plan_.drift and not allow_drift:
         raise ReplayRefusedError(
             f"the replay differs from the record {plan_.record.path} in "

@@ -1,16 +1,12 @@
 """Signed verdicts: a DSSE envelope over an in-toto Statement v1 beside each verdict file
-(design §5.5, SECURITY.md invariant 20; models: ``records.statement``; checked offline by
-``outputs.verify``). Its subjects are the verdict file and the submission; its predicate
-repeats what the verdict means (``predicate_of``).
+(design §5.5, SECURITY.md invariant 20; checked offline by ``outputs.verify``).
 
 Invariants:
-- Nothing cryptographic is written here: Ed25519 is ``cryptography``'s, DSSE (encoding, signing,
-  verifying) ``securesystemslib``'s, and the payload is RFC 8785 canonical JSON (``rfc8785``),
+- Nothing cryptographic is written here (``cryptography``, ``securesystemslib``, ``rfc8785``),
   so the same verdict file and key give the same envelope byte for byte.
-- The statement is built from the verdict file's bytes on disk, never from a copy in memory,
-  so the envelope attests exactly what a reader finds.
-- A key's fingerprint (the envelope's ``keyid``, ``summary.json``'s ``signing_key``) is the
-  SHA-256 of its DER SubjectPublicKeyInfo, as ``openssl pkey -pubin -outform DER | sha256sum``.
+- The statement is built from the verdict file's bytes on disk, never from a copy in memory.
+- A key's fingerprint (``keyid``, ``summary.json``'s ``signing_key``) is the SHA-256 of its DER
+  SubjectPublicKeyInfo, as ``openssl pkey -pubin -outform DER | sha256sum`` prints.
 """
 
 from __future__ import annotations
@@ -69,8 +65,7 @@ def predicate_of(verdict: Verdict, options: Mapping[str, Any]) -> Predicate:
 
 
 def statement_of(name: str, data: bytes, options: Mapping[str, Any]) -> Statement:
-    """The statement about the verdict file ``name`` (relative to --out) holding ``data``;
-    ValidationError when it is not a verdict."""
+    """The statement about verdict file ``name`` holding ``data`` (ValidationError: no verdict)."""
     verdict = Verdict.model_validate_json(data)
     return Statement.model_validate({
         "_type": STATEMENT_TYPE,

@@ -55,7 +55,6 @@ def _beats(path: Path) -> list[float]:
 
 
 def _carriers(tok: str) -> list[str]:
-    """Processes whose command line carries ``tok``."""
     found = []
     for entry in os.scandir("/proc"):
         if entry.name.isdigit() and int(entry.name) != os.getpid():
@@ -77,7 +76,6 @@ def _tampered(build: Path, mark: bytes) -> list[str]:
 
 
 def run(ctx: registry.ProbeContext) -> ProbeResult:
-    """Score one synthetic proof whose build leaves a detached tamperer; judge its traces."""
     tok = payloads.token()
     lay = synthetic.layout(ctx.scratch / "run")
     ws = lay.workspace(SID, PID)

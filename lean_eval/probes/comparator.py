@@ -58,7 +58,6 @@ def _without_nanoda(root: Path, into: Path) -> Path:
 
 
 def run(ctx: registry.ProbeContext) -> ProbeResult:
-    """Score the synthetic cases and the broken installations; judge the verdicts."""
     name = ctx.tools.toolchain.name
     catalog = synthetic.synthetic_catalog(ctx.scratch / "benchmark",
                                       [synthetic.probe_true(name), synthetic.probe_def(name)], name)

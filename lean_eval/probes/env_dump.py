@@ -86,7 +86,6 @@ def _views(ev: dict[str, object]) -> dict[str, tuple[set[str], set[str]]]:
 
 
 def run(ctx: registry.ProbeContext) -> ProbeResult:
-    """Score one synthetic proof with decoys in the caller environment; judge the dump."""
     decoys = {n: f"decoy-{n.lower().replace('_', '-')}-{secrets.token_hex(12)}"
               for n in DECOY_NAMES}
     lay = synthetic.layout(ctx.scratch / "run")

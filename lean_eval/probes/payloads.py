@@ -13,7 +13,6 @@ PY = "/usr/bin/python3"  # payload interpreter; visible in Lake's sandbox throug
 
 
 def lean_string(text: str) -> str:
-    """``text`` as a Lean string literal."""
     escaped = (text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
                .replace("\t", "\\t"))
     return f'"{escaped}"'
@@ -44,5 +43,4 @@ def submission(declarations: str, *payloads: str) -> str:
 
 
 def token() -> str:
-    """A unique marker for one probe run."""
     return "lean-eval-probe-" + secrets.token_hex(8)

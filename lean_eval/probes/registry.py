@@ -64,8 +64,7 @@ def judge(name: str, claim: str, checks: Sequence[ProbeCheck]) -> ProbeResult:
 
 def run_probes(ctx: ProbeContext, names: Sequence[str] | None = None
                ) -> tuple[ProbeResult, ...]:
-    """Run ``names`` (default: every probe), each in its own sub-scratch; an exception is
-    status ``error``."""
+    """Run ``names`` (default: all), each in its own sub-scratch; an exception is an ``error``."""
     results = []
     for name in names or PROBE_NAMES:
         started = time.monotonic()

@@ -124,7 +124,6 @@ def _writable_dir(value: str | None) -> Path | None:
 
 
 def run(ctx: registry.ProbeContext) -> ProbeResult:
-    """Score one synthetic proof whose payload attacks the sandbox; judge evidence and host."""
     tok = payloads.token()
     lay = synthetic.layout(ctx.scratch / "run")
     ws = lay.workspace(SID, PID)

@@ -47,8 +47,6 @@ class Expectation(NamedTuple):
 
 
 class SelfCheck(NamedTuple):
-    """A finished self-check: its report, and where its generated files were."""
-
     report: SelfCheckReport
     where: Path  # submissions, verdicts and logs; removed when the check passed
 

@@ -130,8 +130,6 @@ def layout(base: Path) -> Layout:
 
 
 class Scored(NamedTuple):
-    """One scored pair: its verdict, kept workspace, raw log, and when the verdict was handed."""
-
     verdict: Verdict
     workspace: Path
     log: str

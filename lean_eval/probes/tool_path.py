@@ -1,8 +1,7 @@
 """Probe ``tool_path``: tool lookups of Lake and the harness never run a planted program.
 
-Programs named like ``TOOLS`` are planted in a cache directory and, by the build, in
-``.lake/build/bin``; the caller PATH names them every way (absolute, relative, a symlink, an
-empty entry). Each prints a marker and appends to a host file the sandbox cannot write; the
+Programs named like ``TOOLS``, planted in a cache directory and by the build, and named every
+way on the caller PATH, print a marker and append to a host file the sandbox cannot write; the
 probe passes iff neither shows up and the pair is still accepted.
 """
 
@@ -51,7 +50,6 @@ def _real(ctx: registry.ProbeContext, tool: str) -> str | None:
 
 
 def run(ctx: registry.ProbeContext) -> ProbeResult:
-    """Score one synthetic proof with tools planted on the caller PATH; judge host evidence."""
     tok = payloads.token()
     lay = synthetic.layout(ctx.scratch / "run")
     ws = lay.workspace(SID, PID)

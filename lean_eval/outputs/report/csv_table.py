@@ -1,8 +1,7 @@
 """A run as CSV: a row per pair, per pair no run scored, per submission that scored no pair.
 
 Invariants:
-- The ``csv`` module quotes (RFC 4180), so no message can add a column or a row; every cell is
-  ``printable``.
+- The ``csv`` module quotes (RFC 4180): no message adds a column or a row; cells are printable.
 - A cell a spreadsheet would read as a formula gets a leading ``'`` (the CSV injection guard):
   ``=HYPERLINK(...)`` is shown, never evaluated.
 """

@@ -11,7 +11,6 @@ from lean_eval.outputs.report.run_report import Format, Run, render_json
 
 
 def render(run: Run, fmt: Format) -> str:
-    """The run in one of ``FORMATS`` as text."""
     if fmt == "markdown":
         return render_markdown(run)
     if fmt == "junit":

@@ -1,11 +1,10 @@
 """A run as one self-contained HTML page: the matrix coloured by verdict, a filter, each pair.
 
 Invariants:
-- Nothing is loaded: style and script are inline, and the Content-Security-Policy
-  (``default-src 'none'``, our style and script by SHA-256 only) forbids every fetch and any
-  other script, should a string ever slip through.
-- Every string a submission or a build controls goes through ``h`` (``printable``, then
-  ``html.escape``, attributes included): ``<img src=x onerror=...>`` is text, never an element.
+- Nothing is loaded, and the Content-Security-Policy (``CSP``: our inline style and script by
+  SHA-256 only) forbids every fetch and any other script, should a string ever slip through.
+- Every string a submission or a build controls goes through ``h``, attributes included:
+  ``<img src=x onerror=...>`` is text, never an element.
 - Without the script the page still shows everything; the script only filters and opens.
 """
 

@@ -46,10 +46,9 @@ def _junit_error(suite: ET.Element, classname: str, name: str, kind: str, messag
 
 
 def render_junit(run: Run) -> str:
-    """A testsuite per submission, a testcase per problem: ``rejected`` and
-    ``invalid_submission`` fail, ``unchanged`` is skipped, and ``error``, a pair no run scored
-    and a missing shard are errors (a partial merge is red). A submission with no pair is one
-    testcase: failing when rejected as a whole, skipped with intake's hint otherwise."""
+    """A testsuite per submission, a testcase per problem: ``rejected`` and ``invalid_submission``
+    fail, ``unchanged`` is skipped; ``error``, unscored pairs and missing shards are errors (a
+    partial merge is red). A submission without pairs is one failing or skipped testcase."""
     doc = run_report(run)
     tails = {(p.submission.id, p.problem.id): p.log.tail for p in run.verdicts if p is not None}
     root = ET.Element("testsuites", name="lean-eval")

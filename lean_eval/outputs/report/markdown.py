@@ -1,5 +1,4 @@
-"""A run as markdown read at a glance, sized for ``$GITHUB_STEP_SUMMARY``: the submissions x
-problems matrix, failures, submissions that scored no pair, then the accepted pairs folded.
+"""A run as markdown read at a glance, sized for ``$GITHUB_STEP_SUMMARY`` (design §5.5).
 
 Invariants:
 - Every user string goes through ``md``: no markup and no HTML reach the page.
@@ -46,7 +45,6 @@ def _size(lines: list[str]) -> int:
 
 
 def _not_scored_section(summary: Summary, doc: RunReport) -> list[str]:
-    """The "Not scored" section: missing shards and pairs without a verdict (kept short)."""
     if not doc.not_scored and not doc.missing_shards and not summary.not_scored:
         return []
     lines = ["### Not scored", "",
@@ -105,7 +103,6 @@ _PAIR_HEAD = ["| submission | problem | verdict | detail | time |", "|---|---|--
 
 
 def _without_pairs(doc: RunReport) -> list[str]:
-    """Submissions that scored no pair: rejected as a whole, or no problem directory."""
     lines = [f"- {md(s.id)}: rejected as a whole: {md(s.rejection)}"
              for s in doc.submissions if s.rejection and not s.pairs]
     lines += [f"- {md(s.id)}: no problem directory found" + (f": {md(s.hint)}" if s.hint else "")

@@ -3,10 +3,8 @@ the ``RunReport`` document every format renders (design §5.5 "Reports").
 
 Invariants (SECURITY.md invariant 13):
 - Every string a submission or a build controls reaches the console as ``rich.text.Text`` or
-  through ``rich.markup.escape``: a name such as ``[bold red]x`` can neither raise
-  ``MarkupError`` nor restyle or hide console text.
-- Bidi and zero-width controls are shown as ``\\uXXXX`` in every format (``visible``), so no
-  text is reordered or hidden in a review; ``printable`` also shows other controls as ``\\xNN``.
+  through ``rich.markup.escape``, so ``[bold red]x`` cannot raise ``MarkupError``, restyle or
+  hide text; every format shows bidi and zero-width controls as ``\\uXXXX`` (``visible``).
 - Pairs no run scored and submissions without a problem directory (with intake's hint) are
   shown in every format, never silently absent.
 - ``failures`` alone decides which pairs trip ``--fail-on``, for ``run-eval`` and ``report``.
@@ -49,8 +47,7 @@ def _escaped(match: re.Match[str]) -> str:
 
 
 def printable(text: str) -> str:
-    """``text`` with control characters shown as ``\\xNN``, bidi and zero-width ones as
-    ``\\uXXXX``."""
+    """``text`` with controls shown as ``\\xNN`` (bidi and zero-width ones as ``\\uXXXX``)."""
     return _CONTROL.sub(_escaped, text)
 
 
@@ -68,8 +65,7 @@ def detail(verdict: str, reason: str, execution: str) -> str:
 
 
 def not_scored(summary: Summary) -> tuple[PairRef, ...]:
-    """The pairs no run scored: those a merge lists, and those a submission names without a pair
-    (an interrupted run's), in submission order."""
+    """Pairs no run scored: a merge's list, and a submission's problems without a pair."""
     scored = {(p.submission, p.problem) for p in summary.every_pair()}
     found = dict.fromkeys((r.submission, r.problem) for r in summary.not_scored_pairs)
     for sub in summary.submissions:
@@ -79,7 +75,6 @@ def not_scored(summary: Summary) -> tuple[PairRef, ...]:
 
 
 def why_not_scored(summary: Summary, ref: PairRef) -> str:
-    """One sentence on why a pair has no verdict."""
     for text in summary.missing_shards:
         k, n = (int(x) for x in text.split("/"))
         if shard_of(ref.submission, ref.problem, n) == k:
@@ -105,8 +100,6 @@ def no_problem_directory(summary: Summary) -> tuple[tuple[str, str | None], ...]
 
 
 class Run(NamedTuple):
-    """An output directory: its summary and what it holds for each pair."""
-
     out_dir: Path
     summary: Summary
     verdicts: tuple[Verdict | None, ...]  # aligned with every_pair(); None: unreadable
@@ -163,7 +156,6 @@ def run_report(run: Run) -> RunReport:
 
 
 def render_json(run: Run) -> str:
-    """The ``RunReport`` document."""
     return run_report(run).model_dump_json(indent=2) + "\n"
 
 
@@ -179,8 +171,7 @@ def failure_kinds(names: Sequence[str]) -> frozenset[str]:
 
 
 def failures(summary: Summary, kinds: frozenset[str]) -> tuple[str, ...]:
-    """Each pair (``submission/problem``) whose tally kind is in ``kinds``; a submission rejected
-    as a whole counts as ``invalid``."""
+    """Pairs of a tally kind in ``kinds``; a submission rejected as a whole is ``invalid``."""
     found = [f"{p.submission}/{p.problem}" for p in summary.every_pair()
              if TALLY[p.verdict] in kinds]
     if "invalid" in kinds:
