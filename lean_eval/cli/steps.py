@@ -115,7 +115,6 @@ def scoring_dirs(work_dir: Path | None) -> set[Path]:
 
 
 def say_kept(run_dirs: set[Path], quiet: bool) -> None:
-    """Where --keep-work left the scoring workspaces of this run."""
     for run_dir in sorted(run_dirs):
         Console(stderr=True, quiet=quiet).print(
             f"kept: scoring workspaces in {run_dir} (one <submission>/<problem>/workspace "

@@ -30,8 +30,6 @@ _TAGS = frozenset({"issue", "server"})  # discriminator tags pydantic puts in er
 
 
 class Added(NamedTuple):
-    """One result this export appended."""
-
     file: Path
     result_id: str
     submission: str

@@ -4,7 +4,8 @@
 Invariants:
 - Nothing cryptographic is written here (``cryptography``, ``securesystemslib``, ``rfc8785``),
   so the same verdict file and key give the same envelope byte for byte.
-- The statement is built from the verdict file's bytes on disk, never from a copy in memory.
+- The statement is built from the verdict file's bytes on disk, never from a copy in memory,
+  so it attests exactly what a reader finds.
 - A key's fingerprint (``keyid``, ``summary.json``'s ``signing_key``) is the SHA-256 of its DER
   SubjectPublicKeyInfo, as ``openssl pkey -pubin -outform DER | sha256sum`` prints.
 """
