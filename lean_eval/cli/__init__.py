@@ -1,20 +1,8 @@
 """The ``lean-eval`` command line: the only package that parses options, prints and exits.
 
-This module holds the group :func:`main` and registers every command on it; nothing in the
-package imports it back. The modules below it, each importing only those listed before it:
-
-- ``deferred``: the pipeline modules the commands call, imported on first use (a fast
-  ``--help``: benchmarks/cli_startup.py);
-- ``exits``: the one mapping from ``errors.py``'s typed errors to exit codes;
-- ``options``: the options and parameter types the commands share;
-- ``config``: settings from the environment and a config file;
-- ``group``: the group class (error style, the exit mapping applied once, envvars) and consoles;
-- ``steps``: the setup steps the commands share, with their printing;
-- the commands: ``scoring`` (run-eval, probe, the self-checks, test), ``replay``, ``authoring``
-  (start-problem, validate-catalog, validate-submission, prepare), ``catalog_commands``
-  (import-catalog, list-problems), ``results`` (merge, report), ``publish`` (export-results,
-  verify), ``config_command`` (config) and ``probe_script`` (the probe scripts' hidden
-  command), each listing its commands in ``COMMANDS``.
+This module holds the group ``main`` and registers every command; nothing imports it back.
+Below it, each importing only those listed before it: ``deferred``, ``exits``, ``options``,
+``config``, ``group``, ``steps``, then the command modules, each listing its ``COMMANDS``.
 """
 
 from __future__ import annotations

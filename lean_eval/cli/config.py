@@ -1,14 +1,8 @@
-"""Settings from the environment and a config file (``lean-eval config`` shows them:
-``config_command.py``).
+"""Settings from the environment and a config file (design §3; shown by ``config_command``).
 
-One precedence for every option of every command, click's own (design §3): a flag on the
-command line, else the environment variable ``LEAN_EVAL_<OPTION>`` (:func:`add_envvars`), else
-the config file (loaded into the group context's ``default_map`` by :func:`apply`), else the
-built-in default. The config file is ``lean-eval --config FILE``, else ``lean-eval.toml`` in
-the current directory, else the ``[tool.lean-eval]`` table of the benchmark's
-``pyproject.toml``; it holds one table per command, keyed by long option names (``-`` or
-``_``). Every value is checked up front with the option's own click type, so a bad file fails
-before anything runs, naming the file, the key and what is allowed.
+Invariants: click's own precedence (flag, ``LEAN_EVAL_<OPTION>``, config file, default) for
+every option of every command; every config value is checked up front with its option's click
+type, so a bad file fails before anything runs, naming the file, the key and what is allowed.
 """
 
 from __future__ import annotations
@@ -55,13 +49,11 @@ def long_name(option: click.Option) -> str | None:
 
 
 def envvar_name(long: str) -> str:
-    """``LEAN_EVAL_`` and the long option name upper-cased, ``-`` written ``_``."""
     return ENV_PREFIX + long.upper().replace("-", "_")
 
 
 def settings(command: click.Command) -> dict[str, click.Option]:
-    """The options of ``command`` a flag, the environment or a config file can set, by long
-    name (the eager, valueless ones such as ``--version`` are not settings)."""
+    """``command``'s settings by long name (valueless ones such as ``--version`` are not)."""
     found = {}
     for param in command.params:
         if isinstance(param, click.Option) and param.expose_value and param.name:
@@ -72,12 +64,8 @@ def settings(command: click.Command) -> dict[str, click.Option]:
 
 
 def add_envvars(group: click.Group) -> None:
-    """Give every option of ``group`` and of each of its commands (recursively) the variable
-    ``LEAN_EVAL_<OPTION>``, shown in ``--help``; an envvar an option already names is kept.
-
-    Run once every command is registered (and again on every invocation, for commands added
-    later): options nobody spelled an envvar for get one all the same.
-    """
+    """Give every option of ``group`` and its commands, recursively, ``LEAN_EVAL_<OPTION>``
+    unless it names an envvar itself; run again for commands added later."""
     commands: list[click.Command] = [group]
     while commands:
         command = commands.pop()
@@ -94,8 +82,7 @@ def add_envvars(group: click.Group) -> None:
 
 def find_config(explicit: Path | None, cwd: Path,
                 benchmark: Callable[[], Path | None]) -> tuple[Path, str] | None:
-    """The config file and its table prefix: ``explicit``, else ``cwd/lean-eval.toml``, else
-    the benchmark's ``pyproject.toml`` when it has a ``[tool.lean-eval]`` table."""
+    """The config file and its table prefix, in design §3's order."""
     if explicit is not None:
         return explicit, "tool.lean-eval." if explicit.name == PYPROJECT else ""
     if (cwd / CONFIG_NAME).is_file():
@@ -151,8 +138,7 @@ def normalise(key: str) -> str:
 
 def check_table(command: click.Command, parent: click.Context, path: Path, table: str,
                 values: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``default_map`` of ``command`` from one config table, each value checked with its
-    option's click type; relative paths are resolved against the config file's directory."""
+    """``command``'s ``default_map`` from one config table, each value checked."""
     known = settings(command)
     ctx = click.Context(command, info_name=table.rsplit(".", 1)[-1], parent=parent)
     checked: dict[str, Any] = {}
@@ -251,9 +237,8 @@ def show_value(value: Any) -> str:
 def resolve(ctx: click.Context, explicit: Path | None, name: str | None,
             command: click.Command | None, args: Sequence[str],
             fallback: Path | None = None) -> Loaded:
-    """The config in effect for ``command`` run with ``args`` (the pyproject.toml is the one of
-    its ``--benchmark``, else ``fallback``, else the git checkout holding the current
-    directory)."""
+    """The config for ``command`` run with ``args`` (its ``--benchmark``'s pyproject.toml, else
+    ``fallback``'s, else the current git checkout's)."""
     def benchmark() -> Path | None:
         given = _benchmark_argument(ctx, name, command, args) or fallback
         if given is not None:
@@ -288,9 +273,7 @@ def _benchmark_argument(ctx: click.Context, name: str | None, command: click.Com
 
 
 def apply(ctx: click.Context, explicit: Path | None) -> None:
-    """The group callback's part: load the config into ``ctx.default_map`` (every command's
-    context inherits its table); a bad file raises :class:`ConfigError` naming the file and
-    the key (exit 2, ``lean_eval.cli.exits``)."""
+    """The group callback's part: the config into ``ctx.default_map``, which commands inherit."""
     name, command, args = ctx.meta.get(SUBCOMMAND_KEY, (None, None, ()))
     loaded = resolve(ctx, explicit, name, command, args)
     ctx.meta[LOADED_KEY] = loaded

@@ -1,8 +1,5 @@
-"""``lean-eval config``: the effective value of every setting and where it comes from.
-
-The settings are those ``config.py`` resolves, read here exactly as the command they belong to
-would read them (a resilient parse of its arguments under the same ``default_map``).
-"""
+"""``lean-eval config``: each setting read as its command would read it (a resilient parse of
+its arguments under the same ``default_map``)."""
 
 from __future__ import annotations
 
@@ -32,7 +29,6 @@ SOURCES = {ParameterSource.COMMANDLINE: "flag", ParameterSource.ENVIRONMENT: "en
 
 
 def _plain(value: Any) -> Any:
-    """A parameter's value as JSON: paths as strings, tuples as lists."""
     if isinstance(value, Path):
         return str(value)
     if isinstance(value, (tuple, list)):
@@ -42,8 +38,7 @@ def _plain(value: Any) -> Any:
 
 def describe(command: click.Command, name: str, parent: click.Context, args: Sequence[str],
              loaded: Loaded) -> tuple[list[documents.ConfigSetting], list[str]]:
-    """Every setting of ``command`` run with ``args``: its value and where it came from; and
-    each environment variable whose value the option refuses."""
+    """Each setting of ``command`` run with ``args``, with its source; and each refused envvar."""
     ctx = command.make_context(name, list(args), parent=parent, resilient_parsing=True)
     rows, errors = [], []
     for long, option in sorted(settings(command).items()):

@@ -1,10 +1,6 @@
-"""The lower layers the commands call, imported when a command first uses them.
-
-`lean-eval --help` must start fast (benchmarks/cli_startup.py): pydantic, rich and the scoring
-pipeline are imported when a command first uses them, never at import time. Type checkers (and
-import-linter) see the real imports below; at run time each name is a stand-in that imports its
-module on first attribute access. Only modules below the command line are deferred here, so a
-stand-in can never hide an import cycle: nothing in ``lean_eval.cli`` is named.
+"""The lower layers the commands call, imported on first use so that ``lean-eval --help``
+starts fast (benchmarks/cli_startup.py). Type checkers and import-linter see the real imports;
+nothing in ``lean_eval.cli`` is deferred, so a stand-in can never hide an import cycle.
 """
 
 from __future__ import annotations

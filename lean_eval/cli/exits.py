@@ -1,19 +1,8 @@
-"""Every command's exit code, decided in one place from the typed errors of ``errors.py``.
-
-The group applies :func:`handled` once around the group callback and the command it runs, so no
-command catches an error to choose an exit code (README "Exit codes"):
-
-- a ``SetupError``: exit 2, ``lean-eval: error: <message>``: nothing was done;
-- any other ``LeanEvalError``, a harness fault: exit 1, the message and what became of the
-  command's work (its :class:`Wording`);
-- Ctrl-C (``KeyboardInterrupt``): exit 130; SIGTERM (``TerminatedError``, raised by the
-  handler installed here): exit 143; the stack unwinds first, so cleanup runs;
-- anything else is a bug in lean-eval: exit 3, one line naming the exception and the file that
-  holds its traceback (in the temp directory: the command's own output may be read-only).
-
-A command that chose its exit code (a verdict's, a probe's) calls ``sys.exit``; ``SystemExit``
-and click's own exceptions (usage errors, ``--help``) pass through untouched.
-"""
+"""Every command's exit code, decided in one place from ``errors.py``'s typed errors (the codes:
+design §3). The group applies ``handled`` once around its callback and the command, so no
+command catches an error to choose a code. SIGTERM is raised as ``TerminatedError`` so cleanup
+runs; a bug's traceback goes to a file in the temp directory (the command's output may be
+read-only). A command that chose its exit code calls ``sys.exit``, which passes through."""
 
 from __future__ import annotations
 
@@ -44,7 +33,6 @@ CRASH_PREFIX = "lean-eval-crash-"
 
 
 def fail(message: str, code: int = EXIT_SETUP) -> NoReturn:
-    """``lean-eval: error: <message>`` on stderr, then exit ``code``."""
     click.echo(f"lean-eval: error: {message}", err=True)
     sys.exit(code)
 
@@ -60,8 +48,7 @@ PLAIN = Wording()
 
 
 class Worded(click.Command):
-    """A command whose harness faults and interrupts say what became of its work:
-    ``@click.command(NAME, cls=Worded, wording=Wording(...))``."""
+    """``@click.command(NAME, cls=Worded, wording=Wording(...))``."""
 
     def __init__(self, *args: Any, wording: Wording = PLAIN, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -69,14 +56,12 @@ class Worded(click.Command):
 
 
 def wording_of(command: click.Command | None) -> Wording:
-    """``command``'s :class:`Wording` (none given: :data:`PLAIN`)."""
     return command.wording if isinstance(command, Worded) else PLAIN
 
 
 @contextlib.contextmanager
 def handled(wording: Callable[[], Wording] = lambda: PLAIN) -> Iterator[None]:
-    """Run the body with SIGTERM raising ``TerminatedError``; map what escapes it to an exit
-    code (module docstring). ``wording`` is asked only when a message needs it."""
+    """Map what escapes the body to an exit code; ``wording`` is asked only when needed."""
     previous = _raise_on_sigterm()
     try:
         yield
@@ -108,16 +93,14 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 
 def _raise_on_sigterm() -> Any:
-    """Install :func:`_terminate` for SIGTERM; the handler it replaced (None: not the main
-    thread, where no handler can be installed, so SIGTERM keeps its default)."""
+    """The SIGTERM handler replaced (None: not the main thread, where none can be installed)."""
     if threading.current_thread() is not threading.main_thread():
         return None
     return signal.signal(signal.SIGTERM, _terminate)
 
 
 def crashed(exc: BaseException) -> NoReturn:
-    """Exit :data:`EXIT_UNEXPECTED` with one line naming ``exc`` and the file holding its
-    traceback; when no file can be written, the traceback follows the line on stderr."""
+    """Exit 3 naming ``exc`` and its traceback's file (none writable: the traceback follows)."""
     from lean_eval.intake.bounds import show  # pydantic comes with it: only on this rare path
 
     lines = str(exc).strip().splitlines()

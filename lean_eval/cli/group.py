@@ -1,6 +1,4 @@
-"""The ``lean-eval`` group's behaviour: one error style and one exit-code mapping, settings from
-the environment and a config file, and consoles that never wrap without a terminal (design §3).
-"""
+"""The ``lean-eval`` group class and its consoles (design §3)."""
 
 from __future__ import annotations
 
@@ -20,8 +18,8 @@ NO_TERMINAL_WIDTH = 10_000  # the width of a table printed to a file or pipe: in
 
 
 def no_wrap_console(**kwargs: Any) -> Any:
-    """A rich console that, without a terminal, never wraps: a long line stays whole for grep
-    in CI logs (rich would cut it at 80 columns); tables get as wide as they need."""
+    """A rich console that never wraps without a terminal: a long line stays whole for grep in
+    CI logs (rich would cut it at 80 columns)."""
     from rich.console import Console  # rich is slow to import: not for --help
 
     console = Console(**kwargs)
@@ -44,9 +42,7 @@ def warn(message: str, quiet: bool = False) -> None:
 
 
 class LeanEvalGroup(click.Group):
-    """The ``lean-eval`` group: one error style, one mapping of errors to exit codes
-    (``exits.py``), and every option settable by environment variable and config file
-    (``config.py``)."""
+    """One error style, ``exits.handled`` applied once, and every option's envvar."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -91,8 +87,7 @@ class LeanEvalGroup(click.Group):
 
 
 def _show_click_error(exc: click.ClickException) -> None:
-    """Click's usage errors in lean-eval's one style: the usage line and the help hint as
-    click prints them, then ``lean-eval: error: ...`` where click says ``Error: ...``."""
+    """Click's usage and help hint, then ``lean-eval: error: ...`` where click says ``Error:``."""
     usage_ctx = exc.ctx if isinstance(exc, click.UsageError) else None
     if usage_ctx is not None:
         click.echo(usage_ctx.get_usage(), err=True)

@@ -1,9 +1,5 @@
-"""The options, parameter types and option groups the commands share (design §3).
-
-Declared once so that every command reading a benchmark, a submission or a toolchain takes them
-under the same names, defaults and help text. Nothing here imports the pipeline: ``--help``
-builds every command from this module alone.
-"""
+"""The options, parameter types and option groups the commands share (design §3), declared
+once. Nothing here imports the pipeline: ``--help`` builds every command from this alone."""
 
 from __future__ import annotations
 
@@ -17,11 +13,9 @@ from lean_eval.cli.deferred import reader, run_report, verdict
 from lean_eval.errors import SetupError
 
 F = TypeVar("F", bound=Callable[..., Any])
-# The probes `probe --only` accepts, spelled here so --help need not import lean_eval.probe
-# (tests/test_cli_usability.py checks it equals probe.PROBE_NAMES).
+# Spelled here so --help need not import probes.registry (a test checks they are equal).
 PROBE_NAMES = ("sandbox_engaged", "env_dump", "tool_path", "artifact_tamper", "comparator")
-# The formats `report --format` accepts, likewise spelled here for --help (checked to equal
-# report.FORMATS there).
+# Likewise report.run_report.FORMATS.
 REPORT_FORMATS = ("table", "markdown", "junit", "json", "csv", "html")
 
 _BYTE_UNITS = {"": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
@@ -35,8 +29,7 @@ else:
 
 
 class ByteSize(_IntParamType):
-    """A byte count: ``1048576``, ``512K``, ``16M``, ``8G`` or ``KiB``/``MiB``/``GiB`` (powers of
-    1024, case-insensitive), at least ``minimum``."""
+    """A byte count, ``K``/``M``/``G`` suffixes in powers of 1024, at least ``minimum``."""
 
     name = "bytes"
 
@@ -103,8 +96,7 @@ def tool_options(func: F) -> F:
 
 
 def intake_limit_options(func: F) -> F:
-    """The intake limits (design §5.2), declared once for run-eval and validate-submission so
-    both read a submission under the same options, defaults and help text."""
+    """The intake limits (design §5.2), shared by run-eval and validate-submission."""
     decorators = [
         click.option("--max-file-bytes", type=ByteSize(), default="1MiB", show_default=True,
                      help="Largest submitted file (bytes; K/M/G suffixes); a file over it is "
@@ -131,7 +123,6 @@ def intake_limit_options(func: F) -> F:
 
 def intake_limits(max_file_bytes: int, max_total_bytes: int, max_files: int, max_depth: int,
                   max_archive_bytes: int, intake_timeout: float) -> reader.IntakeLimits:
-    """The :class:`IntakeLimits` the options of :func:`intake_limit_options` spell."""
     return reader.IntakeLimits(max_file_bytes=max_file_bytes, max_total_bytes=max_total_bytes,
                                max_files=max_files, max_depth=max_depth,
                                max_archive_bytes=max_archive_bytes,
@@ -142,9 +133,8 @@ TOOL_OPTIONS = frozenset({"toolchain", "bwrap_path", "allow_bwrap"})
 
 
 def without_tool_options(command: click.Command) -> click.Command:
-    """Drop --toolchain, --bwrap and --allow-bwrap-version from a command that runs neither
-    Lean nor bubblewrap, so its --help lists only options it honours. Put it above
-    ``@click.command`` (it edits the command's public ``params``)."""
+    """Drop the tool options from a command that runs neither Lean nor bubblewrap; put it above
+    ``@click.command`` (it edits the command's ``params``)."""
     command.params = [p for p in command.params if p.name not in TOOL_OPTIONS]
     return command
 
@@ -176,7 +166,7 @@ else:
 
 
 class FailOn(_KindsParamType):
-    """A comma-separated subset of the tally's kinds (report.FAIL_ON), as a frozenset."""
+    """A comma-separated subset of ``run_report.FAIL_ON``, as a frozenset."""
 
     name = "KIND[,KIND...]"
 
@@ -201,7 +191,7 @@ def fail_on_option(command: F) -> F:
 
 
 def failing_exit(summary: verdict.Summary, fail_on: frozenset[str], code: int) -> int:
-    """``code``, or 1 when it is 0 and some pair has a ``--fail-on`` kind (named on stderr)."""
+    """``code``, or 1 when it is 0 and ``run_report.failures`` finds a pair (named on stderr)."""
     found = run_report.failures(summary, fail_on) if fail_on else ()
     if found and code == 0:
         shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")

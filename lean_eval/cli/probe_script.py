@@ -1,11 +1,5 @@
-"""``lean-eval probe-script NAME``: the command the probe scripts (``scripts/*_probe.py``) run.
-
-Each script is ``lean_eval.cli.main(["probe-script", NAME, *its arguments])``, so its options,
-environment defaults (``LEAN_EVAL_TOOLCHAIN``, ``LEAN_EVAL_BWRAP``, ...), config file table and
-errors are the command line's own (design §3). Hidden from ``--help``: the scripts are its
-interface. One probe, every check on its own line (the output is the evidence), no benchmark:
-the toolchain is the one this checkout pins. Exit 0 pass, 1 fail, 2 could not run.
-"""
+"""``lean-eval probe-script NAME``: the hidden command the probe scripts (``scripts/*_probe.py``)
+run, so their options, environment defaults and errors are the command line's (design §3)."""
 
 from __future__ import annotations
 
@@ -69,8 +63,7 @@ def probe_script_command(name: str, scratch: Path | None, timeout: float,
 
 
 def _could_not_run(name: str, why: str) -> NoReturn:
-    """The probe's status line when it cannot run at all: a result of the probe, in the same
-    line format on stdout as PASS and FAIL (not an error of the command line)."""
+    """The probe's ERROR line on stdout, beside PASS and FAIL: a result, not a usage error."""
     click.echo(f"ERROR {name}: {why}")
     sys.exit(EXIT_SETUP)
 

@@ -1,8 +1,5 @@
-"""How ``run-eval`` shows a batch as it goes: a progress bar on a terminal, lines otherwise.
-
-Every string a submission controls goes through ``rich.markup.escape`` or ``Text`` before it
-reaches the console, so a name cannot restyle or hide console text.
-"""
+"""How ``run-eval`` shows a batch as it goes: a progress bar on a terminal, lines otherwise;
+strings are escaped as ``report.run_report`` says."""
 
 from __future__ import annotations
 
@@ -78,9 +75,8 @@ class Display:
 
 
 def report_end(summary: Summary, console: Console, quiet: bool) -> None:
-    """Name the submissions in which intake found no problem directory (with its hint), every
-    entry an intake limit hid (even under -q: a problem directory may be behind it), and say how
-    to resume an interrupted run (even under -q: the run did not finish)."""
+    """How to resume an interrupted run and what an intake limit hid (both even under -q), kept
+    pairs, and each submission without a problem directory."""
     if summary.interrupted:
         console.print(f"lean-eval: interrupted: {summary.not_scored} pair(s) not scored; run "
                       "the same command again to resume (verdicts already written are kept)",

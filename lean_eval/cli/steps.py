@@ -1,10 +1,5 @@
-"""The setup steps the commands share, with what they print.
-
-Finding and loading the benchmark (``benchmark.checkout``), resolving the tools
-(``scoring.setup``) and running the probes (``probes.preflight``) are the pipeline's; these add
-only the lines a person sees: catalog warnings, one line per probe, where ``--keep-work`` left
-the workspaces.
-"""
+"""The setup steps the commands share (the pipeline's, design §3), plus only what a person
+sees: catalog warnings, probe lines, where ``--keep-work`` left the workspaces."""
 
 from __future__ import annotations
 
@@ -26,8 +21,7 @@ def default_benchmark() -> Path:
 
 
 def benchmark_root(given: Path | None) -> Path:
-    """``--benchmark``, else the git checkout holding the current directory; a directory that
-    is no benchmark checkout is refused with the fix (``benchmark.checkout.benchmark_root``)."""
+    """``--benchmark``, else the current git checkout (``benchmark.checkout.benchmark_root``)."""
     return checkout.benchmark_root(given)
 
 
@@ -59,7 +53,6 @@ def load(benchmark: Path | None, revision: str = "HEAD",
 
 
 def warned(cat: catalog.Catalog, quiet: bool) -> catalog.Catalog:
-    """``cat``, once its warnings are on stderr."""
     for warning in cat.warnings:
         warn(warning, quiet)
     return cat
@@ -79,7 +72,6 @@ def setup(benchmark: Path | None, toolchain: Path | None, bwrap_path: str | None
 
 def run_probes(tools: options.Tools, env: dict[str, str], work_dir: Path | None,
                names: tuple[str, ...] = ()) -> tuple[ProbeResult, ...]:
-    """Each probe in turn, timed, in a scratch directory removed afterwards."""
     return preflight_steps.run_probes(tools, env, work_dir, names)
 
 
@@ -108,8 +100,7 @@ def show_probes(entries: Sequence[ProbeResult], quiet: bool, verbose: int) -> No
 
 def preflight(tools: options.Tools, env: dict[str, str], work_dir: Path | None,
               skip: bool, quiet: bool, verbose: int = 0) -> Preflight:
-    """``probes.preflight.preflight`` with its probe lines printed (``skip``: the warning
-    instead); a failed probe raises ``ProbesFailedError``, a setup failure."""
+    """``probes.preflight.preflight`` with its probe lines printed (``skip``: the warning)."""
     if skip:
         warn(preflight_steps.SKIPPED_PROBES, quiet)
         return options.not_probed(tools)
@@ -124,7 +115,6 @@ def scoring_dirs(work_dir: Path | None) -> set[Path]:
 
 
 def say_kept(run_dirs: set[Path], quiet: bool) -> None:
-    """Where --keep-work left the scoring workspaces of this run."""
     for run_dir in sorted(run_dirs):
         Console(stderr=True, quiet=quiet).print(
             f"kept: scoring workspaces in {run_dir} (one <submission>/<problem>/workspace "

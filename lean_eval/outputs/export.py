@@ -1,15 +1,8 @@
-"""Export the accepted pairs of a run into the leaderboard results store (``results_store``).
+"""Export the accepted pairs of a run into the leaderboard results store (design §5.5).
 
-Invariants:
-- Only pairs whose verdict file says ``accepted`` become results; each needs a ``--metadata``
-  entry for its submission id and a 40-hex benchmark commit.
-- Everything is checked before anything is written: the metadata (every entry, every field),
-  the run, and every store file the export would touch (schema, recomputed ids, duplicates).
-  Any problem refuses the export as a whole, naming the file, submission, record and field.
-- The store is append-only and sticky: a result whose id is already in its user's file is left
-  exactly as it is; new results are appended in the run's pair order. A file with nothing new
-  is not rewritten. Files are ``json.dumps(indent=2, sort_keys=True, ensure_ascii=False)`` plus
-  a newline, written atomically.
+Invariants: only pairs whose verdict file says ``accepted`` become results; everything (the
+metadata, the run, every store file touched) is checked before anything is written, and any
+problem refuses the whole export; the store is append-only and sticky.
 """
 
 from __future__ import annotations
@@ -37,8 +30,6 @@ _TAGS = frozenset({"issue", "server"})  # discriminator tags pydantic puts in er
 
 
 class Added(NamedTuple):
-    """One result this export appended."""
-
     file: Path
     result_id: str
     submission: str
@@ -46,8 +37,6 @@ class Added(NamedTuple):
 
 
 class Exported(NamedTuple):
-    """What an export did: results appended, results already stored, files written."""
-
     added: tuple[Added, ...]
     kept: tuple[Added, ...]  # accepted pairs whose result id the store already had
     written: tuple[Path, ...]
@@ -62,8 +51,7 @@ def export_report(results_dir: Path, done: Exported) -> ExportReport:
 
 
 def statement_revision(verdict: Verdict) -> int:
-    """The revision a result is for: the problem manifest's ``statement_revision``, as the
-    verdict recorded it when the pair was scored (a later revision is a new result)."""
+    """The revision as scored (a later revision is a new result)."""
     return verdict.problem.statement_revision
 
 
@@ -87,8 +75,7 @@ def _decode(data: bytes, path: Path) -> Any:
 
 
 def read_metadata(path: Path) -> tuple[dict[str, MetadataEntry], dict[str, list[str]]]:
-    """``--metadata``: an object keyed by submission id. The valid entries, and the problems
-    of each invalid one (every field named); a file that is not such an object is refused."""
+    """``--metadata``: its valid entries by submission id, and each invalid entry's problems."""
     try:
         raw = _decode(path.read_bytes(), path)
     except OSError as exc:
@@ -148,7 +135,7 @@ def _store_errors(path: Path, data: Any) -> list[str]:
 
 
 def load_store(path: Path) -> tuple[dict[str, Any] | None, list[str]]:
-    """A user's existing store file as parsed (None when absent), and what is wrong with it."""
+    """A user's store file as parsed (None: absent), and what is wrong with it."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -224,7 +211,7 @@ def _existing(path: Path, user: str) -> tuple[dict[str, Any], list[str]]:
 
 
 def export(out_dir: Path, metadata_path: Path, results_dir: Path) -> Exported:
-    """Append the accepted pairs of ``out_dir`` to the store in ``results_dir`` (see module)."""
+    """Append the accepted pairs of ``out_dir`` to the store in ``results_dir``."""
     run = run_report.load_run(out_dir)
     metadata, invalid = read_metadata(metadata_path)
     candidates, errors = _candidates(run, metadata, invalid)

@@ -1,20 +1,12 @@
-"""Merge the outputs of ``run-eval --shard K/N`` runs into one output directory and summary.
+"""Merge the outputs of ``run-eval --shard K/N`` runs into one output directory (design §5.5).
 
-Invariants:
-- Shards are merged only when they scored the same batch (same batch digest and shard count)
-  with the same identity (harness version, benchmark commit, toolchain, bubblewrap digest and
-  version floor), the same options and the same signing key; otherwise nothing is written and
-  the refusal names the shard directories that differ. Envelopes travel with their verdicts.
-- A pair scored by two shards is refused, never silently picked.
-- The output appears whole or not at all: it is assembled in a hidden sibling directory and
-  renamed into place; an existing non-empty ``--out`` is never touched.
-- Only what a shard really holds is merged (``lean_eval/outputs/outdir.py``): ids by intake's and
-the
-  catalog's rules, each pair in the shard that claims it, files at the place its ids give, opened
-  without following links and regular; anything else is a refusal naming the shard and entry.
-- Pairs that no shard scored are listed, not guessed: the merged summary names the missing
-  shards and those pairs (``missing_shards``, ``not_scored_pairs``, counted in ``not_scored``)
-  and its exit code is 1.
+Invariants (a shard is read through ``outputs.outdir``):
+- Shards merge only with the same batch and shard count, identity, options, probe policy and
+  signing key, and no pair scored twice; else nothing is written and the refusal names them.
+- The output appears whole or not at all (assembled in a hidden sibling, renamed into place);
+  an existing non-empty ``--out`` is never touched.
+- Pairs no shard scored are listed, not guessed (``missing_shards``, ``not_scored_pairs``), and
+  the merged exit code is then 1.
 """
 
 from __future__ import annotations
@@ -49,8 +41,6 @@ from lean_eval.scoring import shard as shards
 
 Pair = tuple[str, str]
 
-# The files a shard may hold beside a pair's verdict ``<problem>.json``, carried when present.
-
 # What must be equal across shards for their verdicts to mean the same thing. Paths (benchmark,
 # toolchain, bubblewrap) legitimately differ between machines and are not compared.
 _IDENTITY_FIELDS = ("harness_version", "benchmark_commit", "toolchain_name", "bwrap_sha256",
@@ -58,15 +48,12 @@ _IDENTITY_FIELDS = ("harness_version", "benchmark_commit", "toolchain_name", "bw
 
 
 class ShardOutput(NamedTuple):
-    """One shard's output directory and its summary."""
 
     path: Path
     summary: Summary
 
 
 class MergeResult(NamedTuple):
-    """The merged summary, where it was written, and the pairs no shard scored."""
-
     summary: Summary
     out_dir: Path
     missing: tuple[Pair, ...]
@@ -76,7 +63,7 @@ class MergeResult(NamedTuple):
 
 
 def load_shard(path: Path) -> ShardOutput:
-    """Read ``path/summary.json``; a missing or invalid summary is a refusal naming ``path``."""
+    """``path/summary.json``, checked; else a refusal naming ``path``."""
     summary_path = path / out_layout.SUMMARY
     try:
         raw = summary_path.read_bytes()
@@ -116,7 +103,7 @@ def _refuse_if_differ(outputs: Sequence[ShardOutput], what: str, fields: Sequenc
 
 
 def check_compatible(outputs: Sequence[ShardOutput]) -> None:
-    """Refuse shards of different batches, identities or options, and one directory twice."""
+    """Refuse shards that differ (module invariants) and one directory given twice."""
     seen: dict[str, Path] = {}
     for out in outputs:
         real = os.path.realpath(out.path)
@@ -146,7 +133,7 @@ def _hard_link(fd: int, dir_fd: int, name: str) -> None:
 
 
 def _place(fd: int, dir_fd: int, name: str) -> None:
-    """Give ``name`` (new, in ``dir_fd``) the content of the open regular file ``fd``."""
+    """Give ``name`` (new, in ``dir_fd``) the content of the open, checked file ``fd``."""
     try:  # same filesystem: no copy; later atomic rewrites of the shard replace its inode, so
         _hard_link(fd, dir_fd, name)  # the merged file never changes under us
         return
@@ -167,7 +154,7 @@ def _place(fd: int, dir_fd: int, name: str) -> None:
 
 
 def _carry(out: ShardOutput, root_fd: int, entry: PairSummary, staging: Path) -> Verdict:
-    """Link or copy one pair's verdict, and the files beside it, into ``staging``."""
+    """Carry one pair's verdict and the files beside it into ``staging``."""
     sid, pid = entry.submission, entry.problem
     (staging / sid).mkdir(exist_ok=True)  # sid passed intake's id rule: one plain name
     target = os.open(staging / sid, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -265,17 +252,14 @@ def _instant(stamp: str) -> tuple[float, str]:
 
 
 def _batch(outputs: Sequence[ShardOutput]) -> dict[str, tuple[str, ...]] | None:
-    """The whole batch as a shard recorded it (all record the same: same digest), if one did."""
+    """The whole batch as a shard recorded it (all agree: same digest), if one did."""
     return next((o.summary.shard.batch for o in outputs
                  if o.summary.shard is not None and o.summary.shard.batch), None)
 
 
 def _submissions(outputs: Sequence[ShardOutput]) -> list[SubmissionSummary]:
-    """Every submission once, in input order, with its problems in the whole batch.
-
-    The batch a shard recorded when there is one (so a missing shard's pairs are listed), else
-    the problems of every given shard.
-    """
+    """Every submission once, in input order, with its problems in the batch a shard recorded
+    (so a missing shard's pairs are listed), else in every given shard."""
     found: dict[str, SubmissionSummary] = {}
     problems: dict[str, list[str]] = {}
     for out in outputs:
@@ -296,7 +280,7 @@ def _submissions(outputs: Sequence[ShardOutput]) -> list[SubmissionSummary]:
 
 
 def merge(shard_dirs: Sequence[Path], out_dir: Path) -> MergeResult:
-    """Merge shard outputs into ``out_dir`` (absent or empty); refusals write nothing."""
+    """Merge shard outputs into ``out_dir`` (absent or empty)."""
     if not shard_dirs:
         raise MergeRefusedError("no shard output directories given")
     outputs = [load_shard(Path(d)) for d in shard_dirs]

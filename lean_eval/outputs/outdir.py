@@ -1,19 +1,12 @@
 """What a run-eval or merge output directory really holds, read the way merge and report read it.
 
-An output directory may come from another machine (a shard's artifact): its ``summary.json`` is
-data, not a map of the host. Invariants:
-- Every submission id, problem id and pair a summary names passes the rules intake and the
-  catalog apply (``intake.SUBMISSION_ID_RE``, ``records.ids.PROBLEM_ID``), so no id can be ``..``,
-  hold a ``/`` or a control character; a shard's pairs must hash into that shard
-  (``shard.shard_of``) and its recorded batch must have its batch digest.
-- A pair's files are ``<dir>/<submission>/<problem>.json`` and the files beside it (``.log``),
-  built from the checked ids: a recorded ``path`` must name exactly that place (relative, or an
-  absolute path of the machine that ran it ending in it), and is never itself opened.
-- Files are opened below the directory without following links (``O_NOFOLLOW`` on the submission
-  directory and on the file, ``O_NONBLOCK`` so a FIFO cannot block) and used only when ``fstat``
-  says they are regular files; what was checked is the open file itself, so a name swapped
-  afterwards changes nothing.
-Anything else is an ``OutputRefusedError`` naming the directory and the entry.
+Its ``summary.json`` may come from another machine: data, not a map of the host. Invariants (a
+breach is an ``OutputRefusedError`` naming the directory and entry):
+- every id passes intake's and the catalog's rules (no ``..``, ``/`` or control character); a
+  shard's pairs hash into that shard, and its recorded batch has its batch digest;
+- a pair's files are at the place its checked ids give; a recorded ``path`` is never opened;
+- files are opened without following links (``O_NONBLOCK``: a FIFO cannot block) and used only
+  when ``fstat`` says regular, so a name swapped afterwards changes nothing.
 """
 
 from __future__ import annotations
@@ -65,7 +58,6 @@ def _check_path(where: Path, pair: PairSummary) -> None:
 
 def _check_unchanged(where: Path, sub: SubmissionSummary,
                      scored: set[tuple[str, str]]) -> None:
-    """A problem listed unchanged is one of the submission's, once, and has no pair entry."""
     problems = set(sub.problems)
     seen: set[str] = set()
     for pid in sub.unchanged:
@@ -78,7 +70,6 @@ def _check_unchanged(where: Path, sub: SubmissionSummary,
 
 
 def check_summary(where: Path, summary: Summary) -> None:
-    """Refuse a summary naming an id the rules forbid, a path off its place or a foreign pair."""
     for pid in summary.problems:
         _check_id(where, "problem id", pid, "catalog: ")
     scored = {(p.submission, p.problem) for p in summary.pairs}
@@ -127,7 +118,7 @@ def _is_shard(text: str) -> bool:
 
 @contextmanager
 def directory(where: Path) -> Iterator[int]:
-    """A descriptor of the output directory itself, resolved as given (the caller's choice)."""
+    """A descriptor of the output directory, links in ``where`` followed (the caller's choice)."""
     try:
         fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
@@ -158,10 +149,7 @@ def submission_dir(where: Path, root_fd: int, submission_id: str) -> Iterator[in
 
 
 def open_regular(where: Path, dir_fd: int | None, submission_id: str, name: str) -> int | None:
-    """A descriptor of the regular file ``<submission>/<name>`` (None: absent); else a refusal.
-
-    The caller closes it.
-    """
+    """``<submission>/<name>`` opened if a regular file (None: absent); the caller closes it."""
     if dir_fd is None:
         return None
     shown = f"{submission_id}/{name}"
@@ -200,11 +188,8 @@ def read_verdict(where: Path, fd: int, pair: tuple[str, str], *, strict: bool) -
 
 def read_verdict(where: Path, fd: int, pair: tuple[str, str], *,
                  strict: bool = True) -> Verdict | None:
-    """The verdict in the open file ``fd``, of ``pair``; else a refusal.
-
-    Not ``strict``: a file that is no verdict (too large, not one this lean-eval reads) is None;
-    a verdict of another pair is still a refusal.
-    """
+    """The verdict of ``pair`` in ``fd``. Not ``strict``: None for a file that is no verdict;
+    a verdict of another pair is a refusal either way."""
     shown = "/".join(out_layout.place_of(*pair).parts)
     chunks, size = [], 0
     while chunk := os.read(fd, 1 << 20):
@@ -228,18 +213,14 @@ def read_verdict(where: Path, fd: int, pair: tuple[str, str], *,
 
 
 class PairFiles(NamedTuple):
-    """What an output directory holds for one pair of its summary, as report reads it."""
+    """What an output directory holds for one pair of its summary."""
 
     verdict: Verdict | None  # None: absent, or not a verdict this lean-eval can read
     log: bool  # a regular ``<problem>.log`` is beside it
 
 
 def pair_files(where: Path, summary: Summary) -> tuple[PairFiles, ...]:
-    """Each pair's files, aligned with ``summary.every_pair()`` (``check_summary`` it first).
-
-    A link, a non-regular file or a verdict of another pair is a refusal; an absent or
-    unreadable verdict is reported as such.
-    """
+    """Each pair's files, aligned with ``summary.every_pair()``; ``check_summary`` it first."""
     found = []
     with directory(where) as root_fd:
         for pair in summary.every_pair():

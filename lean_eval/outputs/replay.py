@@ -1,16 +1,11 @@
 """Replay a recorded run: score its pairs again from the submissions, compare, audit kernels.
 
-Invariants (design §5.6):
-- Nothing is scored while a pin of the record differs from the replay's (a submission's digest,
-  the benchmark commit, a problem's trusted-file digests or statement revision, the toolchain,
-  the bubblewrap digest, the harness version, the verdict-changing options), unless
+Invariants (the pins and statuses: design §5.6):
+- Nothing is scored while a pin of the record differs from the replay's, unless
   ``allow_drift``; then every differing pin is named in the report.
-- Pairs are scored by :func:`lean_eval.scoring.batch.run_batch`, the path ``run-eval`` takes, with
-the
-  options the record's summary holds, every pair afresh (``rescore``: nothing is reused), into a
-  directory that overlaps neither the record nor an input. The record is only read.
-- ``paranoid`` adds ``lake comparator --paranoid`` and nothing else; a pair ``accepted`` on record
-  that a bundled checker rejects is ``kernel_disagreement``, with each checker's line.
+- Pairs are scored by ``scoring.batch.run_batch`` with the record's options, every pair afresh,
+  into a directory that overlaps neither the record nor an input; the record is only read.
+- ``paranoid`` adds ``lake comparator --paranoid`` and nothing else.
 """
 
 from __future__ import annotations
@@ -52,8 +47,7 @@ from lean_eval.scoring.shard import Shard
 from lean_eval.supervise import resources
 
 Pair = tuple[str, str]
-# The identity that gives a verdict its meaning; paths differ between machines and are not
-# compared (as merge does).
+# As merge's: paths differ between machines and are not pins.
 IDENTITY_PINS = ("harness_version", "benchmark_commit", "toolchain_name", "bwrap_sha256",
                  "bwrap_version", "bwrap_minimum_version")
 FALLBACK_TIMEOUT = 1800.0  # run-eval's default, for a record that does not say its options
@@ -68,7 +62,7 @@ class Record(NamedTuple):
 
 
 class Settings(NamedTuple):
-    """How to replay (none of these can change a verdict, except ``paranoid``, the audit)."""
+    """How to replay; only ``paranoid`` (the audit) and ``overrides`` can change a verdict."""
 
     out_dir: Path | None = None  # None: a temporary directory, removed afterwards
     work_dir: Path | None = None
@@ -81,7 +75,6 @@ class Settings(NamedTuple):
 
 
 class Plan(NamedTuple):
-    """A checked replay, ready to score."""
 
     record: Record
     submissions: tuple[Submission, ...]
@@ -92,8 +85,7 @@ class Plan(NamedTuple):
 
 
 def load_record(path: Path) -> Record:
-    """Read ``path/summary.json`` and each listed verdict, checked as ``report`` checks an
-    output (ids, places, no links); anything unreadable is a refusal."""
+    """The record at ``path``, read as ``report`` reads it; anything unreadable is a refusal."""
     try:
         run = run_report.load_run(path)
     except UsageError as exc:
@@ -110,8 +102,7 @@ def load_record(path: Path) -> Record:
 
 def _options(recorded: Mapping[str, Any] | None, settings: Settings,
              shard: Shard | None) -> RunOptions:
-    """The record's verdict-changing options as run options (run-eval's defaults when absent
-    or unreadable: the comparison with the record then names the difference)."""
+    """The record's verdict-changing options (run-eval's defaults where unreadable: drift)."""
     base = RunOptions(out_dir=Path(), timeout=FALLBACK_TIMEOUT, work_dir=settings.work_dir,
                       keep_work=settings.keep_work, jobs=settings.jobs, rescore=True,
                       shard=shard, paranoid=settings.paranoid)
@@ -135,7 +126,6 @@ def _options(recorded: Mapping[str, Any] | None, settings: Settings,
 
 
 def _optional_int(value: object) -> int | None:
-    """A recorded limit that may be off (None)."""
     return None if value is None else int(value)  # type: ignore[call-overload]
 
 
@@ -164,7 +154,7 @@ def _files_drift(recorded: Mapping[str, str], current: Mapping[str, str]) -> tup
 
 def plan(record: Record, submissions: Sequence[Path], catalog: Catalog, tools: Tools,
          settings: Settings) -> Plan:
-    """Check every pin of the record against this replay and list each difference."""
+    """Check every pin of the record against this replay, listing each difference."""
     summary = record.summary
     inputs = tuple(p.absolute() for p in submissions)
     ids = check_ids(inputs)
@@ -224,7 +214,6 @@ def plan(record: Record, submissions: Sequence[Path], catalog: Catalog, tools: T
 
 
 def check(plan_: Plan, allow_drift: bool) -> None:
-    """Refuse a plan with drift (each difference named) unless drift is allowed."""
     if plan_.drift and not allow_drift:
         raise ReplayRefusedError(
             f"the replay differs from the record {plan_.record.path} in "
@@ -241,7 +230,8 @@ def judgement(verdict: Verdict) -> Judgement:
 
 def compare(recorded: Verdict, new: Verdict | None,
             paranoid: bool) -> tuple[Status, tuple[str, ...]]:
-    """The pair's status and, for a kernel disagreement, the rejecting checkers' lines."""
+    """The pair's status (design §5.6; the message is not compared: it may name paths and
+    times) and, for a kernel disagreement, the rejecting checkers' lines."""
     if new is None:
         return "not_scored", ()
     if (new.verdict, new.reason.code) == (recorded.verdict, recorded.reason.code):
@@ -265,7 +255,7 @@ def _new_verdicts(out_dir: Path, summary: Summary) -> dict[Pair, tuple[Verdict |
 def replay(plan_: Plan, tools: Tools, preflight: Preflight, caller_env: Mapping[str, str],
            settings: Settings, allow_drift: bool,
            on_progress: Callable[[Progress], None] | None = None) -> ReplayReport:
-    """Score the plan's pairs with run-eval's machinery, compare, write ``replay.json``."""
+    """Score the plan's pairs, compare, write ``replay.json`` (unless to a temporary ``out``)."""
     check(plan_, allow_drift)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     temporary = settings.out_dir is None

@@ -1,15 +1,5 @@
-"""The replay report ``replay.json`` (``lean-eval replay``): reading it and how ``report`` shows
-it. Its models are ``lean_eval.records.replay``.
-
-Invariants:
-- A pair is ``reproduced`` when the new verdict and reason code equal the recorded ones (the
-  message may name paths and times, so it is not compared); ``kernel_disagreement`` when it was
-  ``accepted`` on record and a checker rejected it under ``--paranoid``; ``changed`` otherwise;
-  ``not_scored`` when the replay produced no verdict for it.
-- Every string a submission or a build controls reaches the console as ``rich.text.Text`` made
-  printable, or escaped for markdown, exactly as :mod:`lean_eval.outputs.report.run_report` does for
-  runs.
-"""
+"""``replay.json``: reading it, and how ``report`` shows it (models: ``records.replay``; the
+statuses: ``outputs.replay.compare``). Strings are escaped as ``report.run_report`` says."""
 
 from __future__ import annotations
 
@@ -32,7 +22,7 @@ _STYLE = {"reproduced": "green", "changed": "red", "kernel_disagreement": "bold 
 
 
 def load(out_dir: Path) -> ReplayReport:
-    """Read ``out_dir/replay.json``; unreadable or invalid is a usage error naming it."""
+    """``out_dir/replay.json``; unreadable or invalid is a usage error naming it."""
     path = out_dir / out_layout.REPLAY
     try:
         return ReplayReport.model_validate_json(path.read_bytes())
@@ -85,8 +75,7 @@ def print_replay(report: ReplayReport, console: Console) -> None:
 
 
 def render_markdown(report: ReplayReport, budget: int = STEP_SUMMARY_BUDGET) -> str:
-    """The replay for ``$GITHUB_STEP_SUMMARY``: counts, drift, disagreements, then the pairs
-    (cut, with a note, where the step summary would grow past ``budget`` bytes)."""
+    """The replay for ``$GITHUB_STEP_SUMMARY``, cut (with a note) to ``budget`` bytes."""
     counts = ", ".join(f"{report.counts.get(s, 0)} {s}" for s in STATUSES)
     mode = " (`--paranoid` audit)" if report.paranoid else ""
     lines = [f"## lean-eval replay{mode}", "",
@@ -118,7 +107,7 @@ def render_markdown(report: ReplayReport, budget: int = STEP_SUMMARY_BUDGET) -> 
 
 
 def render(report: ReplayReport, fmt: str, width: int = 120) -> str:
-    """The replay as text: ``table``, ``markdown`` or ``json`` (``junit`` is for runs)."""
+    """The replay as ``table``, ``markdown`` or ``json`` text (``junit`` is for runs)."""
     if fmt == "json":
         return report.model_dump_json(indent=2) + "\n"
     if fmt == "markdown":

@@ -1,11 +1,5 @@
-"""The leaderboard results store's result ids and file names; its records (the store files
-and the ``--metadata`` input) are ``lean_eval.records.results_store``.
-
-Invariants:
-- ``result_id`` is ``"r2_"`` + hex SHA-256 of ``lean-eval-result-v2\\0`` followed by the RFC 8785
-  canonical JSON of ``[lowercase(user), declared_model, problem_id, statement_revision]``; the
-  model string is used verbatim, the user lowercased only here and in the file name.
-"""
+"""The results store's result ids and file names (records: ``records.results_store``). The
+declared model is used verbatim; the user is lowercased only in the id and the file name."""
 
 from __future__ import annotations
 
@@ -17,12 +11,10 @@ RESULT_ID_DOMAIN = b"lean-eval-result-v2\0"
 
 
 def result_id(user: str, declared_model: str, problem_id: str, statement_revision: int) -> str:
-    """The stable id of one result (see the module invariants)."""
     # rfc8785: the canonical form is the library's, never a hand-tuned json.dumps.
     canonical = rfc8785.dumps([user.lower(), declared_model, problem_id, statement_revision])
     return "r2_" + hashlib.sha256(RESULT_ID_DOMAIN + canonical).hexdigest()
 
 
 def file_name(user: str) -> str:
-    """The store file of ``user``."""
     return f"{user.lower()}.json"

@@ -1,24 +1,13 @@
-"""Signed verdicts: a DSSE envelope over an in-toto Statement v1 beside each verdict file.
-
-``run-eval --sign-key FILE`` writes ``<submission>/<problem>.intoto.json`` next to every verdict
-it records (scored or reused): a DSSE envelope (payload type ``application/vnd.in-toto+json``)
-whose payload is an in-toto Statement v1. Its subjects are the verdict file (SHA-256 of its
-bytes) and the submission (its intake digest); its predicate repeats what the verdict means:
-verdict, execution, reason code, checkers, benchmark commit, trusted-file digests, toolchain,
-bubblewrap version and digest, harness version, and the options that can change a verdict.
-``lean_eval.outputs.verify`` checks all of it offline against the public key. The statement's
-models are ``lean_eval.records.statement``.
+"""Signed verdicts: a DSSE envelope over an in-toto Statement v1 beside each verdict file
+(design §5.5, SECURITY.md invariant 20; checked offline by ``outputs.verify``).
 
 Invariants:
-- Nothing cryptographic is written here: Ed25519 is ``cryptography``'s, the DSSE envelope, its
-  pre-authentication encoding, signing and verification are ``securesystemslib``'s, and the
-  payload is the RFC 8785 canonical JSON of the statement (``rfc8785``), so signing the same
-  verdict file with the same key gives the same envelope byte for byte.
-- The statement is built from the verdict file's bytes as they are on disk, never from a copy
-  in memory, so the envelope attests exactly what a reader finds.
-- A key's fingerprint is the SHA-256 of its DER SubjectPublicKeyInfo, the same value
-  ``openssl pkey -pubin -outform DER | sha256sum`` prints; it is the envelope's ``keyid`` and
-  ``summary.json``'s ``signing_key``.
+- Nothing cryptographic is written here (``cryptography``, ``securesystemslib``, ``rfc8785``),
+  so the same verdict file and key give the same envelope byte for byte.
+- The statement is built from the verdict file's bytes on disk, never from a copy in memory,
+  so it attests exactly what a reader finds.
+- A key's fingerprint (``keyid``, ``summary.json``'s ``signing_key``) is the SHA-256 of its DER
+  SubjectPublicKeyInfo, as ``openssl pkey -pubin -outform DER | sha256sum`` prints.
 """
 
 from __future__ import annotations
@@ -62,7 +51,7 @@ def is_envelope(path: Path) -> bool:
 
 
 def predicate_of(verdict: Verdict, options: Mapping[str, Any]) -> Predicate:
-    """The predicate that a verdict's own fields call for (``options`` come from the run)."""
+    """The predicate a verdict's own fields call for (``options``: the run's)."""
     ident = verdict.identity
     return Predicate(
         submission=SubmissionClaim(id=verdict.submission.id, digest=verdict.submission.digest),
@@ -77,8 +66,7 @@ def predicate_of(verdict: Verdict, options: Mapping[str, Any]) -> Predicate:
 
 
 def statement_of(name: str, data: bytes, options: Mapping[str, Any]) -> Statement:
-    """The statement about the verdict file ``name`` (relative to --out) whose bytes are
-    ``data``; ValidationError when they are not a verdict."""
+    """The statement about verdict file ``name`` holding ``data`` (ValidationError: no verdict)."""
     verdict = Verdict.model_validate_json(data)
     return Statement.model_validate({
         "_type": STATEMENT_TYPE,
@@ -89,7 +77,6 @@ def statement_of(name: str, data: bytes, options: Mapping[str, Any]) -> Statemen
 
 
 def fingerprint(key: Ed25519PublicKey) -> str:
-    """Hex SHA-256 of the key's DER SubjectPublicKeyInfo."""
     der = key.public_bytes(serialization.Encoding.DER,
                            serialization.PublicFormat.SubjectPublicKeyInfo)
     return hashlib.sha256(der).hexdigest()
@@ -120,7 +107,7 @@ class SigningKey:
         return envelope.to_dict()
 
     def sign(self, verdict_file: Path, out_dir: Path, options: Mapping[str, Any]) -> str | None:
-        """Write the envelope of ``verdict_file``; None, or why it could not be written."""
+        """Write the envelope of ``verdict_file``: None, or why it could not be written."""
         try:
             data = verdict_file.read_bytes()
             name = verdict_file.relative_to(out_dir).as_posix()

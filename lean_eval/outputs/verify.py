@@ -1,12 +1,9 @@
 """Check a signed output directory offline: ``lean-eval verify OUT --key PUB``.
 
 Invariants:
-- Every verdict (each one ``summary.json`` lists and every ``<submission>/<problem>.json`` on
-  disk) must have its envelope; every envelope must verify under the given key (DSSE, by
-  ``securesystemslib``) before anything in its payload is believed; the signed digest must be
-  the verdict file's SHA-256; each predicate field must equal what the verdict file says; the
-  summary line must agree with the verdict file; and a ``--submission`` must have the digest
-  the envelopes of its verdicts sign, computed exactly as intake computes it.
+- Every verdict, listed or on disk, has an envelope whose signature verifies under the key
+  before anything in its payload is believed; the signed digest, every predicate field, the
+  summary line and each ``--submission``'s intake digest must match what is on disk.
 - Every failure is named (file and what differs); none stops the others from being checked.
 """
 
@@ -109,7 +106,7 @@ class _Checker:
             return None
 
     def verdict(self, rel: str, pair: PairSummary | None) -> Statement | None:
-        """Check one verdict file against its envelope (and its summary line)."""
+        """Check one verdict file against its envelope and its summary line."""
         path = self.out_dir / rel
         try:
             data = path.read_bytes()
@@ -184,7 +181,7 @@ def _submission(checker: _Checker, path: Path,
 
 def verify(out_dir: Path, key: signing.PublicKey, submissions: Sequence[Path] = ()
            ) -> VerifyReport:
-    """Check ``out_dir`` against ``key`` (and each submission given); see the module doc."""
+    """Check ``out_dir`` against ``key``, and each submission given."""
     summary = run_report.load_run(out_dir).summary
     checker = _Checker(out_dir, key)
     recorded = getattr(summary, "signing_key", None)

@@ -1,10 +1,7 @@
 """Probe ``artifact_tamper``: nothing started by a build outlives it to swap what is judged.
 
-During the Solution build the payload starts a ``setsid`` detached descendant that appends a
-timestamped heartbeat to ``.lake/probe/heartbeat`` every few milliseconds and, once the
-Solution's ``.olean`` has existed for a moment (i.e. after the build), keeps overwriting every
-``.olean`` under ``.lake/build/lib/lean`` with a tamper marker. Lake's sandbox (PID namespace,
-``--die-with-parent``) must kill it when the build step ends, before the Solution is exported.
+The payload starts a ``setsid``-detached heartbeat that, once the build is over, overwrites
+every ``.olean``; Lake's sandbox must kill it when the build step ends, before the export.
 """
 
 from __future__ import annotations
@@ -58,7 +55,6 @@ def _beats(path: Path) -> list[float]:
 
 
 def _carriers(tok: str) -> list[str]:
-    """Processes whose command line carries ``tok`` (the heartbeat's unique marker)."""
     found = []
     for entry in os.scandir("/proc"):
         if entry.name.isdigit() and int(entry.name) != os.getpid():
@@ -80,7 +76,6 @@ def _tampered(build: Path, mark: bytes) -> list[str]:
 
 
 def run(ctx: registry.ProbeContext) -> ProbeResult:
-    """Score one synthetic proof whose build leaves a detached tamperer; judge its traces."""
     tok = payloads.token()
     lay = synthetic.layout(ctx.scratch / "run")
     ws = lay.workspace(SID, PID)

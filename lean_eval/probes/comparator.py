@@ -1,11 +1,5 @@
-"""Probe ``comparator``: the installed toolchain accepts what it must and rejects what it must.
-
-Synthetic submissions for two packaged problems are scored through the real pipeline: a valid
-proof and a right definition must be accepted; a statement mismatch, ``sorry``, a used user
-axiom and a definition of the wrong type must be rejected. A toolchain without ``nanoda_bin``
-must be refused (and the driver, given a NanoDa path that does not exist, must never accept),
-and a sandbox executable that cannot start must never lead to acceptance.
-"""
+"""Probe ``comparator``: the installed toolchain accepts and rejects what it must (``CASES``),
+and never accepts without NanoDa or without a working sandbox."""
 
 from __future__ import annotations
 
@@ -64,7 +58,6 @@ def _without_nanoda(root: Path, into: Path) -> Path:
 
 
 def run(ctx: registry.ProbeContext) -> ProbeResult:
-    """Score the synthetic cases and the broken installations; judge the verdicts."""
     name = ctx.tools.toolchain.name
     catalog = synthetic.synthetic_catalog(ctx.scratch / "benchmark",
                                       [synthetic.probe_true(name), synthetic.probe_def(name)], name)
@@ -106,7 +99,7 @@ def run(ctx: registry.ProbeContext) -> ProbeResult:
 
 def _never_accepted(ctx: registry.ProbeContext, catalog: Catalog, label: str,
                     tools: Tools) -> ProbeCheck:
-    """Score the valid proof with a broken installation: anything but ``accepted`` is right."""
+    """Score the valid proof with a broken installation: anything but ``accepted`` passes."""
     broken = (f"nanoda {tools.toolchain.nanoda} (exists: {tools.toolchain.nanoda.exists()})"
               if label.startswith("missing") else f"bwrap {tools.bwrap.path} (exits 1)")
     try:

@@ -1,11 +1,8 @@
 """Probe ``env_dump``: no secret of the caller's environment reaches a submitted build.
 
-Decoy secrets with unique random values are added to the caller environment handed to
-``run_batch``. The payload dumps its own ``/proc/self/environ``, the output of ``env -0``, and
-the environment of every process it can see under ``/proc`` (outside a PID namespace that
-includes Lake and the harness). The probe passes iff no decoy value appears anywhere in the
-evidence or the log, every visible variable name is on :data:`ALLOWED`, and the payload's own
-environment holds :data:`REQUIRED`.
+Decoys join the caller environment; the payload dumps every environment it can see (its own,
+``env -0``'s, each visible process's). It passes iff no decoy shows up there or in the log,
+every name is on ``ALLOWED`` and the payload's own environment holds ``REQUIRED``.
 """
 
 from __future__ import annotations
@@ -89,7 +86,6 @@ def _views(ev: dict[str, object]) -> dict[str, tuple[set[str], set[str]]]:
 
 
 def run(ctx: registry.ProbeContext) -> ProbeResult:
-    """Score one synthetic proof with decoys in the caller environment; judge the dump."""
     decoys = {n: f"decoy-{n.lower().replace('_', '-')}-{secrets.token_hex(12)}"
               for n in DECOY_NAMES}
     lay = synthetic.layout(ctx.scratch / "run")

@@ -1,8 +1,5 @@
-"""Probe payloads: one shell command in both forms a submitted file can carry (design §7).
-
-Each submitted file carries its IO twice: a real Lean ``#eval`` and a ``-- standin-io:`` line,
-so a probe means the same on a real toolchain and on the stand-in.
-"""
+"""Probe payloads: a shell command as a real Lean ``#eval`` and as a ``-- standin-io:`` line, so
+a probe means the same on a real toolchain and on the stand-in (design §7)."""
 
 from __future__ import annotations
 
@@ -16,15 +13,13 @@ PY = "/usr/bin/python3"  # payload interpreter; visible in Lake's sandbox throug
 
 
 def lean_string(text: str) -> str:
-    """``text`` as a Lean string literal."""
     escaped = (text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
                .replace("\t", "\\t"))
     return f'"{escaped}"'
 
 
 def io_payload(command: str) -> str:
-    """Run ``command`` with ``/bin/sh -c`` while the file is elaborated: a real Lean ``#eval``
-    and the stand-in's ``-- standin-io:`` line."""
+    """Run ``command`` (one line) with ``/bin/sh -c`` while the file is elaborated."""
     if "\n" in command:
         raise ValueError("a payload command is one line")
     return (f"-- standin-io: {command}\n"
@@ -48,5 +43,4 @@ def submission(declarations: str, *payloads: str) -> str:
 
 
 def token() -> str:
-    """A unique marker for one probe run."""
     return "lean-eval-probe-" + secrets.token_hex(8)

@@ -1,8 +1,5 @@
-"""The preflight: every probe run before a run's first pair, and the record verdicts carry.
-
-A probe that does not pass refuses the run (``ProbesFailedError``, a setup failure: exit 2).
-A run that skips its probes, or has no pair needing a sandbox, says so in the same record.
-"""
+"""The preflight: every probe, run before a run's first pair, and the record verdicts carry.
+A probe that does not pass refuses the run (``ProbesFailedError``, a setup failure: exit 2)."""
 
 from __future__ import annotations
 
@@ -24,8 +21,7 @@ NOTHING_TO_SCORE = ("nothing to score: every pair was kept from an earlier run o
 
 def run_probes(tools: Tools, env: Mapping[str, str], work_dir: Path | None,
                names: Sequence[str] = ()) -> tuple[ProbeResult, ...]:
-    """Each probe (``names``, default all) in turn, timed, in a scratch directory removed
-    afterwards."""
+    """Each probe (``names``, default all) in a scratch directory removed afterwards."""
     if work_dir is not None:
         work_dir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="lean-eval-probes-", dir=work_dir))
@@ -37,14 +33,13 @@ def run_probes(tools: Tools, env: Mapping[str, str], work_dir: Path | None,
 
 
 def not_needed(tools: Tools) -> Preflight:
-    """The record of a run with no pair that needs a sandbox: no probe ran, and why."""
+    """The record of a run with no pair that needs a sandbox."""
     return not_probed(tools).model_copy(update={"skipped": False, "reason": NOTHING_TO_SCORE})
 
 
 def preflight(tools: Tools, env: Mapping[str, str], work_dir: Path | None,
               on_probes: Callable[[tuple[ProbeResult, ...]], None] | None = None) -> Preflight:
-    """Run every probe; the record every verdict carries. ``on_probes`` gets every probe's
-    entry once they all ran, before a failure is raised."""
+    """Run every probe; ``on_probes`` gets their entries before a failure is raised."""
     entries = run_probes(tools, env, work_dir)
     record = not_probed(tools).model_copy(update={
         "skipped": False, "probes": tuple(e.outcome() for e in entries)})

@@ -1,10 +1,7 @@
 """The preflight probes: their names, how each is run and judged (design §6, SECURITY.md).
 
-:func:`run_probes` never raises for a probe: an exception becomes status ``error``. Nothing here
-prints, parses options or reads the environment: the probe scripts' command line is
-``lean_eval/cli/probe_script.py``, whose environment defaults are click's, as for the CLI.
-A probe passes only on the evidence files its payloads write and host-side state (files,
-sockets, ``/proc``), never on what a build printed or on the verdict text alone.
+A probe passes only on its payloads' evidence files and host-side state (files, sockets,
+``/proc``), never on what a build printed; ``run_probes`` never raises for a probe.
 """
 
 from __future__ import annotations
@@ -67,7 +64,7 @@ def judge(name: str, claim: str, checks: Sequence[ProbeCheck]) -> ProbeResult:
 
 def run_probes(ctx: ProbeContext, names: Sequence[str] | None = None
                ) -> tuple[ProbeResult, ...]:
-    """Run ``names`` (default: every probe) in order, each in its own sub-scratch, timed."""
+    """Run ``names`` (default: all), each in its own sub-scratch; an exception is an ``error``."""
     results = []
     for name in names or PROBE_NAMES:
         started = time.monotonic()

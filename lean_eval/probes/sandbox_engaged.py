@@ -1,11 +1,8 @@
 """Probe ``sandbox_engaged``: the Solution build really runs inside Lake's bubblewrap sandbox.
 
-The payload (run while the submitted file is elaborated) tries to write to the project source,
-to a host directory, through a symlink out of ``.lake``, to HOME and /tmp, and inside ``.lake``;
-looks for host marker files that must be hidden; reads the routing tables; connects to a
-listener the probe holds on the host's loopback; tries to create a user namespace (in a forked
-child, so the payload's own stay as they are); and records its namespace ids. It records errno
-names in an evidence file; the probe compares them with host-side state.
+The payload tries each escape ``PROVES`` names (a user namespace in a forked child, so its own
+namespaces stay as they are) and records errno names in an evidence file, which the probe
+compares with host-side state.
 """
 
 from __future__ import annotations
@@ -127,7 +124,6 @@ def _writable_dir(value: str | None) -> Path | None:
 
 
 def run(ctx: registry.ProbeContext) -> ProbeResult:
-    """Score one synthetic proof whose payload attacks the sandbox; judge evidence and host."""
     tok = payloads.token()
     lay = synthetic.layout(ctx.scratch / "run")
     ws = lay.workspace(SID, PID)

@@ -1,10 +1,6 @@
-"""End-to-end self-checks: is the installation sound, and does the scoring workflow count right?
-
-Both score generated submissions through the real pipeline (intake, workspace, driver,
-wrapper, verdicts) against the benchmark's ``two_plus_two`` starter problem, so a failure here is
-an installation problem, never a proof problem. Their result is the ``SelfCheckReport`` document
-``--json`` prints (``lean_eval.records.documents``), built here and nowhere else.
-"""
+"""End-to-end self-checks: generated submissions to the benchmark's ``two_plus_two`` scored
+through the real pipeline, so a failure is the installation's, never a proof's. The
+``SelfCheckReport`` that ``--json`` prints is built here and nowhere else."""
 
 from __future__ import annotations
 
@@ -51,8 +47,6 @@ class Expectation(NamedTuple):
 
 
 class SelfCheck(NamedTuple):
-    """A finished self-check: its report, and where its generated files were."""
-
     report: SelfCheckReport
     where: Path  # submissions, verdicts and logs; removed when the check passed
 
@@ -178,6 +172,5 @@ def check_comparator_installation(catalog: Catalog, tools: Tools,
 
 def check_eval_workflow(catalog: Catalog, tools: Tools, caller_env: Mapping[str, str],
                         work: Path | None = None, timeout: float = 600) -> SelfCheck:
-    """A generated batch covering every verdict kind (``error`` included: a build that never
-    ends, under its own short deadline), checked against expected verdicts."""
+    """A generated batch covering every verdict kind (``WORKFLOW``), ``error`` included."""
     return _score("check-eval-workflow", catalog, tools, caller_env, WORKFLOW, work, timeout)

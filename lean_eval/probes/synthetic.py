@@ -1,9 +1,5 @@
-"""The probes' synthetic problems, and scoring a synthetic batch through the real scoring path.
-
-A probe scores a problem packaged here (never the benchmark's) with the same intake, workspace,
-driver, ``COMPARATOR_BWRAP`` wrapper, masks, PATH filtering and environment allowlist as
-``run-eval``.
-"""
+"""The probes' synthetic problems (never the benchmark's), scored by ``run-eval``'s own
+pipeline (``scoring.batch.run_batch``)."""
 
 from __future__ import annotations
 
@@ -100,7 +96,7 @@ VALID_TRUE = "theorem probe_true : True := trivial"
 
 def synthetic_catalog(root: Path, problems: Sequence[ProblemWorkspace],
                       toolchain_name: str) -> Catalog:
-    """A catalog of ``problems`` rooted at ``root`` (where their files are written for reading)."""
+    """A catalog of ``problems``, their files written under ``root``."""
     for p in problems:
         for name, data in p.trusted.items():
             target = root / "workspaces" / p.problem.id / name
@@ -134,8 +130,6 @@ def layout(base: Path) -> Layout:
 
 
 class Scored(NamedTuple):
-    """One scored pair: its verdict, kept workspace, raw log, and when the verdict was handed."""
-
     verdict: Verdict
     workspace: Path
     log: str

@@ -1,12 +1,8 @@
 """Probe ``tool_path``: tool lookups of Lake and the harness never run a planted program.
 
-Programs named like the tools Lake and the harness look up (``git``, ``env``, ``bwrap``,
-``lake``, ``lean``, ``nanoda_bin``, ``leanchecker``) are planted in a cache directory under the
-work dir and, by the build itself, in the workspace's ``.lake/build/bin``. The caller PATH
-handed to ``run_batch`` names them every way: absolutely, relatively (to Lake's cwd), through
-a symlink, and as an empty entry. Each planted program prints a marker and appends to a host
-evidence file that the sandbox cannot write; the probe passes iff neither shows up and the pair
-was still accepted.
+Programs named like ``TOOLS``, planted in a cache directory and by the build, and named every
+way on the caller PATH, print a marker and append to a host file the sandbox cannot write; the
+probe passes iff neither shows up and the pair is still accepted.
 """
 
 from __future__ import annotations
@@ -54,7 +50,6 @@ def _real(ctx: registry.ProbeContext, tool: str) -> str | None:
 
 
 def run(ctx: registry.ProbeContext) -> ProbeResult:
-    """Score one synthetic proof with tools planted on the caller PATH; judge host evidence."""
     tok = payloads.token()
     lay = synthetic.layout(ctx.scratch / "run")
     ws = lay.workspace(SID, PID)

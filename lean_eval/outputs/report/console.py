@@ -1,9 +1,5 @@
-"""A run and a self-check on the console (rich), and the console table as plain text.
-
-Every string a submission or a build controls reaches the console as ``rich.text.Text`` (through
-``report.printable``) or through ``rich.markup.escape``: a name such as ``[bold red]x`` can
-neither raise ``MarkupError`` nor restyle or hide console text.
-"""
+"""A run and a self-check on the console (rich), and the console table as plain text;
+strings are escaped as ``report.run_report`` says."""
 
 from __future__ import annotations
 
@@ -35,10 +31,8 @@ def _t(text: str, style: str = "") -> Text:
 
 
 def verdict_line(verdict: Verdict) -> str:
-    """One plain-text line for a finished pair: ``good/two_plus_two  accepted  0.7 s``.
-
-    The result is not markup: print it as ``Text`` (it holds user-controlled names).
-    """
+    """One line for a finished pair, ``good/two_plus_two  accepted  0.7 s``; it holds
+    user-controlled names, so print it as ``Text``, never as markup."""
     text = detail(verdict.verdict, verdict.reason.code, verdict.execution)
     parts = [printable(f"{verdict.submission.id}/{verdict.problem.id}"), verdict.verdict]
     if text:
@@ -65,10 +59,8 @@ def summary_table(summary: Summary) -> Table:
 
 
 def print_summary(summary: Summary, console: Console, hints: bool = False) -> None:
-    """The table, submission-level rejections, the counts and the exit code.
-
-    ``hints``: also each submission without a problem directory (run-eval prints those itself).
-    """
+    """The table, whole-submission rejections, counts and exit code; ``hints``: also each
+    submission without a problem directory (run-eval prints those itself)."""
     missing = not_scored(summary)
     if summary.pairs or any(s.unchanged for s in summary.submissions) or missing:
         console.print(summary_table(summary))
@@ -88,10 +80,7 @@ def print_summary(summary: Summary, console: Console, hints: bool = False) -> No
 
 
 def print_selfcheck(result: SelfCheckReport, console: Console) -> None:
-    """Each generated submission, then what differed, then the verdict on the installation.
-
-    On a terminal a table; otherwise one line per submission, so no column is ever cut.
-    """
+    """A self-check: a table on a terminal, else one line per submission (no column cut)."""
     name = result.check
     rows = []
     for f in result.findings:

@@ -1,13 +1,9 @@
-"""A run as CSV: one row per pair, then one per pair no run scored and per submission that
-scored no pair (rejected as a whole, or no problem directory, with intake's hint).
+"""A run as CSV: a row per pair, per pair no run scored, per submission that scored no pair.
 
 Invariants:
-- Written by the standard ``csv`` module (RFC 4180 quoting), so a comma, quote or newline in a
-  message cannot add a column or a row; control characters are shown as ``\\xNN`` and bidi and
-  zero-width controls as ``\\uXXXX`` (``report.printable``).
-- A cell that a spreadsheet would read as a formula (starting with ``=``, ``+``, ``-``, ``@``,
-  a tab or a carriage return) is prefixed with ``'``, the usual guard against CSV injection: a
-  message such as ``=HYPERLINK(...)`` is shown, never evaluated.
+- The ``csv`` module quotes (RFC 4180): no message adds a column or a row; cells are printable.
+- A cell a spreadsheet would read as a formula gets a leading ``'`` (the CSV injection guard):
+  ``=HYPERLINK(...)`` is shown, never evaluated.
 """
 
 from __future__ import annotations
@@ -24,7 +20,6 @@ _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
 def cell(value: object) -> str:
-    """One CSV field: printable, and never read as a spreadsheet formula."""
     if value is None:
         return ""
     text = printable(str(value))
@@ -32,7 +27,6 @@ def cell(value: object) -> str:
 
 
 def render_csv(run: Run) -> str:
-    """The header ``COLUMNS``, then a row per pair, per unscored pair, per empty submission."""
     doc = run_report(run)
     rows: list[tuple[object, ...]] = [
         (p.submission, p.problem, p.verdict, TALLY[p.verdict], p.execution, p.reason,

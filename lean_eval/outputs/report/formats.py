@@ -1,9 +1,4 @@
-"""A run rendered in any of the report formats (``report.FORMATS``): the one place that picks
-a renderer for ``lean-eval report``.
-
-Each format module builds on the ``RunReport`` document of ``lean_eval.outputs.report.run_report``;
-this module sits above all of them, so none of them imports it.
-"""
+"""The one place that picks a renderer for ``lean-eval report``; above every format module."""
 
 from __future__ import annotations
 
@@ -16,7 +11,6 @@ from lean_eval.outputs.report.run_report import Format, Run, render_json
 
 
 def render(run: Run, fmt: Format) -> str:
-    """The run in one of ``FORMATS`` as text."""
     if fmt == "markdown":
         return render_markdown(run)
     if fmt == "junit":

@@ -1,16 +1,11 @@
 """A run as one self-contained HTML page: the matrix coloured by verdict, a filter, each pair.
 
 Invariants:
-- One file that needs nothing else: the style and the script are inline, no font, image, style
-  sheet or script is loaded, and the page's Content-Security-Policy (``default-src 'none'``,
-  the inline style and script allowed by their SHA-256 only) forbids every fetch and any
-  script but ours, should a string ever slip through.
-- Every string a submission or a build controls is escaped with ``html.escape`` (text and
-  attribute values alike), after control characters are shown as ``\\xNN`` and bidi and
-  zero-width controls as ``\\uXXXX`` (``report.printable``): a name such as
-  ``<img src=x onerror=...>`` is text on the page, never an element.
-- Without the script the page still shows everything: the matrix's cells link to each pair's
-  ``<details>``; the script only filters and opens them.
+- Nothing is loaded, and the Content-Security-Policy (``CSP``: our inline style and script by
+  SHA-256 only) forbids every fetch and any other script, should a string ever slip through.
+- Every string a submission or a build controls goes through ``h``, attributes included:
+  ``<img src=x onerror=...>`` is text, never an element.
+- Without the script the page still shows everything; the script only filters and opens.
 """
 
 from __future__ import annotations
@@ -151,8 +146,7 @@ def _unscored_details(i: int, sub: str, prob: str, why: str) -> str:
 
 
 def render_html(run: Run) -> str:
-    """The page: totals, the matrix, submissions without pairs, then every pair (failures
-    first) as ``<details>``."""
+    """The page; every pair (failures first) as ``<details>``."""
     doc = run_report(run)
     tails = {(v.submission.id, v.problem.id): v.log.tail for v in run.verdicts if v is not None}
     problems = matrix_problems(run, doc)

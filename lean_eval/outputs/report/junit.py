@@ -1,8 +1,5 @@
-"""A run as JUnit XML for CI test views: a testsuite per submission, a testcase per problem.
-
-Built with ``xml.etree`` and stripped of characters XML 1.0 forbids (and bidi and zero-width
-controls shown as ``\\uXXXX``), so any standard parser reads it whatever a build printed.
-"""
+"""A run as JUnit XML for CI test views. Built with ``xml.etree``, characters XML 1.0 forbids
+replaced, so any standard parser reads it whatever a build printed."""
 
 from __future__ import annotations
 
@@ -49,14 +46,9 @@ def _junit_error(suite: ET.Element, classname: str, name: str, kind: str, messag
 
 
 def render_junit(run: Run) -> str:
-    """JUnit XML: a testsuite per submission, a testcase per problem.
-
-    ``rejected`` and ``invalid_submission`` are failures, ``error`` an error, ``unchanged``
-    skipped. A submission rejected as a whole, with no pair, is one failing testcase; one in which
-    intake found no problem directory is one skipped testcase carrying the hint. A pair no
-    run scored is an ``error`` testcase (``not_scored``), and so is each missing shard (in the
-    testsuite ``(missing shards)``): a CI view of a partial merge is red.
-    """
+    """A testsuite per submission, a testcase per problem: ``rejected`` and ``invalid_submission``
+    fail, ``unchanged`` is skipped; ``error``, unscored pairs and missing shards are errors (a
+    partial merge is red). A submission without pairs is one failing or skipped testcase."""
     doc = run_report(run)
     tails = {(p.submission.id, p.problem.id): p.log.tail for p in run.verdicts if p is not None}
     root = ET.Element("testsuites", name="lean-eval")

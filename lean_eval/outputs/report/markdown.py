@@ -1,17 +1,10 @@
-"""A run as markdown a person reads at a glance, sized for ``$GITHUB_STEP_SUMMARY``.
-
-The document leads with a submissions x problems matrix (one symbol per verdict, with a legend),
-then every failure and error with its reason, then submissions that scored no pair (rejected as
-a whole, or without a problem directory, with intake's hint), then the accepted and unchanged
-pairs folded inside ``<details>``.
+"""A run as markdown read at a glance, sized for ``$GITHUB_STEP_SUMMARY`` (design §5.5).
 
 Invariants:
-- Every user string goes through ``md``: table and inline syntax is escaped, ``<`` ``>`` ``&``
-  become entities (no HTML reaches the page), control characters are shown as ``\\xNN`` and
-  bidi and zero-width controls as ``\\uXXXX``.
-- The document stays under ``budget`` bytes (GitHub refuses a step summary over 1 MiB). The cut
-  drops accepted and unchanged rows first, then the matrix, and failure rows only when they
-  alone exceed the budget; each cut is said in the text, with how much it left out.
+- Every user string goes through ``md``: no markup and no HTML reach the page.
+- The document stays under ``budget`` bytes (GitHub refuses a step summary over 1 MiB): the
+  cut drops accepted and unchanged rows first, then the matrix, failure rows only when they
+  alone exceed it, and says what it left out.
 """
 
 from __future__ import annotations
@@ -52,7 +45,6 @@ def _size(lines: list[str]) -> int:
 
 
 def _not_scored_section(summary: Summary, doc: RunReport) -> list[str]:
-    """The "Not scored" section: missing shards and pairs without a verdict (kept short)."""
     if not doc.not_scored and not doc.missing_shards and not summary.not_scored:
         return []
     lines = ["### Not scored", "",
@@ -111,7 +103,6 @@ _PAIR_HEAD = ["| submission | problem | verdict | detail | time |", "|---|---|--
 
 
 def _without_pairs(doc: RunReport) -> list[str]:
-    """Submissions that scored no pair: rejected as a whole, or no problem directory."""
     lines = [f"- {md(s.id)}: rejected as a whole: {md(s.rejection)}"
              for s in doc.submissions if s.rejection and not s.pairs]
     lines += [f"- {md(s.id)}: no problem directory found" + (f": {md(s.hint)}" if s.hint else "")
@@ -120,7 +111,6 @@ def _without_pairs(doc: RunReport) -> list[str]:
 
 
 def render_markdown(run: Run, budget: int = STEP_SUMMARY_BUDGET) -> str:
-    """Matrix, failures, submissions without pairs, then accepted rows; under ``budget``."""
     doc = run_report(run)
     counts = ", ".join(f"{n} {md(name)}" for name, n in doc.counts.items() if n) or "no pairs"
     unscored = unscored_count(run.summary, doc.not_scored)

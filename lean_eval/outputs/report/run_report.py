@@ -1,25 +1,13 @@
-"""An output directory for people and CI systems: loading it, and the report document.
+"""An output directory for people and CI systems: loading it (through ``outputs.outdir``) and
+the ``RunReport`` document every format renders (design §5.5 "Reports").
 
-This module loads a run and builds the ``RunReport`` document (``lean_eval.records.run_report``)
-every format renders: ``report_console`` (table), ``report_markdown``, ``report_junit``,
-``report_csv`` and ``report_html`` all build on the document and the escaping here, and
-``report_formats`` picks one of them (``render``).
-
-Invariants:
-- Every string a submission or a build controls (submission ids, problem ids, paths, messages,
-  log tails, rejection texts, hints) reaches the console as ``rich.text.Text`` or through
-  ``rich.markup.escape``: a name such as ``[bold red]x`` or ``a[/x]`` can neither raise
-  ``MarkupError`` nor restyle or hide console text.
-- Bidi and zero-width controls (U+202A-U+202E, U+2066-U+2069, U+200E/F, U+061C, U+200B-U+200D,
-  U+2060, U+FEFF) are shown as ``\\uXXXX`` in every format, so no text can be reordered or
-  hidden in a review; the console and markdown show other control characters as ``\\xNN``.
-- ``report`` renders only what the output directory really holds (``lean_eval/outputs/outdir.py``),
-  and a summary's pairs no run scored (missing shards, interrupted runs) are shown in every
-  format: a "not scored" section, an ``error`` testcase each in JUnit, entries in JSON.
-- A submission in which intake found no problem directory is named with its hint in every
-  format (summary.json's ``hint``), so an empty submission is never silently absent.
-- ``--fail-on`` speaks the tally's vocabulary (``FAIL_ON``); ``failures`` is the one place
-  that decides which pairs trip it, for ``run-eval`` and ``report`` alike.
+Invariants (SECURITY.md invariant 13):
+- Every string a submission or a build controls reaches the console as ``rich.text.Text`` or
+  through ``rich.markup.escape``, so ``[bold red]x`` cannot raise ``MarkupError``, restyle or
+  hide text; every format shows bidi and zero-width controls as ``\\uXXXX`` (``visible``).
+- Pairs no run scored and submissions without a problem directory (with intake's hint) are
+  shown in every format, never silently absent.
+- ``failures`` alone decides which pairs trip ``--fail-on``, for ``run-eval`` and ``report``.
 """
 
 from __future__ import annotations
@@ -59,11 +47,7 @@ def _escaped(match: re.Match[str]) -> str:
 
 
 def printable(text: str) -> str:
-    """``text`` with control characters (escape sequences, newlines) shown as ``\\xNN``.
-
-    A name or message can then not move the cursor, recolour or hide what the console shows;
-    bidi and zero-width controls are shown as ``\\uXXXX``.
-    """
+    """``text`` with controls shown as ``\\xNN`` (bidi and zero-width ones as ``\\uXXXX``)."""
     return _CONTROL.sub(_escaped, text)
 
 
@@ -81,8 +65,7 @@ def detail(verdict: str, reason: str, execution: str) -> str:
 
 
 def not_scored(summary: Summary) -> tuple[PairRef, ...]:
-    """The pairs no run scored: those a merge lists, and those a submission names without a pair
-    (an interrupted run's), in submission order."""
+    """Pairs no run scored: a merge's list, and a submission's problems without a pair."""
     scored = {(p.submission, p.problem) for p in summary.every_pair()}
     found = dict.fromkeys((r.submission, r.problem) for r in summary.not_scored_pairs)
     for sub in summary.submissions:
@@ -92,7 +75,6 @@ def not_scored(summary: Summary) -> tuple[PairRef, ...]:
 
 
 def why_not_scored(summary: Summary, ref: PairRef) -> str:
-    """One sentence on why a pair has no verdict."""
     for text in summary.missing_shards:
         k, n = (int(x) for x in text.split("/"))
         if shard_of(ref.submission, ref.problem, n) == k:
@@ -118,8 +100,6 @@ def no_problem_directory(summary: Summary) -> tuple[tuple[str, str | None], ...]
 
 
 class Run(NamedTuple):
-    """An output directory: its summary and what it holds for each pair."""
-
     out_dir: Path
     summary: Summary
     verdicts: tuple[Verdict | None, ...]  # aligned with every_pair(); None: unreadable
@@ -127,7 +107,7 @@ class Run(NamedTuple):
 
 
 def load_run(out_dir: Path) -> Run:
-    """Read ``out_dir/summary.json`` and what it lists, checked as merge checks a shard."""
+    """The run in ``out_dir``, checked by ``outputs.outdir``."""
     try:
         summary = Summary.model_validate_json((out_dir / out_layout.SUMMARY).read_bytes())
     except OSError as exc:
@@ -142,7 +122,7 @@ def load_run(out_dir: Path) -> Run:
 
 
 def run_report(run: Run) -> RunReport:
-    """The output directory as one JSON document (bidi and zero-width controls escaped)."""
+    """The output directory as one document."""
     tallies: dict[str, dict[str, int]] = {s.id: dict.fromkeys(TALLY.values(), 0)
                                           for s in run.summary.submissions}
     pairs = []
@@ -176,7 +156,6 @@ def run_report(run: Run) -> RunReport:
 
 
 def render_json(run: Run) -> str:
-    """The ``RunReport`` document."""
     return run_report(run).model_dump_json(indent=2) + "\n"
 
 
@@ -192,8 +171,7 @@ def failure_kinds(names: Sequence[str]) -> frozenset[str]:
 
 
 def failures(summary: Summary, kinds: frozenset[str]) -> tuple[str, ...]:
-    """``submission/problem`` of each pair whose tally kind is in ``kinds``; a submission
-    rejected as a whole (no pair scored) counts as ``invalid``."""
+    """Pairs of a tally kind in ``kinds``; a submission rejected as a whole is ``invalid``."""
     found = [f"{p.submission}/{p.problem}" for p in summary.every_pair()
              if TALLY[p.verdict] in kinds]
     if "invalid" in kinds:
