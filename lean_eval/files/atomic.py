@@ -1,13 +1,11 @@
 """The one writer of verdicts, summaries, logs and reports (design §4.4; SECURITY.md invariant 9).
 
-- A file is written under a private name beside it (``temporary_name``, opened
-  ``O_EXCL|O_NOFOLLOW``), fsynced, then ``os.replace``d: readers see the old file or the new,
-  never half, and nothing planted at either name is written through.
-- ``durable=False`` skips the file's and its directory's fsync: a killed process still never
-  leaves half a file (the rename is atomic in the page cache), but a power loss may leave it
-  empty or absent until ``sync_filesystem``, the one barrier that makes such writes durable
-  together. ``scoring.summary.write_summary`` runs it before the summary names them
-  (design §5.5 "Unchanged pairs").
+A file is written under a private name beside it (``temporary_name``, ``O_EXCL|O_NOFOLLOW``),
+fsynced, then renamed: readers see the old file or the new, never half, and nothing planted at
+either name is written through. ``durable=False`` skips both fsyncs: a killed process still
+leaves no half file, but a power loss before ``sync_filesystem`` may leave it empty or absent
+(``scoring.summary.write_summary`` syncs before the summary names such files, design §5.5
+"Unchanged pairs").
 """
 
 from __future__ import annotations

@@ -4,19 +4,17 @@ consistency checks (design §4.2). The model, which the stand-in's (design §7) 
 
 - comments are blanked out (lexed by :func:`lean_eval.lean.header.comment_end`); string and
   character literals are kept and never read as brackets, comments or keywords;
-- a declaration starts at a line (indentation allowed) of the form
-  ``[open ... in | set_option N V in]* [@[...]]* [modifier]* keyword name``; the keywords are
-  ``theorem lemma def abbrev instance structure class inductive axiom opaque``, the modifiers
-  ``private protected noncomputable partial unsafe nonrec``; ``instance (priority := p) n``
-  is named ``n`` and an instance without a name is not recorded;
-- it runs to the next declaration or the next *boundary* line: ``end``, ``namespace``,
+- a declaration starts at a line of the form
+  ``[open ... in | set_option N V in]* [@[...]]* [MODIFIERS]* KEYWORD name``;
+  ``instance (priority := p) n`` is named ``n`` and an instance without a name is not recorded;
+- it runs to the next declaration or *boundary* line: ``end``, ``namespace``,
   ``[noncomputable|public]* section``, an attribute-only line ``@[...]``, and lines starting
   with ``open``, ``set_option``, ``variable``, ``universe``, ``attribute``, ``example``,
   ``mutual`` or ``#``;
 - ``namespace A.B`` ... ``end`` prefix names with ``A.B.``; sections nest without prefixing;
   ``_root_.n`` escapes;
 - its *statement* is the text between the name and the first ``:=``, ``where`` or
-  line-leading ``| ... =>`` that is outside ``() [] {} ⟨⟩ ⦃⦄`` and literals, whitespace collapsed.
+  line-leading ``| ... =>`` outside ``() [] {} ⟨⟩ ⦃⦄`` and literals, whitespace collapsed.
 """
 
 from __future__ import annotations

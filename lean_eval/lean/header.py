@@ -1,22 +1,16 @@
 """Import header check (design §4.3, SECURITY.md invariant 2): a Lean file's header, fail-closed.
 
-Lean's header is ``module``? ``prelude``? then imports, each ``public``? ``meta``? ``import``
-``all``? *name*, separated by whitespace and comments; the checker reads exactly that and stops
-at the first token that cannot continue it. Invariants (tests/test_header.py,
-tests/test_header_lexing.py):
+The checker reads ``module``? ``prelude``? then imports (``public``? ``meta``? ``import``
+``all``? *name*) across whitespace and comments, and stops at the first token that cannot
+continue the header. Invariants (tests/test_header.py, tests/test_header_lexing.py):
 
-- Whitespace and comments are those of Lean's own tokenizer (``whitespace`` and
-  ``finishCommentBlock`` in ``Lean.Parser.Basic``): spaces, newlines, CRLF, and the comments
-  :func:`comment_end` lexes, which ``lean_eval.lean.declarations`` uses too. ``/--`` and ``/-!``
-  are doc-comment tokens, not whitespace: they end the header.
-- Fail-closed: where the header may continue, a character the checker does not fully understand
-  (a tab, a lone carriage return, a control or non-ASCII character, an unterminated comment)
-  rejects the file, and so does a module name that is not a dot-separated chain of plain
-  identifiers ``[A-Za-z_][A-Za-z0-9_']*`` (no ``«...»`` escapes, nothing attached). A word is
-  read no further than Lean reads it, so where the checker sees the header end, Lean does too.
-- A word the checker does not know, or a doc comment, followed within a few words by ``import``
-  (a ``private import`` of some newer Lean, say) rejects the file rather than ending the header
-  where Lean might not.
+- Whitespace and comments are Lean's own: comments as :func:`comment_end` lexes them; ``/--``
+  and ``/-!`` are doc-comment tokens, which end the header.
+- Fail-closed: where the header may continue, anything the checker does not fully understand
+  (a tab, a lone carriage return, a control or non-ASCII character, an unterminated comment, a
+  module name that is not plain identifiers ``[A-Za-z_][A-Za-z0-9_']*`` joined by dots, such as
+  a ``«...»`` escape) rejects the file, and so does ``import`` a few words after an unknown word
+  or a doc comment. A word is read no further than Lean reads it.
 - Linear in the length of the header: one pass, a bounded look-ahead.
 """
 
@@ -235,14 +229,10 @@ def _import(scan: _Scanner) -> Import:
 
 
 def comment_end(text: str, pos: int) -> int | None:
-    """The end of the comment at `pos` as Lean's tokenizer reads it; None when a block comment
-    never ends.
-
-    ``--`` ends before its newline. After ``/-`` (doc comments included) Lean consumes one more
-    character, whatever it is, then scans the body: ``/-`` opens and ``-/`` closes, leftmost
-    mark first, so ``/-/- -/`` and ``/-/-/`` are whole comments and a string inside means
-    nothing. Each mark is found once: linear in the comment's length.
-    """
+    """The end of the comment at `pos` as Lean's ``finishCommentBlock`` reads it (None: never
+    ends). After ``/-`` Lean consumes one more character, whatever it is, then ``/-`` opens and
+    ``-/`` closes, leftmost first, so ``/-/- -/`` and ``/-/-/`` are whole comments and strings
+    inside mean nothing. Each mark is found once: linear in the comment's length."""
     if text.startswith("--", pos):
         newline = text.find("\n", pos)
         return len(text) if newline < 0 else newline

@@ -1,9 +1,8 @@
 """The properties of a workspace ``lakefile.toml`` that scoring relies on (design §4.2):
 
-- ``defaultTargets`` names only trusted libraries, so a plain ``lake build`` never builds
+- ``defaultTargets`` names only trusted libraries: a plain ``lake build`` never builds
   submitted code;
-- the ``Submission`` library has ``globs = ["Submission", "Submission.+"]``, so every submitted
-  module is built, not only those something imports;
+- the ``Submission`` library's ``globs`` build every submitted module, imported or not;
 - ``Challenge``, ``Solution`` and ``Submission`` are declared, and no target (library roots, an
   executable's root, ``testDriver``/``lintDriver``) names a module whose file the workspace lacks.
 """

@@ -1,6 +1,5 @@
 """The JSON documents commands print with ``--json`` (``probe``, ``test``, the self-checks, the
-authoring commands, ``validate-submission``, ``list-problems``, ``export-results``, ``verify``),
-each built by the code that produces its data; a breaking change bumps its ``schema_version``."""
+authoring commands, ``validate-submission``, ``list-problems``, ``export-results``, ``verify``)."""
 
 from __future__ import annotations
 

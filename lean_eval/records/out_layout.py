@@ -1,8 +1,6 @@
 """The layout of an output directory (``--out``): every writer and reader takes its names here.
-
 A pair's files sit side by side under its submission's directory; problem ids hold no dot
-(``records.ids``), so a verdict's name is never a log's or an envelope's.
-"""
+(``records.ids``), so a verdict's name is never a log's or an envelope's."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """The leaderboard results store (schema version 2) and the ``--metadata`` input (design §5.5
-"Publishing"): one file per submitter, ``<lowercased user>.json``. ``outputs.results_store``
-computes ids and file names; ``outputs.export`` appends.
-
-Every model is strict (no coercion: ``"1"`` is not a revision, ``1`` is not a bool), so a store
-or metadata entry that validates has exactly the documented shape.
-"""
+"Publishing"): one file per submitter, ``<lowercased user>.json``. Every model is strict (no
+coercion: ``"1"`` is not a revision, ``1`` is not a bool), so an entry that validates has
+exactly the documented shape."""
 
 from __future__ import annotations
 

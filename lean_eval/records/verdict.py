@@ -1,6 +1,5 @@
-"""Verdict and run-summary models (design §4.4). ``summary.json`` lists unchanged pairs by id
-(``SubmissionSummary.unchanged``, each standing for ``unchanged_pair``); ``Summary.every_pair()``
-gives every recorded pair."""
+"""Verdict and run-summary models (design §4.4); ``summary.json`` lists unchanged pairs by id
+(``unchanged_pair`` is the line each stands for); ``Summary.every_pair()`` is every pair."""
 
 from __future__ import annotations
 

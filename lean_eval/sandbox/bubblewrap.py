@@ -1,13 +1,8 @@
-"""The one bubblewrap executable a run uses: where it is, what it is, whether to trust it
-(design §3, §6.6).
-
-- Found once per run and made absolute: ``--bwrap``, else the one ``lean-eval prepare``
-  installed (``prepared_prefix``), else ``bwrap`` on the *filtered* PATH; nothing looks again.
-- Refused when setuid, and when older than ``MIN_VERSION`` unless the caller lowers the floor
-  (recorded), but never below ``USERNS_LOCK_VERSION``.
-- The identity every verdict records is read from the file itself (path, owner, setuid bit,
-  SHA-256); only the version is the executable's word (kept in ``_SAID``). Type, mode and
-  owner are looked at on every resolution.
+"""The one bubblewrap executable a run uses, found once per run (design §3) and vetted
+(design §6.6): refused when setuid, and when older than ``MIN_VERSION`` unless the caller lowers
+the floor (recorded), never below ``USERNS_LOCK_VERSION``. The identity every verdict records is
+read from the file itself; only the version is the executable's word (kept in ``_SAID``), and
+type, mode and owner are looked at on every resolution.
 """
 
 from __future__ import annotations
@@ -50,8 +45,7 @@ class BwrapInfo(NamedTuple):
 
 
 def parse_version(text: str) -> Version:
-    """A comparable version (``0.12`` equals ``0.12.0``); UsageError for anything but dotted
-    numbers."""
+    """A comparable version (``0.12`` equals ``0.12.0``); UsageError unless dotted numbers."""
     if not _VERSION.match(text):
         raise UsageError(f"not a bubblewrap version: {text!r} (expected e.g. 0.12.0)")
     return Version(text)

@@ -26,15 +26,11 @@ def default_private_roots(inputs: Iterable[Path], out_dir: Path) -> tuple[Path, 
 def run_masks(*, scoring_root: Path, out_dir: Path, inputs: Sequence[Path],
               private: Sequence[Path], keep: Sequence[Path],
               packages: Sequence[Path] = ()) -> Mounts:
-    """What every sandbox of this run hides and binds (pure apart from ``lstat``/``realpath``).
-
-    Hidden: the scoring root, ``out_dir``, every private root (a system directory is replaced by
-    the inputs it holds) and any input none of those hides; paths Lake masks itself are dropped,
-    and every directory returned exists now. A ``keep`` path (toolchain, benchmark, tools on
-    PATH) inside a mask is bound back read-only right after it. ``packages`` are bound read-only
-    after Lake's own mounts and never dropped: they must be visible under ``/home``, ``/tmp``...
-    Nothing comes from submission content, and the count does not grow with the batch.
-    """
+    """What every sandbox of this run hides: the scoring root, ``out_dir``, every private root
+    (a system directory is replaced by the inputs it holds) and any input none of those hides;
+    all exist now, none lies under Lake's own masks, and their number does not grow with the
+    batch. A ``keep`` path inside a mask is bound back read-only right after it; ``packages``
+    are bound read-only after Lake's mounts and never dropped (visible under ``/home`` too)."""
     dirs: set[str] = set()
     files: set[str] = set()
     notes: list[str] = []

@@ -1,11 +1,9 @@
 """How the driver starts ``lake comparator`` (design §5.4 step 5; SECURITY.md invariant 23).
 
-- The driver decides everything about a launch (:class:`Launch`); a runner only carries it out
-  and returns the child's ``ProcessResult``. Classification, the raw log and the limits record
-  stay the driver's, whichever runner ran.
-- :data:`SANDBOXED` is the package's only runner and every run's unless a caller passes another
-  in ``Tools.runner``: nothing in the package does (tests replay recorded transcripts through
-  one, without a sandbox), and no environment variable or setting chooses one.
+The driver decides everything about a launch (:class:`Launch`); a runner only carries it out.
+:data:`SANDBOXED` is the package's only runner and the default of both records that carry one
+(``scoring.options``, ``scoring.driver``); only tests pass another, to replay recorded
+transcripts, and no option, setting or environment variable chooses one.
 """
 
 from __future__ import annotations

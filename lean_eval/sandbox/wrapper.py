@@ -1,12 +1,10 @@
 """The ``COMPARATOR_BWRAP`` wrapper: a generated ``/bin/sh`` script around bwrap (design §6.5).
 
-- It embeds the absolute bwrap path and every path it uses (Lake runs it with an empty
-  environment), and fails closed on an argument it does not know.
-- Lake's arguments pass through unchanged and in order. Lake's first mount must be
-  ``--ro-bind / /``; the run's masks go right after it (:func:`early_insert`), so Lake's later
-  binds re-expose exactly the pair's own files with Lake's modes. The shared packages, then
-  ``NO_NESTED_USERNS``, go right after Lake's last mount (:func:`late_insert`), so no mask of
-  Lake's hides them.
+It embeds every path it uses (Lake runs it with an empty environment), passes Lake's arguments
+through unchanged and in order, and fails closed on one it does not know. The run's masks go
+right after Lake's first mount, which must be ``--ro-bind / /``, so Lake's later binds re-expose
+exactly the pair's files; the shared packages, then ``NO_NESTED_USERNS``, go right after Lake's
+last mount, so no mask of Lake's hides them.
 """
 
 from __future__ import annotations
