@@ -1,5 +1,5 @@
 """Verdict and run-summary models (design §4.4); ``summary.json`` lists unchanged pairs by id
-(``unchanged_pair`` is the line each stands for); ``Summary.every_pair()`` is every pair."""
+(``unchanged_pair`` is the line each stands for); ``every_pair()``: every recorded pair."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """Per-pair memory, process and disk limits (design §5.5 "Limits", "Disk"): what a pair may use,
 how ``run()`` enforces it (``enforcement``: the pair's cgroup v2 group where the harness has a
-parent group, else the watchdog) and the watchdog the reaper runs (``watch``). The watchdog
-walks only the pair's own tree, every ``WATCHDOG_INTERVAL`` seconds, so a tree can overshoot a
-limit by what it allocates or forks in one interval. Imported by the reaper: standard library
-only (``supervise.reaper``).
+parent group, else the watchdog) and the watchdog (``watch``), which the reaper runs over its
+own descendants, a tree none can leave, every ``WATCHDOG_INTERVAL`` seconds: a tree can
+overshoot a limit by what it allocates or forks in one interval. Imported by the reaper:
+standard library only (``supervise.reaper``).
 """
 
 from __future__ import annotations
