@@ -1,5 +1,2 @@
-"""Files the harness reads and writes itself: atomic writes (never half-written), strict
-decoding of JSON and TOML, and path containment.
-
-Imports nothing of the package but ``lean_eval.errors``.
-"""
+"""Files the harness reads and writes itself: atomic writes, strict JSON and TOML decoding, path
+containment. Imports nothing of the package but ``lean_eval.errors``."""

@@ -1,12 +1,11 @@
-"""Atomic, never-half-written files: the one writer of verdicts, summaries, logs and reports.
+"""The one writer of verdicts, summaries, logs and reports (design §4.4; SECURITY.md invariant 9).
 
-Invariants:
-- A file is written to a private temporary name in the same directory (``O_EXCL|O_NOFOLLOW``),
-  fsynced, then ``os.replace``d: readers see the old file or the new, never half, and a file or
-  link planted at either name is never written through.
-- A batch's many small verdicts may skip the per-file fsync (``durable=False``): they are still
-  renamed into place complete, and ``sync_filesystem`` makes them durable together before the
-  summary naming them is written (design §5.5 "Unchanged pairs").
+A file is written under a private name beside it (``temporary_name``, ``O_EXCL|O_NOFOLLOW``),
+fsynced, then renamed: readers see the old file or the new, never half, and nothing planted at
+either name is written through. ``durable=False`` skips both fsyncs: a killed process still
+leaves no half file, but a power loss before ``sync_filesystem`` may leave it empty or absent
+(``scoring.summary.write_summary`` syncs before the summary names such files, design §5.5
+"Unchanged pairs").
 """
 
 from __future__ import annotations
@@ -38,26 +37,14 @@ _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXE
 
 
 def temporary_name(path: Path) -> Path:
-    """A private name beside ``path`` for its next version: ``.<name>.<random>.tmp``.
-
-    Unguessable, so nothing can be planted there in advance; ``lock.remove_stray_temps`` removes
-    the ones a killed run left.
-    """
+    """``.<name>.<random>.tmp`` beside ``path``: unguessable, so nothing can be planted there in
+    advance (``lock.remove_stray_temps`` removes those a killed run left)."""
     return path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp"
 
 
 def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Write ``data`` to ``path``: readers see the old file or the new, never half.
-
-    The temporary file is created with ``O_EXCL|O_NOFOLLOW``, so a file or symlink already at
-    its name is never written through, and ``rename(2)`` replaces a link at ``path`` itself,
-    never its target.
-
-    ``durable=False`` skips the file's and its directory's fsync: a killed process still never
-    leaves a half-written ``path`` (the rename is atomic in the page cache), but until
-    ``sync_filesystem`` a power loss may leave it empty or absent, which resume reads as "not
-    scored" (an unparsable verdict is never reused).
-    """
+    """Write ``data`` to ``path``, old or new but never half (the module docstring says what
+    ``durable=False`` gives up); ``rename(2)`` replaces a link at ``path``, never its target."""
     tmp = temporary_name(path)
     try:
         fd = os.open(tmp, _TEMP_FLAGS, 0o666)  # through the umask, as open() would
@@ -98,7 +85,7 @@ def write_json_atomic(path: Path, data: Any, *, durable: bool = True) -> None:
 
 
 def write_model(path: Path, model: BaseModel, *, durable: bool = True) -> None:
-    """Write a verdict, summary or other document model as JSON (see ``write_bytes_atomic``)."""
+    """Write a document model as JSON (see ``write_bytes_atomic``)."""
     write_json_atomic(path, model.model_dump(mode="json"), durable=durable)
 
 
@@ -113,11 +100,8 @@ def _syncfs() -> Any:
 
 
 def sync_filesystem(path: Path) -> None:
-    """Flush every file written on ``path``'s filesystem to disk: the one barrier that makes a
-    batch's ``durable=False`` writes (data, renames, directory entries) durable together.
-
-    ``syncfs(2)`` on ``path``'s filesystem; ``sync(2)`` where there is no ``syncfs``.
-    """
+    """``syncfs(2)`` of ``path``'s filesystem (``sync(2)`` where there is none): the barrier for
+    ``durable=False`` writes, their data, renames and directory entries alike."""
     syncfs = _syncfs()
     if syncfs is None:
         os.sync()

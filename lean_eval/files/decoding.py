@@ -1,13 +1,5 @@
-"""Strict decoding of trusted JSON and TOML: what the benchmark and the harness's own documents
-are read with.
-
-Invariants:
-- ``strict_json`` refuses duplicate keys, NaN and Infinity and non-UTF-8 input, raising
-  TrustedConfigError naming ``what``: a trusted document that two readers could read
-  differently is never used.
-- ``toml_table`` refuses non-UTF-8 input and malformed TOML, raising CatalogError (or the
-  caller's error) naming ``what``: every TOML the harness reads goes through it.
-"""
+"""Strict decoding of the JSON and TOML the harness trusts (the benchmark's files, its own
+documents): a document two readers could read differently is refused, never used."""
 
 from __future__ import annotations
 
@@ -37,7 +29,8 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def strict_json(data: bytes, what: str) -> Any:
-    """Decode JSON rejecting duplicate keys, NaN/Infinity and non-UTF-8 input."""
+    """Decode JSON, refusing duplicate keys, NaN/Infinity and non-UTF-8 (TrustedConfigError
+    naming ``what``)."""
     try:
         return json.loads(
             data.decode("utf-8"),
@@ -50,7 +43,7 @@ def strict_json(data: bytes, what: str) -> Any:
 
 def toml_table(data: bytes, what: str,
                error: type[LeanEvalError] = CatalogError) -> dict[str, Any]:
-    """Decode a TOML document (UTF-8) into its top-level table; ``error`` names ``what``."""
+    """The top-level table of a UTF-8 TOML document; else ``error`` naming ``what``."""
     try:
         return tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

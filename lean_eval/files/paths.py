@@ -1,7 +1,5 @@
-"""Path containment, defined once: whether a path lies in (or is) another once symlinks are
-resolved. Component-wise, so ``/a/b`` is inside ``/a`` but ``/ab`` is not, and every absolute
-path is inside ``/``. Used wherever the harness refuses overlapping or nested directories
-(writable roots and tools, inputs and outputs, a replay's record, merge shards)."""
+"""Path containment, defined once: whether a path is or lies in another once symlinks are
+resolved, component-wise (``/a/b`` is inside ``/a``, ``/ab`` is not; everything is inside ``/``)."""
 
 from __future__ import annotations
 
@@ -17,8 +15,7 @@ def inside(inner: StrPath, outer: StrPath) -> bool:
 
 
 def resolved_inside(inner: str, outer: str) -> bool:
-    """``inside`` for two paths already resolved by ``os.path.realpath`` (pure): a caller
-    comparing many paths resolves each once."""
+    """``inside`` for two paths already resolved by ``os.path.realpath`` (pure)."""
     return inner == outer or inner.startswith(outer.rstrip("/") + "/")
 
 

@@ -1,6 +1,3 @@
-"""Lean source read as text: import headers (lexed as Lean lexes comments and strings),
-declarations and their statements, and workspace lakefiles. Used on both sides of the trust
-boundary: intake reads submitted headers with it, the benchmark reads its trusted files.
-
-Imports nothing of the package but ``lean_eval.errors``.
-"""
+"""Lean source read as text: import headers, declarations and their statements, workspace
+lakefiles; used on both sides of the trust boundary (submitted headers, the benchmark's files).
+Imports nothing of the package but ``lean_eval.errors``."""

@@ -1,28 +1,20 @@
-"""Read trusted Lean source as text: declarations and their statements.
+"""Trusted Lean source read as text: declarations and their statements, for the benchmark's
+consistency checks (design §4.2). The model, which the stand-in's (design §7) must match
+(``tests/test_declarations.py``):
 
-This reads the benchmark's own files (statements, bridges, starters) for consistency checks.
-Import headers are read by :mod:`lean_eval.lean.header`, the parser that checks submitted files.
-
-The model (design §4.2, and the stand-in toolchain's model of §7, which
-``tests/test_declarations.py`` runs on the same generated sources and requires to agree):
-
-- comments (``--``, nested ``/- -/``, doc comments, lexed by
-:func:`lean_eval.lean.header.comment_end`
-  as Lean reads them) are blanked out; string and character
-  literals are kept and never read as brackets, comments or keywords;
-- a declaration starts at a line (indentation allowed) of the form
-  ``[open ... in | set_option N V in]* [@[...]]* [modifier]* keyword name``; the keywords are
-  ``theorem lemma def abbrev instance structure class inductive axiom opaque``, the modifiers
-  ``private protected noncomputable partial unsafe nonrec``; ``instance (priority := p) n``
-  is named ``n`` and an instance without a name is not recorded;
-- it runs to the next declaration or the next *boundary* line: ``end``, ``namespace``,
+- comments are blanked out (lexed by :func:`lean_eval.lean.header.comment_end`); string and
+  character literals are kept and never read as brackets, comments or keywords;
+- a declaration starts at a line of the form
+  ``[open ... in | set_option N V in]* [@[...]]* [MODIFIERS]* KEYWORD name``;
+  ``instance (priority := p) n`` is named ``n`` and an instance without a name is not recorded;
+- it runs to the next declaration or *boundary* line: ``end``, ``namespace``,
   ``[noncomputable|public]* section``, an attribute-only line ``@[...]``, and lines starting
   with ``open``, ``set_option``, ``variable``, ``universe``, ``attribute``, ``example``,
   ``mutual`` or ``#``;
-- ``namespace A.B`` ... ``end`` prefix names with ``A.B.``; sections (also
-  ``noncomputable section`` and ``public section``) nest without prefixing; ``_root_.n`` escapes;
+- ``namespace A.B`` ... ``end`` prefix names with ``A.B.``; sections nest without prefixing;
+  ``_root_.n`` escapes;
 - its *statement* is the text between the name and the first ``:=``, ``where`` or
-  line-leading ``| ... =>`` that is outside ``() [] {} ⟨⟩ ⦃⦄`` and literals, whitespace collapsed.
+  line-leading ``| ... =>`` outside ``() [] {} ⟨⟩ ⦃⦄`` and literals, whitespace collapsed.
 """
 
 from __future__ import annotations
@@ -86,10 +78,8 @@ def _literal_end(text: str, pos: int) -> int:
 
 
 def strip_comments(text: str) -> str:
-    """``text`` with every comment blanked out (newlines kept, so line numbers stay);
-    string and character literals are kept as they are. Comments are lexed by
-    :func:`lean_eval.lean.header.comment_end`, as Lean reads them (doc comments included); one that
-    never ends runs to the end of the text."""
+    """``text`` with every comment blanked out, newlines kept so line numbers stay; a comment
+    that never ends runs to the end of the text."""
     out: list[str] = []
     pos = 0
     while pos < len(text):
@@ -110,8 +100,8 @@ def strip_comments(text: str) -> str:
 
 
 def split_statement(text: str) -> tuple[str, str]:
-    """``text`` (what follows a declaration's name) split at the end of its statement:
-    the first ``:=``, ``where`` or line-leading ``| ... =>`` outside brackets and literals."""
+    """``text`` (what follows a declaration's name) split where its statement ends (the model
+    in the module docstring)."""
     depth = 0
     pos = 0
     while pos < len(text):
@@ -138,7 +128,6 @@ def split_statement(text: str) -> tuple[str, str]:
 
 
 def collapse(text: str) -> str:
-    """``text`` with every run of whitespace replaced by one space, trimmed."""
     return " ".join(text.split())
 
 

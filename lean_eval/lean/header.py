@@ -1,33 +1,17 @@
-"""Import header check (design §4.3): read a submitted Lean file's header, fail-closed.
+"""Import header check (design §4.3, SECURITY.md invariant 2): a Lean file's header, fail-closed.
 
-Lean's header is ``module``? ``prelude``? then imports, each
-``public``? ``meta``? ``import`` ``all``? *name*, separated by whitespace and comments. The
-checker reads exactly that and stops at the first token that cannot continue the header (a
-declaration keyword, a doc comment ``/--`` or ``/-!``, punctuation); the rest of the file is
-not looked at. Invariants (tests/test_header.py, tests/test_header_lexing.py):
+The checker reads ``module``? ``prelude``? then imports (``public``? ``meta``? ``import``
+``all``? *name*) across whitespace and comments, and stops at the first token that cannot
+continue the header. Invariants (tests/test_header.py, tests/test_header_lexing.py):
 
-- Whitespace and comments are those of Lean's own tokenizer (``whitespace`` and
-  ``finishCommentBlock`` in ``Lean.Parser.Basic``): spaces, newlines, ``\\r\\n``, ``--`` line
-  comments and nested block comments. After ``/-`` Lean consumes the next character, whatever
-  it is, before it scans the body, so ``/-/- -/`` and ``/-/-/`` are one comment each, not an
-  opening nested in another; in the body, left to right, ``/-`` opens and ``-/`` closes
-  (``/- a --/`` ends at its ``-/``). Strings mean nothing inside a comment (``/- "-/" -/``
-  ends at the first ``-/``). :func:`comment_end` is that lexer; ``lean_eval.lean.declarations``
-  uses it too.
-- ``/--`` and ``/-!`` are doc-comment tokens, not whitespace, so they end the header; a doc
-  comment with an ``import`` within the next few words after it rejects the file (a doc
-  comment cannot precede the header).
-- Fail-closed: a character the checker does not fully understand where the header may continue
-  (a tab, a lone carriage return, a control or non-ASCII character, an unterminated comment)
-  rejects the file, and so does every module name that is not a dot-separated chain of plain
-  identifiers ``[A-Za-z_][A-Za-z0-9_']*`` (no ``«...»`` escapes, no trailing dot, nothing
-  attached). A word is read no further than Lean would read it, so where the checker sees the
-  header end, Lean does too.
-- A word the checker does not know (or a doc comment) that is followed, within a few words or
-  doc comments, by ``import`` (a ``private import`` of some newer Lean, say) rejects the file
-  too, rather than ending the header where Lean might not; so does a tab or an unterminated
-  comment inside that look-ahead.
-- Linear in the length of the header: one pass, no backtracking beyond a bounded look-ahead.
+- Whitespace and comments are Lean's own: comments as :func:`comment_end` lexes them; ``/--``
+  and ``/-!`` are doc-comment tokens, which end the header.
+- Fail-closed: where the header may continue, anything the checker does not fully understand
+  (a tab, a lone carriage return, a control or non-ASCII character, an unterminated comment, a
+  module name that is not plain identifiers ``[A-Za-z_][A-Za-z0-9_']*`` joined by dots, such as
+  a ``«...»`` escape) rejects the file, and so does ``import`` a few words after an unknown word
+  or a doc comment. A word is read no further than Lean reads it.
+- Linear in the length of the header: one pass, a bounded look-ahead.
 """
 
 from __future__ import annotations
@@ -113,11 +97,8 @@ class _Scanner:
             raise self.fail(f"unexpected character U+{ord(c):04X} where an import may stand")
 
     def peek_word_after(self, end: int) -> str | None:
-        """The word after position `end`, across whitespace and comments (not consumed).
-
-        A header keyword that Lean would read as such but that runs into a character the
-        checker does not accept there rejects the file rather than ending the header.
-        """
+        """The word after `end`, across whitespace and comments (not consumed); a header keyword
+        running into a character the checker refuses there rejects the file."""
         saved = self.pos
         try:
             self.pos = end
@@ -207,13 +188,8 @@ def _leads_to_import(scan: _Scanner, word: str, end: int) -> bool:
 
 
 def _refuse_import_ahead(scan: _Scanner, what: str, end: int) -> None:
-    """Fail closed on a modifier the checker does not know (a `private import`, say).
-
-    The header ends at `what` (a quoted word or a doc comment) only if no `import` follows
-    within the next few words or doc comments; else a newer Lean might read an import the
-    checker would never have looked at. A tab or an unterminated comment on the way is refused
-    too.
-    """
+    """Reject the file when `import` follows `what` (a word or a doc comment) within the next
+    few words or doc comments; a tab or an unterminated comment on the way is refused too."""
     position = end
     for _ in range(_LOOKAHEAD_WORDS):
         ahead = scan.after(position)
@@ -253,16 +229,10 @@ def _import(scan: _Scanner) -> Import:
 
 
 def comment_end(text: str, pos: int) -> int | None:
-    """The end of the comment that starts at `pos`, as Lean's tokenizer reads it.
-
-    `pos` is at ``--`` (a line comment: it ends before its newline, or at the end of the text)
-    or at ``/-`` (a block comment, or a ``/--``/``/-!`` doc comment, which Lean reads with the
-    same body rule). None when a block comment never ends. Lean consumes ``/-`` and then one
-    more character, whatever it is (for a doc comment that is the ``-`` or ``!``), and scans
-    the body from there: ``/-`` opens a nested comment and ``-/`` closes one, the leftmost
-    mark first, and the outermost ``-/`` ends the comment. Each mark is found once, so the scan
-    is linear in the length of the comment.
-    """
+    """The end of the comment at `pos` as Lean's ``finishCommentBlock`` reads it (None: never
+    ends). After ``/-`` Lean consumes one more character, whatever it is, then ``/-`` opens and
+    ``-/`` closes, leftmost first, so ``/-/- -/`` and ``/-/-/`` are whole comments and strings
+    inside mean nothing. Each mark is found once: linear in the comment's length."""
     if text.startswith("--", pos):
         newline = text.find("\n", pos)
         return len(text) if newline < 0 else newline

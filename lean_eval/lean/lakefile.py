@@ -1,12 +1,10 @@
-"""The properties of a workspace ``lakefile.toml`` that scoring relies on (design §4.2).
+"""The properties of a workspace ``lakefile.toml`` that scoring relies on (design §4.2):
 
-- ``defaultTargets`` names only trusted libraries: a plain ``lake build`` in a workspace (the
-  driver's resolve step, a maintainer's check) never builds submitted code;
-- the ``Submission`` library has ``globs = ["Submission", "Submission.+"]``, so every submitted
-  module is built and checked, not only those something imports;
-- the ``Challenge``, ``Solution`` and ``Submission`` libraries are declared, and no target (a
-  library's roots, an executable's root, ``testDriver``/``lintDriver``) names a module whose
-  file the workspace lacks: scoring copies the trusted files and starters only.
+- ``defaultTargets`` names only trusted libraries: a plain ``lake build`` never builds
+  submitted code;
+- the ``Submission`` library's ``globs`` build every submitted module, imported or not;
+- ``Challenge``, ``Solution`` and ``Submission`` are declared, and no target (library roots, an
+  executable's root, ``testDriver``/``lintDriver``) names a module whose file the workspace lacks.
 """
 
 from __future__ import annotations

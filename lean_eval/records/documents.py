@@ -1,14 +1,5 @@
-"""The JSON documents that ``probe``, ``test``, the self-checks, the authoring commands,
-``validate-submission``, ``list-problems``, ``export-results`` and ``verify`` print with
-``--json``.
-
-Like verdicts and summaries they are versioned frozen models whose JSON Schema is committed in
-``lean_eval/records/schemas/`` (``python3 -m lean_eval.records.registry`` regenerates every
-schema; a test fails on drift). ``schema_version`` comes first in every document; a breaking
-change bumps it. Each is built by the code that produces its data (``selfcheck`` builds the
-self-check report, ``driver.workspace_test_report`` the ``test`` one); nothing here imports
-above the models.
-"""
+"""The JSON documents commands print with ``--json`` (``probe``, ``test``, the self-checks, the
+authoring commands, ``validate-submission``, ``list-problems``, ``export-results``, ``verify``)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Where each file of an output directory (``--out``) lives: the one map of its layout.
-
-Writers (scoring, merge, replay, signing) and readers (report, verify, export, merge) take every
-name from here. A pair's files sit beside each other under its submission's directory; problem
-ids hold no dot, so no verdict name can be mistaken for a log or an envelope. Temporary names
-of atomic writes are ``files.atomic``'s (``.<name>.<random>.tmp``), whatever directory they are in.
-"""
+"""The layout of an output directory (``--out``): every writer and reader takes its names here.
+A pair's files sit side by side under its submission's directory; problem ids hold no dot
+(``records.ids``), so a verdict's name is never a log's or an envelope's."""
 
 from __future__ import annotations
 

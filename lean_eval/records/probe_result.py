@@ -1,11 +1,5 @@
-"""A preflight probe's result: the one record the probes produce, ``lean-eval probe --json``
-prints, the API hands to ``on_probes``, and a run's summary keeps (as ``ProbeOutcome``).
-
-Invariants:
-- ``ProbeCheck`` is the single record of one check, in a result and in a summary alike.
-- A summary's ``ProbeOutcome`` is its result without the claim (``proves``), built only by
-  ``ProbeResult.outcome``; the committed schemas of both documents are unchanged by it.
-"""
+"""A preflight probe's result: what the probes produce, ``probe --json`` prints and the API hands
+to ``on_probes``; a run's summary keeps it without its claim (``ProbeResult.outcome``)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Every committed JSON Schema, by file name: verdicts, summaries and each printed document.
-
-``python3 -m lean_eval.records.registry`` rewrites ``lean_eval/records/schemas/*.json`` from the
-models after a model change; a test fails when a committed schema drifts from its model. Every
-document with a committed schema is a records model, so the registry imports only records.
-"""
+"""Every committed JSON Schema, by file name. ``python3 -m lean_eval.records.registry`` rewrites
+``schemas/*.json`` from the models; a test fails when a committed schema drifts from its model."""
 
 from __future__ import annotations
 

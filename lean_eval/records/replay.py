@@ -1,10 +1,5 @@
-"""The replay report ``replay.json`` (``lean-eval replay``): each recorded pair with its recorded
-and its new judgement. ``lean_eval.outputs.replay`` builds it; ``lean_eval.outputs.replay_report``
-reads and shows it.
-
-Invariant: the models are frozen, reject unknown keys and carry ``schema_version`` first; the
-JSON Schema is committed as ``replay-report.schema.json`` and a test fails on drift.
-"""
+"""The replay report ``replay.json`` (design §5.6): built by ``outputs.replay``, read and shown
+by ``outputs.replay_report``."""
 
 from __future__ import annotations
 

@@ -1,16 +1,7 @@
-"""The leaderboard results store (schema version 2): its records and the metadata input.
-
-One file per submitter, ``<lowercased user>.json``, exactly
-``{"schema_version": 2, "user": ..., "results": [...]}``; each result says which problem, at
-which statement revision, a declared model solved, when, on which benchmark commit, how it came
-in and where its source lives. ``lean_eval.outputs.results_store`` computes the ids and file
-names; ``lean-eval export-results`` (``lean_eval.outputs.export``) appends to the store.
-
-Invariants:
-- Every model is frozen, strict (no coercion: ``"1"`` is not a revision, ``1`` is not a bool)
-  and rejects unknown keys, so a store or metadata entry that validates has exactly the
-  documented shape. The JSON Schema is committed as ``results-store.schema.json``.
-"""
+"""The leaderboard results store (schema version 2) and the ``--metadata`` input (design §5.5
+"Publishing"): one file per submitter, ``<lowercased user>.json``. Every model is strict (no
+coercion: ``"1"`` is not a revision, ``1`` is not a bool), so an entry that validates has
+exactly the documented shape."""
 
 from __future__ import annotations
 

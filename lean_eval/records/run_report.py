@@ -1,10 +1,5 @@
-"""The report document: an output directory (one run or a merge) as ``report --format json``
-gives it. ``lean_eval.outputs.report.run_report`` builds it from the directory, with every
-string a submission or a build controls made visible; each format renders it.
-
-Invariant: the models are frozen, reject unknown keys and carry ``schema_version`` first; the
-JSON Schema is committed as ``run-report.schema.json`` and a test fails on drift.
-"""
+"""The report document: an output directory as ``report --format json`` gives it, built by
+``outputs.report.run_report`` and rendered by each format."""
 
 from __future__ import annotations
 

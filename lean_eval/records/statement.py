@@ -1,10 +1,6 @@
-"""The in-toto Statement v1 in the DSSE envelope of a signed verdict (``<problem>.intoto.json``).
-
-Its subjects are the verdict file and the submission; its predicate repeats what the verdict
-says. ``lean_eval.outputs.signing`` builds and signs it; ``lean_eval.outputs.verify`` compares
-each predicate field with the verdict file. The JSON Schema is committed as
-``verdict-statement.schema.json``.
-"""
+"""The in-toto Statement v1 in a signed verdict's DSSE envelope (``<problem>.intoto.json``,
+design §5.5 "Signing"): built and signed by ``outputs.signing``; ``outputs.verify`` checks each
+predicate field against the verdict file."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""Verdict and run-summary models (design §4.4).
-
-Invariants:
-- Both models are frozen, reject unknown keys, and carry ``schema_version`` first; their JSON
-  Schema is committed under ``lean_eval/records/schemas`` (``python3 -m
-  lean_eval.records.registry`` regenerates it) and a test fails on drift.
-- They are written only through ``lean_eval.files.atomic`` (never half-written files).
-- ``summary.json`` lists unchanged pairs compactly (``SubmissionSummary.unchanged``, by id);
-  ``Summary.every_pair()`` is every recorded pair, the unchanged ones included.
-"""
+"""Verdict and run-summary models (design §4.4); ``summary.json`` lists unchanged pairs by id
+(``unchanged_pair`` is the line each stands for); ``every_pair()``: every recorded pair."""
 
 from __future__ import annotations
 
@@ -242,8 +234,7 @@ def unchanged_pair(submission: str, problem: str) -> PairSummary:
 
 
 def is_compact(pair: PairSummary) -> bool:
-    """Whether ``pair`` is exactly what ``unchanged_pair`` gives, so listing it by id loses
-    nothing."""
+    """Whether ``pair`` is exactly ``unchanged_pair``'s, so listing it by id loses nothing."""
     return pair == unchanged_pair(pair.submission, pair.problem)
 
 
@@ -280,9 +271,8 @@ class Summary(Record):
     options: dict[str, Any] | None = None
 
     def every_pair(self) -> tuple[PairSummary, ...]:
-        """Every recorded pair, the unchanged ones (listed by id) included, in input order:
-        submissions as listed, each one's problems in its ``problems`` order; a scored pair
-        its submission does not list comes last, in ``pairs`` order."""
+        """Every recorded pair, unchanged ones included, in input order (submissions as listed,
+        each one's ``problems`` in order); a scored pair its submission does not list comes last."""
         scored = {(p.submission, p.problem): p for p in self.pairs}
         found: list[PairSummary] = []
         for sub in self.submissions:

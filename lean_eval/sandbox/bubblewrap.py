@@ -1,15 +1,8 @@
-"""The one bubblewrap executable a run uses: where it is, what it is, and whether to trust it.
-
-Invariants (design §3, §6.6):
-- bwrap is ``--bwrap`` (the CLI fills it from ``LEAN_EVAL_BWRAP``), else the one ``lean-eval
-  prepare`` installed under ``prepared_prefix()``, else ``bwrap`` on the *filtered* PATH, made
-  absolute once per run; nothing later looks it up again.
-- A setuid bwrap is refused; a version older than ``MIN_VERSION`` (CVE-2026-87766) is refused
-  unless the caller lowers the floor explicitly, and that choice is recorded.
-- The identity recorded in every verdict (path, version, owner, setuid bit, SHA-256) is read
-  from the file itself, not from what the executable says about itself except its version.
-  That version is asked once per path and SHA-256 within a process; the file's type, mode and
-  owner are looked at on every resolution.
+"""The one bubblewrap executable a run uses, found once per run (design §3) and vetted
+(design §6.6): refused when setuid, and when older than ``MIN_VERSION`` unless the caller lowers
+the floor (recorded), never below ``USERNS_LOCK_VERSION``. The identity every verdict records is
+read from the file itself; only the version is the executable's word (kept in ``_SAID``), and
+type, mode and owner are looked at on every resolution.
 """
 
 from __future__ import annotations
@@ -52,16 +45,14 @@ class BwrapInfo(NamedTuple):
 
 
 def parse_version(text: str) -> Version:
-    """``"0.12.0"`` → a comparable version (``0.12`` equals ``0.12.0``); anything but dotted
-    numbers is a usage error naming it."""
+    """A comparable version (``0.12`` equals ``0.12.0``); UsageError unless dotted numbers."""
     if not _VERSION.match(text):
         raise UsageError(f"not a bubblewrap version: {text!r} (expected e.g. 0.12.0)")
     return Version(text)
 
 
 def prepared_prefix(env: Mapping[str, str]) -> Path:
-    """Where ``lean-eval prepare`` installs bubblewrap: ``$XDG_DATA_HOME/lean-eval/bwrap``,
-    else ``~/.local/share/lean-eval/bwrap``."""
+    """Where ``lean-eval prepare`` installs bubblewrap."""
     data = env.get("XDG_DATA_HOME") or str(Path(env.get("HOME", "~")) / ".local" / "share")
     return Path(data).expanduser() / "lean-eval" / "bwrap"
 
@@ -96,7 +87,8 @@ def _owner(uid: int) -> str:
 def resolve_bwrap(explicit: str | None, env: Mapping[str, str],
                   writable_roots: Sequence[Path] = (),
                   allow_version: str | None = None) -> BwrapInfo:
-    """Find, identify and vet bubblewrap; refuse setuid and (unless allowed) old versions."""
+    """Find, identify and vet bubblewrap by the module's rules: SandboxUnavailableError when it
+    fails them, UsageError for a malformed ``allow_version``."""
     minimum = allow_version or MIN_VERSION
     parse_version(minimum)
     path = _find(explicit, env, writable_roots).absolute()

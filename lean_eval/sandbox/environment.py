@@ -1,8 +1,5 @@
-"""What Lake is allowed to see of the harness: its environment and its search path (design §5.4).
-
-Lake's environment is an allowlist; PATH keeps only absolute, existing directories outside
-every writable root, after resolving symlinks.
-"""
+"""What Lake sees of the harness (design §5.4 steps 3 and 4): an allowlisted environment and a
+filtered search path."""
 
 from __future__ import annotations
 
@@ -30,12 +27,9 @@ def _world_writable_chain(path: str) -> bool:
 
 
 def filter_search_path(value: str, writable_roots: Sequence[Path]) -> tuple[str, ...]:
-    """Entries of a search path Lake may use (design §5.4 step 4), in order, without repeats.
-
-    Dropped: empty and relative entries, entries that do not exist, entries inside a writable
-    root, symlinks (or entries under a symlinked ancestor) that resolve into one, and entries
-    under a world-writable directory without the sticky bit.
-    """
+    """The entries of a search path Lake may use, in order, without repeats: absolute, existing,
+    inside no writable root before or after resolving symlinks, and under no world-writable
+    directory without the sticky bit (SECURITY.md invariant 8)."""
     roots = [os.path.realpath(r) for r in writable_roots]
     roots += [os.path.abspath(r) for r in writable_roots]
     kept: list[str] = []

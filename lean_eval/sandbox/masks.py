@@ -1,11 +1,5 @@
-"""The run's mask set: what every sandbox of a run hides and binds back (design §6.11, §6.12).
-
-The masks are one constant set per run (:func:`run_masks`): the scoring root, the output
-directory and the private roots, all existing directories before the first sandbox starts;
-nothing in them comes from submission content, and their number does not grow with the batch.
-That one record (:class:`~lean_eval.records.verdict.Mounts`, with the shared packages) is what
-every wrapper of the run inserts and what every verdict of the run records.
-"""
+"""The run's mask set (design §6.11, §6.12): one ``Mounts`` record, computed once before the
+first sandbox, that every wrapper of the run inserts and every verdict of the run records."""
 
 from __future__ import annotations
 
@@ -32,18 +26,11 @@ def default_private_roots(inputs: Iterable[Path], out_dir: Path) -> tuple[Path, 
 def run_masks(*, scoring_root: Path, out_dir: Path, inputs: Sequence[Path],
               private: Sequence[Path], keep: Sequence[Path],
               packages: Sequence[Path] = ()) -> Mounts:
-    """What every sandbox of this run hides and binds (pure apart from ``lstat``/``realpath``),
-    computed once before the first pair.
-
-    Hidden: the scoring root, the output directory, every private root, and any input no
-    root above already hides; a private root that is a system directory is replaced by the
-    inputs it holds. A path of
-    ``keep`` (toolchain, shared packages, benchmark, tools on PATH) that lies inside a mask is
-    bound back read-only right after it, so no mask hides what scoring needs. Paths Lake
-    masks itself are dropped. Every directory returned exists now. ``packages`` (the shared
-    packages) are bound read-only after Lake's own mounts, canonical but never dropped: they
-    must be visible under ``/home``, ``/tmp``, ... too (design §6.12).
-    """
+    """What every sandbox of this run hides: the scoring root, ``out_dir``, every private root
+    (a system directory is replaced by the inputs it holds) and any input none of those hides;
+    all exist now, none lies under Lake's own masks, and their number does not grow with the
+    batch. A ``keep`` path inside a mask is bound back read-only right after it; ``packages``
+    are bound read-only after Lake's mounts and never dropped (visible under ``/home`` too)."""
     dirs: set[str] = set()
     files: set[str] = set()
     notes: list[str] = []

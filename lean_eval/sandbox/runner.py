@@ -1,16 +1,9 @@
-"""How the driver starts ``lake comparator``: the runner protocol and the sandboxed runner.
+"""How the driver starts ``lake comparator`` (design §5.4 step 5; SECURITY.md invariant 23).
 
-Invariants (design §5.4 step 5):
-- The driver decides everything about a launch (:class:`Launch`: argv, the whole environment,
-  cwd, deadline, output cap, rlimits, the pair's limits, the ``COMPARATOR_BWRAP`` wrapper's
-  path and spec); a runner only carries it out and returns the child's
-  :class:`lean_eval.supervise.process.ProcessResult`. Classification, the raw log and the limits
-  record are the driver's, whichever runner ran.
-- :data:`SANDBOXED` is the package's only runner: it writes the wrapper where the environment
-  names it, then starts Lake through :func:`lean_eval.supervise.process.run`, whose whole process
-  tree is gone on return. Every run uses it unless a caller passes another in ``Tools.runner``;
-  nothing in the package does (tests replay recorded transcripts through one, without a
-  sandbox), and no environment variable or setting chooses one.
+The driver decides everything about a launch (:class:`Launch`); a runner only carries it out.
+:data:`SANDBOXED` is the package's only runner and the default of both records that carry one
+(``scoring.options``, ``scoring.driver``); only tests pass another, to replay recorded
+transcripts, and no option, setting or environment variable chooses one.
 """
 
 from __future__ import annotations
@@ -46,7 +39,7 @@ class ComparatorRunner(Protocol):
 
 
 class SandboxedRunner:
-    """The real runner: the wrapper written, Lake started under the supervisor."""
+    """The wrapper written, then Lake started through ``supervise.process.run``."""
 
     def run(self, launch: Launch) -> process.ProcessResult:
         wrapper.write_wrapper(launch.wrapper, launch.spec)

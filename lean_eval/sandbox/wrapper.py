@@ -1,13 +1,10 @@
 """The ``COMPARATOR_BWRAP`` wrapper: a generated ``/bin/sh`` script around bwrap (design §6.5).
 
-Invariants:
-- The wrapper embeds the absolute bwrap path and every path it uses; Lake runs it with an empty
-  environment, so it reads nothing from its environment.
-- It passes Lake's arguments through unchanged and in order. Lake's first mount argument must
-  be ``--ro-bind / /`` (else it fails closed): the run's masks (:mod:`lean_eval.sandbox.masks`)
-  go right after it, so Lake's own later binds re-expose exactly the pair's own files with
-  Lake's modes. The shared packages are bound read-only right after Lake's last mount argument,
-  so no mask of Lake's can hide them, and NO_NESTED_USERNS follows them.
+It embeds every path it uses (Lake runs it with an empty environment), passes Lake's arguments
+through unchanged and in order, and fails closed on one it does not know. The run's masks go
+right after Lake's first mount, which must be ``--ro-bind / /``, so Lake's later binds re-expose
+exactly the pair's files; the shared packages, then ``NO_NESTED_USERNS``, go right after Lake's
+last mount, so no mask of Lake's hides them.
 """
 
 from __future__ import annotations
@@ -44,12 +41,7 @@ _FIRST = '[ "$first" -gt 0 ] || first=$n;'  # remember where Lake's first mount 
 
 
 class WrapperSpec(NamedTuple):
-    """What the wrapper adds to Lake's sandbox; every path absolute and trusted.
-
-    The masks, file masks and re-exposed paths of ``mounts`` go right after Lake's
-    ``--ro-bind / /``, ordered parent first; its ``ro_binds`` go after Lake's last mount
-    argument.
-    """
+    """What the wrapper adds to Lake's sandbox; every path absolute and trusted."""
 
     bwrap: Path
     mounts: Mounts = Mounts()
@@ -62,8 +54,8 @@ def _quote(path: str) -> str:
 
 
 def early_insert(spec: WrapperSpec) -> tuple[str, ...]:
-    """The arguments inserted right after Lake's ``--ro-bind / /``: parent paths first, and
-    at one path the mask before the re-exposure, so each mount lands where it means to."""
+    """The masks and re-exposures, parent paths first and at one path the mask before the
+    re-exposure, so each mount lands where it means to."""
     mounts = spec.mounts
     ops: list[tuple[tuple[str, ...], int, tuple[str, ...]]] = [
         *((Path(p).parts, 0, ("--tmpfs", p)) for p in mounts.masks),
@@ -74,7 +66,7 @@ def early_insert(spec: WrapperSpec) -> tuple[str, ...]:
 
 
 def late_insert(spec: WrapperSpec) -> tuple[str, ...]:
-    """The mounts inserted after Lake's last mount argument: the shared packages."""
+    """The shared packages' read-only binds."""
     return tuple(a for path in spec.mounts.ro_binds for a in ("--ro-bind", path, path))
 
 

@@ -1,7 +1,3 @@
-"""Supervision of what the harness starts: the one module that starts processes
-(``process``, with its ``reaper``), bounded output capture, per-pair resource limits (cgroups,
-``/proc`` and disk accounting, the watchdog), removal of trees a build left, kernel locks and
-interrupts.
-
-Imports ``files``, ``records``, ``lean_eval.errors``.
-"""
+"""Supervision of what the harness starts: ``process`` (the one module that starts processes)
+and its ``reaper``, output capture, per-pair limits, tree removal, kernel locks, interrupts.
+Imports ``files``, ``records``, ``lean_eval.errors``."""

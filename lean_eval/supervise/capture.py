@@ -1,15 +1,9 @@
 """Bounded capture of a child's output: the first bytes, a rolling tail, and phase-line timings.
-
-Invariants:
-- However much a child writes, at most ``cap`` bytes and ``2 * LINE_MARKS`` timed lines of
-  ``MARK_BYTES`` bytes each are kept per stream, so a flood cannot exhaust memory.
-- No Python work per line of the stream: a chunk costs a fixed number of C-speed operations
-  (slicing, ``bytes.find``/``rfind`` for the few line prefixes Lake's phase lines start with),
-  plus at most ``MARKS_PER_CHUNK + 2`` timed lines, so the drain rate does not depend on how the
-  output is split into lines.
-- Only lines starting with a ``PHASE_PREFIXES`` entry are timed; every line of a chunk completes
-  at the same instant, so the first ``MARKS_PER_CHUNK`` and the last such line of a chunk carry
-  the time spent in every phase (look-alike lines flooded inside one chunk add none).
+However much a child writes, at most ``cap`` bytes and ``2 * LINE_MARKS`` timed lines of
+``MARK_BYTES`` bytes are kept per stream. No Python work per line: a chunk costs a fixed number
+of C-speed operations plus at most ``MARKS_PER_CHUNK + 2`` timed lines, whatever the line shape:
+a chunk's lines all complete at once, so its first ``MARKS_PER_CHUNK`` phase lines and its last
+carry every phase's time.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
-"""cgroup v2 groups for pairs: the harness's parent group and one group per pair, with memory and
-process limits the kernel enforces (design §5.5 Limits; lean_eval.supervise.resources decides when).
-
-Invariants:
-- The mechanism needs a cgroup2 hierarchy that offers ``memory`` and ``pids`` to a group the
-  harness may write; the harness makes its own parent group ``lean-eval-<pid>`` under its
-  cgroup and, when that cgroup holds processes (the no-internal-process rule refuses to enable
-  controllers then), first moves itself into a leaf ``lean-eval-harness-<pid>``. Anything short
-  of that (cgroup v1, controllers not delegated, read-only) leaves no parent group, and
-  ``unavailable_reason()`` says why. The parent group is made once, on first use.
-- A pair's group gets ``memory.max`` (with no swap and ``memory.oom.group`` where offered:
-  memory.max means RAM, and an OOM kill takes the whole group) and ``pids.max``; the kernel
-  charges shmem and tmpfs pages to the group that touched them. ``exceeded`` reads what the
-  kernel enforced from ``memory.events`` and ``pids.events``.
-- ``remove`` kills what is left, waits until the group is empty and removes it; the parent
-  group is removed at exit, empty by then.
-- This module imports no third-party package: the reaper imports it through
-lean_eval.supervise.resources.
+"""cgroup v2 groups with limits the kernel enforces: the harness's parent group, made once, and
+one group per pair (design §5.5 "Limits"; ``supervise.resources`` decides when they are used).
+Imported by the reaper: standard library only (``supervise.reaper``).
 """
 
 from __future__ import annotations
@@ -112,7 +97,8 @@ def _enable(group: Path) -> None:
 
 
 def make_parent(base: Path | None = None) -> Path:
-    """The harness's own parent group with memory and pids enabled below it, or OSError."""
+    """The harness's own parent group with memory and pids enabled below it, or OSError; the
+    harness first moves itself into a leaf when its cgroup holds processes."""
     own = base or own_cgroup2()
     offered = set((own / "cgroup.controllers").read_text().split())
     lacking = [c for c in _CONTROLLERS if c not in offered]
@@ -162,8 +148,8 @@ def unavailable_reason() -> str | None:
 
 
 def make_pair_group(parent: Path, memory: int | None, processes: int | None) -> PairGroup:
-    """A fresh group for one pair with its limits written (no swap: memory.max means RAM);
-    ``memory`` in bytes, ``processes`` in tasks, None for no such limit."""
+    """A fresh group for one pair with ``memory.max`` (bytes; no swap, and ``memory.oom.group``
+    so an OOM kill takes the whole group) and ``pids.max`` (tasks); None: no such limit."""
     group = PairGroup(parent / f"pair-{next(_counter)}")
     group.path.mkdir()
     try:

@@ -1,22 +1,8 @@
-"""Disk accounting: what a pair's writable directories hold, and how much room a filesystem has
-(design §5.5 Disk).
-
-Invariants:
-- ``usage`` walks the given trees without following links and counts every entry (regular
-  file, directory, link, special file) and the blocks each allocates (``st_blocks``, so a sparse
-  or ``fallocate``d file counts what it really takes); a hard-linked inode counts once. It stops
-  as soon as it has seen more than ``max_files`` entries, so one look costs at most the budget's
-  file count whatever a build left, and so does removing a tree the budget let through.
-- ``room`` is what an unprivileged writer can still use on a filesystem (``statvfs``
-  ``f_bavail`` and ``f_favail``), measured by the harness, never read from a pair's output.
-- A filesystem is *short of space* when its room is below the reserve (or, with the reserve
-  off, below ``SHORT_BYTES``/``SHORT_FILES``): a build, export, kernel or cleanup that fails then
-  may have failed for the host's reasons, so its pair is an infrastructure ``error``.
-- ``SpaceWatch`` samples the scoring and output filesystems every ``SPACE_INTERVAL`` seconds in
-  a daemon thread and counts the samples that found one short, so a pair can ask whether any
-  sample during its run did (a fill-and-free faster than one interval can go unseen).
-- This module imports no third-party package: the reaper imports it through
-lean_eval.supervise.resources.
+"""Disk accounting (design §5.5 "Disk"): what a pair's writable trees hold and how much room a
+filesystem has, both measured by the harness, never read from a pair's output. ``usage`` stops
+past ``max_files`` entries, so one look costs at most the budget whatever a build left; a
+``SpaceWatch`` sample every ``SPACE_INTERVAL`` seconds can miss a faster fill-and-free.
+Imported by the reaper: standard library only (``supervise.reaper``).
 """
 
 from __future__ import annotations
@@ -46,7 +32,8 @@ class Usage(NamedTuple):
 
 
 def usage(paths: Iterable[str], max_files: int | None = None) -> Usage:
-    """Blocks and entries under ``paths`` (see the module invariants); missing paths are empty."""
+    """Allocated bytes (``st_blocks``) and entries under ``paths``, links not followed and a
+    hard-linked inode once; missing paths are empty."""
     seen: set[tuple[int, int]] = set()
     total = files = 0
     pending = [os.fspath(p) for p in paths]

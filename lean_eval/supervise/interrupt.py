@@ -1,11 +1,7 @@
-"""How a run stops early: SIGINT/SIGTERM end admission and the running pairs' process trees.
-
-Invariants (design §5.5 "Resume"):
-- The handlers are installed only in the main thread and restored when the run ends.
-- A signal never kills the harness outright: it records itself, stops admission and SIGTERMs
-  the harness's direct children (each a pair's reaper, which then TERMs, KILLs and sweeps its
-  pair's whole tree), so the run can still write its summary and exit 128 + the signal.
-"""
+"""How a run stops early (design §5.5 "Resume"): SIGINT/SIGTERM handlers, installed in the main
+thread only and restored when the run ends, that never kill the harness outright. A signal is
+recorded, stops admission and SIGTERMs the pairs' reapers, so the run still writes its summary
+and exits 128 + the signal."""
 
 from __future__ import annotations
 
@@ -37,8 +33,7 @@ class Stop:
 
 
 def terminate_children() -> None:
-    """SIGTERM every direct child of this process: the pairs' reapers, which then TERM, KILL
-    and sweep their pair's whole tree. Pids come from /proc, so only our own children."""
+    """SIGTERM every direct child of this process (read from /proc): the pairs' reapers."""
     me = os.getpid()
     for pid, (parent, _) in procfs.process_table().items():
         if parent == me:

@@ -1,16 +1,10 @@
-"""Kernel locks: one run at a time per ``--out``, and scoring directories owned by a live run.
+"""Kernel locks (design §5.5 "Resume"): one run at a time per ``--out``, and scoring directories
+owned by a live run.
 
-Invariants (design §5.5 "Resume"):
-- ``OutLock`` holds ``fcntl.flock`` on ``<out>/.lean-eval.lock`` for the whole run. A second run
-  fails with a ``UsageError`` naming the holder (pid, host, start time). ``run-eval`` takes it
-  before its probes (``OutLock.if_present`` creates nothing, so a run refused for another setup
-  error leaves a fresh ``--out`` unwritten). The kernel drops the lock
-  when its holder dies, however it dies, so a lock left by a killed run is free; the file itself
-  is never deleted (deleting it would let two runs lock two different files).
-- Every run scores under a fresh ``lean-eval-run-*`` directory whose ``.owner`` file it keeps
-  flocked. A directory whose ``.owner`` can be locked by someone else belongs to a dead run and
-  is reclaimed (removed) by the next run that scans the same parent; a directory kept on purpose
-  (``--keep-work``) has no ``.owner`` file and is never reclaimed.
+- ``OutLock``'s file, ``<out>/.lean-eval.lock``, is never deleted: two runs could then lock two
+  different files. The kernel frees the lock of a holder that died.
+- A ``lean-eval-run-*`` directory whose ``.owner`` another process can lock belongs to a dead
+  run and is reclaimed; one kept with ``--keep-work`` has no ``.owner`` and never is.
 - Nothing here follows a symlink planted where the lock files go.
 """
 
@@ -82,13 +76,8 @@ class OutLock:
 
     @classmethod
     def if_present(cls, out_dir: Path) -> OutLock | None:
-        """The lock of an ``out_dir`` that already has a lock file, else None; creates nothing.
-
-        A caller checking its setup takes it this way, so a refusal for another reason writes
-        nothing in a fresh ``--out``; with None it creates the directory and takes ``OutLock``
-        once the other checks passed (and fails then, naming the holder, if a run started
-        meanwhile).
-        """
+        """The lock of an ``out_dir`` that already has a lock file, else None; creates nothing
+        (design §5.5 "Order of checks")."""
         try:
             return cls(out_dir, create=False)
         except (FileNotFoundError, NotADirectoryError):
@@ -158,19 +147,15 @@ def reclaim(parent: Path, remove: Callable[[Path], object]) -> list[Path]:
 
 def _stray_temp(item: os.DirEntry[str]) -> bool:
     # ``.<name>.<random>.tmp``: atomic.temporary_name; ``<problem>.log.tmp``: the fixed name
-    # older releases wrote logs through. A regular file or a (planted) symlink: unlinking
-    # removes the link itself and never follows it.
+    # older releases wrote logs through. Unlinking a planted symlink never follows it.
     named = (item.name.startswith(".") and item.name.endswith(".tmp")) or \
         item.name.endswith(".log.tmp")
     return named and (item.is_file(follow_symlinks=False) or item.is_symlink())
 
 
 def remove_stray_temps(out_dir: Path) -> list[Path]:
-    """Delete the temporary files (and links there) a killed run left in ``out_dir`` and below.
-
-    Verdicts, summaries and logs alike, at the top and one level down. Call only while holding
-    the ``OutLock``: then no live writer owns them.
-    """
+    """Delete the temporaries (and links there) a killed run left in ``out_dir`` and one level
+    down. Call only while holding the ``OutLock``: then no live writer owns them."""
     removed: list[Path] = []
     try:
         top = list(os.scandir(out_dir))

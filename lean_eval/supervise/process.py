@@ -1,43 +1,17 @@
-"""Start a child process and return only once its whole process tree is gone.
+"""Start a child process and return only once its whole process tree is gone (by way of
+``supervise.reaper``). Invariants the rest of lean-eval relies on:
 
-Invariants (the rest of lean-eval relies on them):
-- This is the only module that starts processes; ruff bans `subprocess` everywhere else.
-- argv is a tuple of str, never a shell string. env and cwd are always explicit: the child sees
-  exactly the env it is given and nothing of os.environ. Its stdin is /dev/null and no file
-  descriptor other than 0, 1 and 2 reaches it.
-- Every run() has its own reaper: a Python process running `lean_eval.supervise.reaper.boot`, made a
-  child subreaper (prctl PR_SET_CHILD_SUBREAPER). It starts argv (through `start_child`, so this
-  module stays the one that starts processes) in a new process group with the requested rlimits
-  and, once that child has ended, SIGKILLs and reaps everything reparented to it until waitpid
-  reports ECHILD, so descendants that left the group or the session (setsid, double fork, bwrap
-  --new-session) die too. Parallel callers never share a reaper, so none can
-  steal or miss another's orphans. If the caller's thread dies, PR_SET_PDEATHSIG tells the reaper.
-- Threads: run() may be called from several threads at once (a batch's worker pool); each call
-  owns its reaper, pipes and capture. PR_SET_PDEATHSIG fires when the *thread* that started the
-  reaper exits, not the process: run() holds its thread until the reaper is reaped, so a pool
-  must never run it in a thread that could end sooner (no daemon-thread tricks, no cancelling a
-  thread mid-call). When the harness dies (even by SIGKILL) every reaper TERMs its child's
-  group, KILLs it after `grace` and sweeps the rest; bwrap's --die-with-parent then takes the
-  sandbox's PID namespace down with it (tests/test_process.py, the SIGKILLed-harness test).
-- Limits (`limits=`, lean_eval.supervise.resources): the child joins the pair's cgroup v2 group
-before
-  exec, or the reaper samples its tree as a watchdog; past a limit the reaper kills the whole
-  tree and ProcessResult.limit_exceeded says which ("memory" or "processes"). The group is
-  removed when run() returns.
-- When run() returns or raises, the reaper has exited and been reaped; unless run() had to
-  SIGKILL a wedged reaper (last resort), the reaper reaped every descendant first.
-- Deadlines come from time.monotonic(); a timeout is ProcessResult.timed_out, never an
-  exception. At the deadline run() SIGTERMs the reaper, which TERMs the child's group, KILLs it
-  `grace` seconds later, then sweeps. A reaper still alive `grace + _REAPER_MARGIN` after
-  that is SIGKILLed with the child's group.
-- stdout and stderr are drained by one poll loop in the calling thread into bounded buffers
-  (head + rolling tail, at most `output_cap` bytes kept per stream): floods cannot deadlock it
-  and memory stays bounded.
-- A child that cannot be started raises ProcessStartError naming argv[0] and the OS error (the
-  reaper reports exec failures on its status pipe); a reaper that dies without reporting raises
-  LeanEvalError. Nothing the child does raises. Exit codes above 128 are plain returncodes;
-  only a real signal sets ProcessResult.signal. timed_out means the deadline, not the child,
-  ended it.
+- This is the only module that starts processes; ruff bans ``subprocess`` everywhere else.
+- argv is a tuple of str, never a shell string; the child gets exactly the env and cwd it is
+  given, stdin /dev/null and no descriptor but 0, 1 and 2.
+- Every ``run()`` has its own reaper, whose parent-death signal fires when the *thread* that
+  started it exits: ``run()`` holds its thread until the reaper is reaped, so a pool must never
+  run it in a thread that could end sooner (no daemon threads, no cancelling mid-call).
+- When ``run()`` returns or raises, the reaper has been reaped and, unless it had to be
+  SIGKILLed as a last resort, every descendant was reaped first.
+- A timeout is ``ProcessResult.timed_out``, never an exception; output is drained in the
+  calling thread into bounded captures, so no flood can deadlock it. Nothing the child does
+  raises; only a real signal sets ``ProcessResult.signal``.
 """
 
 from __future__ import annotations
@@ -110,7 +84,8 @@ def run(
     rlimits: Mapping[int, tuple[int, int]] | None = None,
     limits: resources.PairLimits | None = None,
 ) -> ProcessResult:
-    """Run argv to completion or to its deadline; its whole process tree is gone on return."""
+    """Run argv to completion or to its deadline; its whole process tree is gone on return.
+    ProcessStartError when it cannot start, LeanEvalError when the reaper dies unreported."""
     if not argv:
         raise ValueError("argv must not be empty")
     if output_cap < 0 or grace < 0:

@@ -1,30 +1,7 @@
 """What ``/proc`` says about processes: the process table, a tree's processes and threads, and
-the memory a tree and its sandboxes hold as the watchdog counts it (design §5.5 Limits;
-lean_eval.supervise.resources enforces the limits with it).
-
-Invariants:
-- A tree is walked through the kernel's ``/proc/<pid>/task/<tid>/children`` lists, so its cost
-  is the tree's, not the machine's; kernels without them (no CONFIG_PROC_CHILDREN) get one pass
-  over ``/proc/<pid>/stat`` of every process. Zombies are never listed. Tasks count threads,
-  like ``pids.max``.
-- A process counts its anonymous and shared-memory pages proportionally to their sharers
-  (``Pss_Anon + Pss_Shmem`` of ``/proc/<pid>/smaps_rollup``): ``MAP_SHARED`` anonymous
-  mappings, memfds and mapped ``/dev/shm`` files count, once across the processes sharing them;
-  mapped files such as .olean do not. ``statm_private`` (resident minus shared, which misses all
-  shared memory) is only the fallback where smaps_rollup cannot be read.
-- ``private_tmpfs`` adds what the tmpfs mounts private to the pair's sandboxes hold
-  (PRIVATE_TMPFS of every mount namespace in the tree other than the harness's own, by
-  ``statvfs``, each mount once): pages stored there and mapped by no process count too. A tmpfs
-  page both stored and mapped counts twice: the error is on the safe side.
-- A mount counts only when the directory opened through ``/proc/<pid>/root`` is on the device
-  its ``mountinfo`` line names, and only when no tmpfs of the harness's own namespace has that
-  device. A sandbox being set up changes its root between the two reads (bwrap mounts its base
-  tmpfs at ``/tmp`` before it pivots), so without the first check the path reaches the disk and
-  the disk's usage is counted as the pair's memory; without the second, a host tmpfs (such as
-  ``/dev/shm``) that a fresh namespace still shows is counted as the pair's.
-- A process that is gone, or a file of it that cannot be read, counts nothing.
-- This module imports no third-party package: the reaper imports it through
-lean_eval.supervise.resources.
+the memory the watchdog counts for a tree (design §5.5 "Limits"; ``supervise.resources`` uses
+it). A process that is gone, or a file of it that cannot be read, counts nothing. Imported by
+the reaper: standard library only (``supervise.reaper``).
 """
 
 from __future__ import annotations
@@ -69,7 +46,7 @@ def descendants(root: int, table: dict[int, tuple[int, int]]) -> list[int]:
 
 
 def _tree(root: int) -> dict[int, int]:
-    """pid -> number of threads of every process below ``root``, walking the kernel's
+    """pid -> threads of every process below ``root``, through the kernel's
     ``/proc/<pid>/task/<tid>/children`` lists: the cost is the tree's, not the machine's."""
     found: dict[int, int] = {}
     frontier = [root]
@@ -94,7 +71,7 @@ _WALKABLE = os.path.exists(f"/proc/self/task/{threading.get_native_id()}/childre
 
 
 def tree_usage(root: int) -> tuple[int, int, list[int]]:
-    """(memory bytes as the module invariants count it, tasks, pids) of the tree below ``root``."""
+    """(memory bytes, tasks, pids) of the tree below ``root``; tasks count threads."""
     if _WALKABLE:
         threads = _tree(root)
     else:  # kernels without CONFIG_PROC_CHILDREN: one pass over every process
@@ -106,9 +83,8 @@ def tree_usage(root: int) -> tuple[int, int, list[int]]:
 
 
 def process_memory(pid: int) -> int:
-    """Bytes of ``pid``'s anonymous and shared-memory pages, proportionally to its sharers
-    (``Pss_Anon + Pss_Shmem``); kernels before 5.x lack those fields: ``Pss`` less ``Pss_File``
-    where given, else all of ``Pss``. 0 for a process that is gone."""
+    """``Pss_Anon + Pss_Shmem`` (else ``Pss - Pss_File``): shared anonymous memory, memfds and
+    mapped ``/dev/shm`` files count once across their sharers, mapped files not at all."""
     try:
         with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
             text = f.read()
@@ -125,7 +101,7 @@ def process_memory(pid: int) -> int:
 
 
 def statm_private(pid: int) -> int:
-    """The old measure (resident minus shared), only where smaps_rollup cannot be read."""
+    """Resident minus shared (blind to shared memory): only where smaps_rollup cannot be read."""
     with contextlib.suppress(OSError, ValueError, IndexError):
         with open(f"/proc/{pid}/statm", "rb") as f:
             fields = f.read().split()
@@ -137,9 +113,11 @@ _OWN_MNT = os.readlink("/proc/self/ns/mnt") if os.path.exists("/proc/self/ns/mnt
 
 
 def private_tmpfs(pids: list[int], proc: str = "/proc") -> int:
-    """Bytes the tmpfs mounts of the tree's own mount namespaces hold (each mount once), see the
-    module invariants; a namespace that cannot be inspected counts nothing. ``proc`` is where
-    procfs is mounted (a test gives a tree of its own)."""
+    """Bytes the ``PRIVATE_TMPFS`` mounts of the tree's own mount namespaces hold, each once (a
+    page also mapped counts twice: on the safe side). A mount counts only when the directory
+    opened through ``/proc/<pid>/root`` is on the device ``mountinfo`` names (bwrap changes a
+    sandbox's root between the two reads) and no tmpfs of the harness's own has that device (a
+    host ``/dev/shm`` a fresh namespace still shows)."""
     namespaces: dict[str, int] = {}
     for pid in pids:
         with contextlib.suppress(OSError):

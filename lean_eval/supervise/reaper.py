@@ -1,26 +1,13 @@
-"""The reaper: the process between run() (lean_eval.supervise.process) and its child, which it
-outlives.
+"""The reaper: the process between ``supervise.process.run`` and its child, which it outlives.
 
-Invariants (lean_eval.supervise.process states what run() guarantees with them):
-- It runs ``main`` (through ``boot``) in a Python of its own, started by run() as
-  ``python -I -S`` (no ``site``) with no environment; it reads its spec (argv, env, cwd, grace,
-  rlimits, cgroup, limits) as JSON on stdin and reports on its status pipe, one JSON event a
-  line: ``started`` (the child's pid, written by the child itself before exec), ``error``
-  (the child could not be started), ``limit``, ``exited`` and ``done`` (how many descendants
-  it swept).
-- It is a child subreaper (PR_SET_CHILD_SUBREAPER) with a parent-death signal
-  (PR_SET_PDEATHSIG, SIGTERM), so every descendant that leaves the child's process group or
-  session is reparented to it, and the death of the thread that started it tells it to stop.
-- The child is started through ``process.start_child`` (the one module that starts processes)
-  in a new process group, inside the pair's cgroup when there is one, with the requested
-  rlimits and no signal blocked.
-- SIGTERM, SIGINT, SIGHUP and SIGCHLD are blocked and taken synchronously (never by handlers):
-  a terminating one TERMs the child's group, KILLs it ``grace`` seconds later; the limits
-  watchdog (lean_eval.supervise.resources) looks every WATCHDOG_INTERVAL while the child runs.
-- Whatever happens, once the child has ended it SIGKILLs and reaps everything reparented to it
-  until waitpid reports ECHILD, then exits: nothing outlives it.
-- This module imports no third-party package, only the standard library and lean_eval modules
-  that do the same.
+- ``run()`` starts it as ``python -I -S`` with no environment, so it, and every module it
+  imports (``cgroup``, ``disk``, ``procfs``, ``resources``), uses only the standard library and
+  lean_eval modules that do the same.
+- A child subreaper with a parent-death signal: every descendant that leaves the child's group
+  or session is reparented to it, and the end of the thread that started it stops it.
+- Signals are taken synchronously, never by handlers. Whatever happens, once the child has
+  ended it SIGKILLs and reaps everything reparented to it until waitpid reports ECHILD:
+  nothing outlives it.
 """
 
 from __future__ import annotations
@@ -50,10 +37,8 @@ _WAITED = _TERM_SIGNALS | {signal.SIGCHLD}
 
 
 def boot() -> NoReturn:
-    """``main``, then the exit at once: no interpreter teardown, which would be about a fifth
-    of a reaper's CPU time. Nothing is lost by it: events go out unbuffered (``os.write``), the
-    standard streams are flushed here, and the reaper registers nothing to run at exit. An
-    exception from ``main`` is not caught: Python prints it and exits 1 as usual."""
+    """``main``, then exit without interpreter teardown (a fifth of a reaper's CPU time): events
+    go out unbuffered and nothing is registered to run at exit, so nothing is lost."""
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -110,9 +95,8 @@ def main() -> int:
 def _child_setup(rlimits: tuple[tuple[int, int, int], ...], cgroup_procs: str | None,
                  status_fd: int) -> None:
     """Between fork and exec: own process group, the pair's cgroup, rlimits, no signal blocked;
-    then the child reports its own pid, before exec: once it runs, it may stop its reaper
-    (SIGSTOP) before the reaper could say "started", and run()'s last resort needs the pid to
-    kill the child's group."""
+    then the child reports its own pid: once it runs it could SIGSTOP its reaper before that
+    said "started", and ``run()``'s last resort needs the pid."""
     os.setpgid(0, 0)
     if cgroup_procs is not None:  # before exec: everything the child starts is born inside
         with open(cgroup_procs, "w", encoding="ascii") as f:

@@ -1,30 +1,9 @@
-"""Per-pair memory, process and disk limits: what a pair may use, how run() enforces it (a cgroup
-v2 group where the harness can make one, else a watchdog over the pair's process tree) and the
-watchdog itself (design §5.5 Limits).
-
-Invariants:
-- A pair's limits hold for its whole tree: the child joins its cgroup between fork and exec (it
-  writes ``0`` to ``cgroup.procs`` in its pre-exec hook), so every process Lake, bwrap or a
-  submission starts is born inside it; the watchdog measures every descendant of the pair's
-  reaper, which is a child subreaper, so no descendant can leave the tree it measures.
-- ``enforcement`` picks the mechanism: ``cgroup_v2`` (lean_eval.supervise.cgroup) where the harness
-has a
-  parent group, else the watchdog, and ``unavailable_reason()`` there says why; asking for
-  ``cgroup_v2`` where it cannot work is a ProcessStartError, and ``watchdog`` forces the
-  watchdog. Exceeding a limit never yields ``rejected``.
-- The watchdog counts tasks (threads included, like ``pids.max``) and memory as
-lean_eval.supervise.procfs
-  measures a tree (proportional anonymous and shared-memory pages, plus the tmpfs mounts private
-  to the pair's sandboxes). It samples every ``WATCHDOG_INTERVAL`` seconds, walking only the
-  pair's own tree (so its cost does not grow with the batch): a tree can overshoot a limit by
-  what it allocates or forks in one interval. ``RLIMIT_NPROC`` is per user and is not used. The
-  cgroup's ``memory.max`` charges shmem and tmpfs pages to the group that touched them, so the
-  cgroup path needs no extra accounting.
-- Disk (lean_eval.supervise.disk): the pair's writable trees (``disk_paths``) are walked by the same
-  watchdog whatever the memory mechanism (the harness sets no filesystem quota), at most every
-  ``DISK_INTERVAL`` seconds and never more often than four times the last walk's cost; past
-  ``disk_bytes`` or ``disk_files`` the whole tree is killed and the limit is named.
-- This module imports no third-party package: the reaper (lean_eval.supervise.reaper) imports it.
+"""Per-pair memory, process and disk limits (design §5.5 "Limits", "Disk"): what a pair may use,
+how ``run()`` enforces it (``enforcement``: the pair's cgroup v2 group where the harness has a
+parent group, else the watchdog) and the watchdog (``watch``), which the reaper runs over its
+own descendants, a tree none can leave, every ``WATCHDOG_INTERVAL`` seconds: a tree can
+overshoot a limit by what it allocates or forks in one interval. Imported by the reaper:
+standard library only (``supervise.reaper``).
 """
 
 from __future__ import annotations
@@ -47,10 +26,8 @@ DISK_INTERVAL = WATCHDOG_INTERVAL
 
 
 class PairLimits(NamedTuple):
-    """The limits of one pair's tree, one name each from the options (``--memory-limit``,
-    ``--max-processes``, ``--disk-limit``, ``--disk-files``) through the driver to the
-    supervisor; the verdict publishes them as ``ResourceLimits`` (``driver.limits_record``).
-    None: no such limit. ``mechanism`` and ``disk_paths`` say how and where run() enforces them."""
+    """The limits of one pair's tree, one name each from option to supervisor (design §2.1);
+    None: no such limit."""
 
     memory_limit: int | None = DEFAULT_MEMORY_LIMIT  # bytes
     max_processes: int | None = DEFAULT_MAX_PROCESSES  # tasks: processes and threads
@@ -97,7 +74,8 @@ _disk_due = [0.0]  # the reaper's next disk walk (one pair per reaper process)
 
 
 def disk_exceeded(limits: PairLimits) -> tuple[str, int] | None:
-    """When a disk walk is due: which disk limit the pair's trees are over, and the count."""
+    """Which disk limit the pair's trees are over, and the count, when a walk is due: at most
+    every ``DISK_INTERVAL`` and never more often than four times the last walk's cost."""
     now = time.monotonic()
     if not limits.watches_disk() or now < _disk_due[0]:
         return None
@@ -149,8 +127,8 @@ def kill_tree(root: int) -> None:
 
 
 def enforcement(name: str, limits: PairLimits | None) -> tuple[cgroup.PairGroup | None, str | None]:
-    """How run() enforces ``limits`` for ``name``: the pair's fresh cgroup (None for the
-    watchdog) and the mechanism's name; (None, None) without limits."""
+    """The pair's fresh cgroup (None: the watchdog) and the mechanism's name, (None, None)
+    without limits; ProcessStartError when ``cgroup_v2`` is asked for and cannot work."""
     if limits is None or not limits.any():
         return None, None
     if limits.mechanism not in MECHANISMS:

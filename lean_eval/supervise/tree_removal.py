@@ -1,14 +1,9 @@
-"""Remove a directory tree whatever a build left in it (design §5.3, §6.10).
-
-Invariants:
-- Copes with any tree a build can leave: any depth (no recursion, a bounded number of open
-  descriptors: at most ``_KEEP_OPEN`` levels, deeper ones closed and re-opened, each checked to
-  be the directory first seen there), entries without read, write or search permission (we own
-  the tree, so we grant ourselves what removal needs), entries vanishing meanwhile.
-- It never follows a link: directories are opened with ``O_NOFOLLOW`` relative to their parent's
-  descriptor, so no path reaches ``PATH_MAX`` and no symlink leads it out of the tree.
-- It never raises: what it could not remove is returned, each path with the error that kept it,
-  at most ``LEFTOVER_CAP`` of them.
+"""Remove a directory tree whatever a build left in it (design §5.3, §6.10): any depth, with at
+most ``_KEEP_OPEN`` directory descriptors open (deeper levels are re-opened, each checked to be
+the directory first seen there), entries without permissions (we own the tree and grant
+ourselves what removal needs), entries vanishing. It never follows a link (directories are
+opened ``O_NOFOLLOW`` relative to their parent's descriptor, so no path reaches ``PATH_MAX``)
+and never raises.
 """
 
 from __future__ import annotations
@@ -88,12 +83,8 @@ def _climb(child_fd: int, levels: list[_Level]) -> None:
 
 
 def remove_tree(path: Path) -> tuple[str, ...]:
-    """Remove ``path`` and everything under it, iteratively; never raises.
-
-    Returns the paths left behind (capped at ``LEFTOVER_CAP``), each with the error that kept
-    it. Symlinks are removed, never followed; directories are opened with ``O_NOFOLLOW``
-    relative to their parent's descriptor, so no depth reaches ``PATH_MAX``.
-    """
+    """Remove ``path`` and everything under it; the paths left behind (at most
+    ``LEFTOVER_CAP``), each with the error that kept it."""
     left: list[str] = []
     try:
         _remove_tree(path, left)
