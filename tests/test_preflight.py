@@ -12,8 +12,8 @@ from support import BWRAP_FLOOR, CORRECT, STANDIN
 from lean_eval import session
 from lean_eval.cli import main
 from lean_eval.intake import reader
+from lean_eval.records.out_layout import REFUSED_SUMMARY
 from lean_eval.records.probe_result import ProbeResult
-from lean_eval.scoring.options import REFUSED_SUMMARY
 from lean_eval.supervise import lock
 
 UNSANDBOXED = """#!/bin/sh
