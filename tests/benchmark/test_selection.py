@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import SOURCE, UPDATE_INDEX, RunEval, make_submission, solved
+from support import SOURCE
 
 from lean_eval.benchmark.sets import Described, ProblemSet, Selection, SetMember, select
 from lean_eval.cli import main
@@ -74,75 +74,6 @@ def test_unknown_set_and_empty_selection_are_usage_errors(bench: Path) -> None:
     result = invoke("list-problems", "--benchmark", str(bench), "--tag", "nothing")
     assert result.exit_code == 2
     assert "no problem matches the selection (tag nothing)" in result.output
-
-
-def _revise(bench: Path, pid: str, revision: int) -> None:
-    path = bench / "problems" / f"{pid}.toml"
-    text = path.read_text(encoding="utf-8")
-    path.write_text(text.replace("statement_revision = ", f"statement_revision = {revision}\n"
-                                 "# was ", 1), encoding="utf-8")
-    assert UPDATE_INDEX.main(["--root", str(bench)]) == 0
-
-
-def test_a_frozen_set_with_a_revised_member_is_refused_naming_the_member(
-        bench: Path, outside: Path, bwrap: str) -> None:
-    _revise(bench, "scaled_norm", 3)
-    result = invoke("list-problems", "--benchmark", str(bench), "--set", "v1")
-    assert result.exit_code == 2
-    assert ("sets/v1.toml: frozen set member 'scaled_norm' is at statement revision 2, the "
-            "catalog's is 3") in result.output
-    validated = invoke("validate-catalog", "--benchmark", str(bench))
-    assert validated.exit_code == 1
-    assert "sets/v1.toml: frozen set member 'scaled_norm'" in validated.output
-    submission = make_submission(outside, "alice", {"scaled_norm": {
-        "Submission.lean": solved(SOURCE, "scaled_norm")}})
-    run = RunEval(bench, outside)(submission, extra=("--set", "v1"))
-    assert run.code == 2
-    assert "frozen set member 'scaled_norm'" in run.result.output
-    assert not (run.out / "summary.json").exists()
-    checked = invoke("validate-submission", str(submission), "--benchmark", str(bench),
-                     "--set", "v1")
-    assert checked.exit_code == 2
-    assert "frozen set member 'scaled_norm'" in checked.output
-    # a set that is not frozen may drift; other selections are unaffected
-    assert listed(bench, "--tag", "analysis") == ["scaled_norm"]
-    _revise(bench, "counter_where", 2)
-    assert listed(bench, "--set", "drafts") == ["counter_where"]
-
-
-def test_set_files_are_covered_by_the_index(bench: Path, outside: Path, bwrap: str) -> None:
-    path = bench / "sets" / "v1.toml"
-    path.write_text(path.read_text(encoding="utf-8").replace("Fixture v1", "Edited v1"),
-                    encoding="utf-8")
-    validated = invoke("validate-catalog", "--benchmark", str(bench))
-    assert validated.exit_code == 1
-    assert "sets/v1.toml: differs from its digest in workspaces/index.json" in validated.output
-    submission = make_submission(outside, "alice", {"scaled_norm": {
-        "Submission.lean": solved(SOURCE, "scaled_norm")}})
-    run = RunEval(bench, outside)(submission)
-    assert run.code == 2
-    assert "sets/v1.toml does not match workspaces/index.json" in run.result.output
-
-
-def test_run_eval_and_validate_submission_score_exactly_the_selection(
-        bench: Path, outside: Path, bwrap: str) -> None:
-    submission = make_submission(outside, "alice", {pid: {"Submission.lean": solved(SOURCE, pid)}
-                                                    for pid in ALL})
-    run = RunEval(bench, outside)(submission, extra=("--status", "draft"))
-    assert run.code == 0, run.result.output
-    summary = json.loads((run.out / "summary.json").read_text())
-    assert sorted(p.stem for p in (run.out / "alice").glob("*.json")) == [
-        "counter_where", "widget_facts"], summary
-    assert {run.verdict("alice", p)["verdict"] for p in ("counter_where", "widget_facts")} == {
-        "accepted"}
-    tagged = RunEval(bench, outside / "t")(submission, extra=("--tag", "analysis"))
-    assert tagged.code == 0
-    assert sorted(p.stem for p in (tagged.out / "alice").glob("*.json")) == ["scaled_norm"]
-    checked = invoke("validate-submission", str(submission), "--benchmark", str(bench),
-                     "--set", "v1", "--json")
-    assert checked.exit_code == 0, checked.output
-    assert sorted(p["problem_id"] for p in json.loads(checked.stdout)["problems"]) == [
-        "scaled_norm", "widget_facts"]
 
 
 STATUSES = st.sampled_from(["draft", "active", "archived"])

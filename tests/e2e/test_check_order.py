@@ -23,7 +23,7 @@ from lean_eval.cli import main
 from lean_eval.records import out_layout
 from lean_eval.supervise import lock
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 INCORRECT = REPO / "examples" / "submissions" / "incorrect"
 
 

@@ -38,10 +38,3 @@ def test_rejects_sorry_and_exits_one(bench_copy: Path, outside: Path, bwrap: str
                                 catch_exceptions=False)
     assert result.exit_code == 1
     assert "rejected (illegal_axiom)" in result.output
-
-
-def test_not_a_workspace_is_a_setup_failure(outside: Path) -> None:
-    result = CliRunner().invoke(main, ["test", str(outside), "--toolchain", str(STANDIN)],
-                                catch_exceptions=False)
-    assert result.exit_code == 2
-    assert "has no config.json" in result.output

@@ -19,9 +19,7 @@ from support import (
     harness_pid,
     in_background,
     keypair,
-    make_verdict,
     no_survivor,
-    pair_line,
     run_eval_argv,
     sh_payload,
     verdict_files,
@@ -199,29 +197,3 @@ def test_a_torn_unchanged_verdict_a_power_loss_could_leave_is_scored_again(
     assert summary.submissions[0].unchanged == tuple(PROBLEMS)
     for path in (torn, empty):
         assert json.loads(path.read_bytes())["verdict"] == "unchanged"
-
-
-def test_compact_unchanged_lists_round_trip_in_input_order() -> None:
-    """``compact_pairs`` then ``every_pair`` gives back every recorded pair, in input order;
-    only a pair that is exactly the canonical unchanged line is listed by id."""
-    from lean_eval.records.verdict import (
-        PairSummary,
-        SubmissionSummary,
-        compact_pairs,
-        unchanged_pair,
-    )
-
-    def scored(sid: str, pid: str) -> PairSummary:
-        return pair_line(make_verdict(sid, pid))
-
-    odd = unchanged_pair("b", "p2").model_copy(update={"reason": "something_else"})
-    recorded = (unchanged_pair("a", "p1"), scored("a", "p2"), unchanged_pair("a", "p3"),
-                odd, unchanged_pair("b", "p3"))
-    kept, unchanged = compact_pairs(recorded)
-    assert kept == (scored("a", "p2"), odd)  # a non-canonical unchanged line stays a pair
-    assert unchanged == {"a": ("p1", "p3"), "b": ("p3",)}
-    subs = tuple(SubmissionSummary(id=sid, source=f"/in/{sid}", digest="d" * 64,
-                                   problems=("p1", "p2", "p3") if sid == "a" else ("p2", "p3"),
-                                   unchanged=unchanged[sid]) for sid in ("a", "b"))
-    summary = Summary.model_construct(submissions=subs, pairs=kept)  # every_pair reads these
-    assert summary.every_pair() == recorded

@@ -38,7 +38,6 @@ from support import (
     batch_ok,
     correct,
     good,
-    make_identity,
     make_submission,
     no_survivor,
     sh_payload,
@@ -51,12 +50,9 @@ from support import (
 from support import PROBLEM as P
 
 from lean_eval.cli import main
-from lean_eval.errors import OutputError
-from lean_eval.intake import reader
 from lean_eval.records import verdict
 from lean_eval.sandbox import masks, wrapper
 from lean_eval.scoring import pair, workspace
-from lean_eval.supervise import tree_removal
 
 # --- the four checks every batch test makes ---------------------------------------------------
 
@@ -152,89 +148,7 @@ def test_a_build_that_fills_the_disk_costs_only_its_own_pair(
     assert shutil.disk_usage(tiny_disk).used < 1 << 20
 
 
-def _bare_context(base: Path) -> pair.RunContext:
-    return pair.RunContext(problems={}, settings=None,  # type: ignore[arg-type]
-                           ident=make_identity(),
-                           scoring_root=base / "score", out_dir=base / "out")
-
-
-def _bare_job(problem: str) -> pair.PairJob:
-    sub = reader.Intake(submission_id="s", source="/x", digest="d", problems=(), rejection=None,
-                        ignored=())
-    entry = reader.ProblemEntry(problem_id=problem, location=problem, files=(), rejection=None,
-                                ignored=())
-    return pair.PairJob(sub, problem, entry)
-
-
-def test_run_pair_turns_even_a_broken_job_into_a_harness_error_verdict(outside: Path) -> None:
-    v = pair.run_pair(_bare_job("no_such_problem"), _bare_context(outside))
-    assert (v.verdict, v.execution, v.reason.code) == ("error", "harness_error", "harness_error")
-    assert "KeyError" in v.reason.message
-    assert (outside / "out" / "s" / "no_such_problem.json").is_file()
-
-
-def test_run_pair_raises_output_error_when_the_verdict_cannot_be_written(outside: Path) -> None:
-    (outside / "out").mkdir()
-    (outside / "out" / "s").write_text("a file where the submission's directory goes")
-    with pytest.raises(OutputError, match="cannot write the verdict"):
-        pair.run_pair(_bare_job("p"), _bare_context(outside))
-
-
 # --- item 2: cleanup no build can defeat ------------------------------------------------------
-
-
-def _deep_tree(root: Path, depth: int, name: str = "d" * 40) -> None:
-    root.mkdir(parents=True)
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        for i in range(depth):
-            os.mkdir(name, dir_fd=fd)
-            child = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
-            os.close(fd)
-            fd = child
-            if i % 300 == 0:
-                os.close(os.open("f", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
-    finally:
-        os.close(fd)
-
-
-def test_remove_tree_copes_with_depth_permissions_links_and_vanishing(outside: Path) -> None:
-    root = outside / "pair"
-    _deep_tree(root / "workspace" / ".lake" / "deep", 1500)  # 1500 x 41 bytes > PATH_MAX
-    locked = root / "workspace" / ".lake" / "locked"
-    (locked / "inner").mkdir(parents=True)
-    (locked / "inner" / "f").write_text("x")
-    (locked / "inner").chmod(0)
-    locked.chmod(0o500)
-    victim = outside / "victim"
-    victim.mkdir()
-    (victim / "keep").write_text("keep")
-    (root / "workspace" / ".lake" / "link").symlink_to(victim)
-    assert tree_removal.remove_tree(root) == ()
-    assert not root.exists()
-    assert (victim / "keep").read_text() == "keep"  # the link was removed, not followed
-    assert tree_removal.remove_tree(root) == ()  # already gone: nothing to do, no error
-
-
-def test_negative_control_shutil_rmtree_fails_on_the_same_tree(outside: Path) -> None:
-    root = outside / "pair"
-    _deep_tree(root, 1500)
-    with pytest.raises((RecursionError, OSError)):
-        shutil.rmtree(root)
-    assert tree_removal.remove_tree(root) == ()
-
-
-def test_remove_tree_reports_what_it_cannot_remove_and_never_raises(outside: Path) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("root may remove anything; the unprivileged batch test covers the rest")
-    root = outside / "pair"
-    (root / "sub").mkdir(parents=True)
-    os.chmod(outside, 0o500)  # nothing under it can be unlinked, not even by chmod of the tree
-    try:
-        left = tree_removal.remove_tree(root)
-    finally:
-        os.chmod(outside, 0o755)  # noqa: S103 - restoring the fixture's own mode
-    assert left and str(root) in left[0]
 
 
 def test_a_deep_tree_left_in_lake_costs_no_other_pair(run_eval: RunEval, outside: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,6 @@ from support import (
 
 from lean_eval.records.verdict import Mounts
 from lean_eval.sandbox import masks
-from lean_eval.scoring import sizing
 
 
 def _peekers(outside: Path) -> tuple[Path, Path]:
@@ -67,16 +65,3 @@ def test_negative_control_without_the_run_masks_a_live_pair_reads_the_other(
 
     monkeypatch.setattr(masks, "run_masks", no_masks)
     assert _leaks(run_eval, outside) != []
-
-
-def test_default_jobs_is_the_cpus_lowered_to_what_memory_allows(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    cpus = len(os.sched_getaffinity(0))
-    monkeypatch.setattr(sizing, "mem_available", lambda: 64 << 30)
-    assert sizing.default_jobs(1 << 30) == cpus
-    monkeypatch.setattr(sizing, "mem_available", lambda: 9 << 30)
-    assert sizing.default_jobs(8 << 30) == 1
-    monkeypatch.setattr(sizing, "mem_available", lambda: 1 << 30)
-    assert sizing.default_jobs(8 << 30) == 1
-
-

@@ -20,7 +20,7 @@ import pytest
 from support import BWRAP_FLOOR, REPO, STANDIN
 
 from lean_eval.benchmark.toolchain import resolve_toolchain
-from lean_eval.probes import payloads, registry, synthetic
+from lean_eval.probes import registry
 from lean_eval.records.probe_result import ProbeResult
 from lean_eval.sandbox import bubblewrap, environment, wrapper
 from lean_eval.scoring.options import Tools
@@ -230,31 +230,6 @@ def test_a_probe_that_raises_is_an_error_and_the_others_still_run(
     assert len(list(ctx.scratch.iterdir())) == 2  # each probe that ran had its own sub-scratch
 
 
-def test_payload_carries_both_forms_of_one_command() -> None:
-    command = payloads.python_command("print('x')", {"path": 'a "quoted" \\ path'})
-    text = payloads.io_payload(command)
-    standin, *lean = text.splitlines()
-    assert standin == f"-- standin-io: {command}"
-    assert lean[0] == "#eval show IO Unit from do"
-    assert payloads.lean_string(command) in lean[1]
-    assert payloads.lean_string('a"b\\c\nd') == '"a\\"b\\\\c\\nd"'
-    with pytest.raises(ValueError, match="one line"):
-        payloads.io_payload("a\nb")
-
-
-def test_synthetic_problems_need_no_benchmark(tmp_path: Path) -> None:
-    problems = [synthetic.probe_true(PIN), synthetic.probe_def(PIN)]
-    cat = synthetic.synthetic_catalog(tmp_path / "bench", problems, PIN)
-    assert sorted(cat.problems) == ["probe_def", "probe_true"]
-    pdef = cat.problems["probe_def"]
-    assert pdef.config.definition_names == ("probe_val",)
-    assert pdef.config.theorem_names == ("probe_val_eq",)
-    assert pdef.trusted["lean-toolchain"].decode().strip() == PIN
-    assert (tmp_path / "bench" / "workspaces" / "probe_def" / "Solution.lean").is_file()
-    for p in problems:
-        assert p.starter["Submission.lean"] != payloads.submission(synthetic.VALID_TRUE).encode()
-
-
 # --- the scripts --------------------------------------------------------------------------------
 
 
@@ -273,15 +248,6 @@ def test_each_script_runs_on_its_own(name: str, outside: Path, bwrap: str) -> No
     lines = done.stdout.splitlines()
     assert lines[-1].startswith(f"PASS {name}:")
     assert all(ln.startswith("PASS ") for ln in lines)
-
-
-def test_script_whose_tools_cannot_be_resolved_exits_2(outside: Path) -> None:
-    done = _script("sandbox_engaged", "--toolchain", str(outside / "no-such-toolchain"),
-                   "--scratch", str(outside / "scratch"))
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert done.stdout.startswith("ERROR sandbox_engaged: could not resolve the tools")
-    done = _script("env_dump", "--toolchain", str(STANDIN), "--bwrap", str(outside / "nope"))
-    assert done.returncode == 2, done.stdout + done.stderr
 
 
 def test_script_json_output(outside: Path, bwrap: str) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-TOOLCHAIN = Path(__file__).resolve().parent / "standin" / "toolchain"
+TOOLCHAIN = Path(__file__).resolve().parents[1] / "standin" / "toolchain"
 LAKE = TOOLCHAIN / "bin" / "lake"
 NANODA = TOOLCHAIN / "bin" / "nanoda_bin"
 BWRAP = Path("/usr/bin/bwrap")

@@ -9,11 +9,9 @@ files of either kind, and links planted at the name older releases wrote logs th
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from support import correct, make_submission, no_survivor
 
 from lean_eval.files import atomic
 from lean_eval.files.atomic import write_bytes_atomic
@@ -85,30 +83,3 @@ def test_stale_temporaries_of_either_kind_are_removed_without_following_links(
     assert sorted(removed) == sorted([*stale, *planted])
     assert victim.read_text() == "precious"
     assert all(p.is_file() for p in kept) and (out / "sub.log.tmp").is_dir()
-
-
-def test_run_eval_never_follows_a_planted_log_tmp_and_removes_stale_temporaries(
-        run_eval, outside: Path) -> None:
-    subs = [make_submission(outside / "in", name, {
-        "two_plus_two": {"Submission.lean": correct("two_plus_two")}}) for name in ("good", "also")]
-    out = outside / "out"
-    victim = outside / "victim.txt"
-    victim.write_text("precious")
-    (out / "good").mkdir(parents=True)
-    (out / "good" / "two_plus_two.log.tmp").symlink_to(victim)
-    stale = [out / ".summary.json.dead.tmp", out / "also" / ".two_plus_two.log.dead.tmp"]
-    stale[1].parent.mkdir()
-    for path in stale:
-        path.write_text("half-written by a killed run")
-    run = run_eval(*subs, out=out)
-    assert run.code == 0, run.result.output
-    assert "Traceback" not in run.result.output
-    assert (out / "summary.json").is_file()
-    for name in ("good", "also"):
-        assert run.verdict(name, "two_plus_two")["verdict"] == "accepted"
-        log = out / name / "two_plus_two.log"
-        assert log.is_file() and not log.is_symlink() and "# argv:" in log.read_text()
-    assert victim.read_text() == "precious"
-    assert not list(out.rglob("*.tmp")), list(out.rglob("*.tmp"))
-    assert json.loads((out / "summary.json").read_text())["counts"]["accepted"] == 2
-    no_survivor(outside)

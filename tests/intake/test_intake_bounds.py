@@ -13,14 +13,13 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from support import REPO, RunEval, correct, make_submission, no_survivor
+from support import REPO
 
 from lean_eval.intake.reader import IntakeLimits, read_submission
 from lean_eval.supervise.process import run
 
 IDS = frozenset({"P1", "P2"})
 PROOF = b"theorem t : True := trivial\n"
-GOOD = "two_plus_two"
 RSS_CEILING_KIB = 500 * 1024
 
 
@@ -172,22 +171,3 @@ def test_intake_deadline(tmp_path: Path) -> None:
     intake = read_submission(archive, IDS, IntakeLimits(intake_seconds=1e-9))
     assert intake.rejection_code == "limit_exceeded"
     assert intake.rejection is not None and "intake took longer than" in intake.rejection
-
-
-def test_bombs_in_a_batch_cost_only_their_submission(run_eval: RunEval, outside: Path) -> None:
-    pax = outside / "paxbomb.tar.gz"
-    pax.write_bytes(pax_number_bomb())
-    glob = outside / "globalbomb.tar.gz"
-    glob.write_bytes(global_key_bomb())
-    good = make_submission(outside / "subs", "good", {GOOD: {"Submission.lean": correct(GOOD)}})
-    run = run_eval(pax, glob, good)
-    output = run.result.output
-    assert "Traceback" not in output, output
-    assert run.verdict("good", GOOD)["verdict"] == "accepted", output
-    summary = run.summary()
-    rejected = {s["id"]: s for s in summary["submissions"] if s["rejection"] is not None}
-    assert sorted(rejected) == ["globalbomb", "paxbomb"]
-    assert all(s["rejection_code"] == "limit_exceeded" for s in rejected.values())
-    assert run.code == 0, output
-    assert (run.out / "summary.json").is_file()
-    no_survivor(outside)

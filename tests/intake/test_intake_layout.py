@@ -13,7 +13,7 @@ from support import fork_archive
 from lean_eval.intake.bounds import PATH_MAX, max_path_bytes_under
 from lean_eval.intake.reader import Intake, IntakeLimits, ProblemEntry, read_submission
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 IDS = frozenset({"P1", "P2", "two_plus_two"})
 PROOF = b"theorem t : True := trivial\n"

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from lean_eval.lean.declarations import declarations, split_statement
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "standin" / "toolchain" / "lib"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "standin" / "toolchain" / "lib"))
 from standin import elab
 
 MODELLED = {"theorem", "lemma", "def", "abbrev", "instance", "axiom"}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "install_bwrap.sh"
 TEMPLATE = REPO / "scripts" / "apparmor" / "bwrap-lean-eval"
 PINNED = "9760d007363e3abba7c747489910f9f82d9fca53ba3bd3282e396fa3c97a3314"

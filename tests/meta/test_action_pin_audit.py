@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "action_pin_audit.py"
 FIXTURES = REPO / "tests" / "fixtures" / "workflows"
 GOOD = FIXTURES / "good.yml"

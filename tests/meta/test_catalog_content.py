@@ -30,7 +30,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10 uses the backport declared in pyproject.toml
     import tomli as tomllib
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PROBLEMS_DIR = ROOT / "problems"
 WORKSPACES_DIR = ROOT / "workspaces"
 EXAMPLES_DIR = ROOT / "examples" / "submissions"

@@ -17,7 +17,7 @@ import yaml
 
 from lean_eval.supervise import process
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 HERE = REPO / "examples" / "distributed"
 WORKFLOW = HERE / "github-actions.yml"
 SCRIPTS = ("slurm-submit.sh", "slurm-score.sbatch", "slurm-merge.sbatch", "kubernetes-run.sh")

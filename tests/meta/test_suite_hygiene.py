@@ -14,7 +14,7 @@ import ast
 from collections.abc import Callable
 from pathlib import Path
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 
 def _suite_files() -> list[Path]:

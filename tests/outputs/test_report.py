@@ -1,7 +1,8 @@
 """report: table, markdown, JUnit XML and JSON of an output directory; console escaping.
 
 Outputs are built from the models (every verdict kind, hostile names and control characters);
-one CLI-level run-eval shows that hostile names reach the console as text, not markup.
+the CLI-level run-eval showing that hostile names reach the console as text, not markup, is in
+tests/e2e/test_report_e2e.py.
 """
 
 from __future__ import annotations
@@ -16,12 +17,9 @@ from click.testing import CliRunner
 from rich.console import Console
 from rich.text import Text
 from support import (
-    BWRAP_FLOOR,
     HOSTILE,
     REPORT_IDENTITY,
     REPORT_PAIRS,
-    correct,
-    make_submission,
     make_summary,
     pair_line,
     report_run,
@@ -192,31 +190,6 @@ def test_piped_selfcheck_never_cuts_expected_or_got() -> None:
         flat = "".join(text.split())
         assert expected in flat and "some_very_long_reason_code_" * 3 in flat
         assert "wrong_statement[/x]" in flat and "[bold]message" in flat
-
-
-def test_run_eval_prints_hostile_names_without_markup_errors(run_eval, outside: Path) -> None:
-    good = make_submission(outside / "in", "good", {"two_plus_two": {
-        "Submission.lean": correct("two_plus_two")}})
-    # two problem directories for one problem: the rejection names both locations
-    dup = make_submission(outside / "in", "dup", {
-        "two_plus_two": {"Submission.lean": correct("two_plus_two")},
-        "a[/x]/two_plus_two": {"Submission.lean": correct("two_plus_two")}})
-    stray = make_submission(outside / "in", "stray", {"[bold red]oops": {
-        "Submission.lean": "-- [blink]x\n"}})
-    out = outside / "out"
-    # not through run_eval(): that passes -q, and this test is about what gets printed
-    args = ["run-eval", str(good), str(dup), str(stray), "--out", str(out), "--benchmark",
-            str(run_eval.benchmark), "--toolchain", str(run_eval.toolchain), "--skip-probes",
-            "--allow-bwrap-version", BWRAP_FLOOR, "--timeout", "600"]
-    result = CliRunner().invoke(main, args, catch_exceptions=False)
-    output = result.output
-    print(output)
-    assert "Traceback" not in output and "MarkupError" not in output, output
-    assert (out / "summary.json").is_file(), output
-    assert json.loads((out / "good" / "two_plus_two.json").read_text())["verdict"] == "accepted"
-    flat = "".join(output.replace("│", "").split())
-    assert "a[/x]" in flat, output  # the rejection names the nested location as typed
-    assert "[boldred]oops" in flat, output  # the no-problem hint names the directory as typed
 
 
 def test_console_shows_control_characters_escaped() -> None:

@@ -22,7 +22,7 @@ from lean_eval.cli import main
 from lean_eval.cli.results import FAIL_ON_KINDS
 from lean_eval.outputs.report import markdown, run_report
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "submissions"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "submissions"
 HINT = "put each proof in <problem>/Submission.lean, e.g. two_plus_two/ <b>|*x*|</b> =1+1"
 
 

@@ -21,7 +21,7 @@ from lean_eval.scoring import resume, shard
 from lean_eval.scoring.options import RunOptions
 from lean_eval.supervise.resources import PairLimits
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 IDENT = Identity(harness_version="9.9.9", benchmark_path="/bench", benchmark_commit="c" * 40,
                  toolchain_name="leanprover/lean4:v4.35.0", toolchain_path="/toolchain",

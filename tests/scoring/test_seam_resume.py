@@ -63,7 +63,7 @@ def test_a_verdict_is_reused_only_when_its_key_matches_and_error_is_rescored(
     second = tmp_path / "subs" / "good" / "double_def"
     second.mkdir()
     (second / "Submission.lean").write_text(
-        (Path(__file__).resolve().parent.parent / "examples" / "submissions" / "correct"
+        (Path(__file__).resolve().parents[2] / "examples" / "submissions" / "correct"
          / "double_def" / "Submission.lean").read_text() + "\n-- transcript: accepted\n")
     out = tmp_path / "out"
     first = score([sub], catalog(), FakeRunner(), options(out))
