@@ -1,4 +1,5 @@
-"""Shared fixtures: the stand-in toolchain, real bubblewrap, a benchmark copy and a CLI runner.
+"""Shared fixtures: the stand-in toolchain, real bubblewrap, a benchmark copy and a CLI runner;
+the ``e2e`` mark of every test under tests/e2e/.
 
 Plain helpers and constants are in the support package, tests/support/ (test modules import them
 from there, never from here)."""
@@ -19,7 +20,15 @@ from pathlib import Path
 
 import pytest
 from pydantic import TypeAdapter
-from support import STANDIN, RunEval, copy_benchmark, outside_problem, real_toolchain
+from support import (
+    STANDIN,
+    RunEval,
+    copy_benchmark,
+    e2e_needs,
+    in_e2e,
+    outside_problem,
+    real_toolchain,
+)
 
 from lean_eval import session
 from lean_eval.records.probe_result import ProbeResult
@@ -47,6 +56,23 @@ def bwrap() -> str:
     assert found is not None
     return found
 
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by mark
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test under tests/e2e/ ``e2e``; refuse a test elsewhere that needs real
+    bubblewrap (``-m "not e2e"``, the inner loop, must never start a sandbox)."""
+    del config
+    misplaced = []
+    for item in items:
+        if in_e2e(item.path):
+            item.add_marker(pytest.mark.e2e)
+        elif needs := e2e_needs(getattr(item, "fixturenames", ()),
+                                (mark.name for mark in item.iter_markers())):
+            misplaced.append(f"{item.nodeid} ({', '.join(needs)})")
+    if misplaced:
+        raise pytest.UsageError("tests outside tests/e2e/ need real bubblewrap; move them "
+                                "there:\n  " + "\n  ".join(misplaced))
 
 # --- where tests may write: a private temp base, and a place outside Lake's masks ----------
 #

@@ -6,6 +6,11 @@ name, a second copy of its state) and ties the two together; conftest.py is pyte
 it. ``tests.x`` and ``x`` would be two copies of one module, so helpers are imported by their
 bare name. ``CliRunner.invoke`` swallows exceptions unless told not to: a traceback the CLI
 should never print would pass as an exit code of 1.
+
+The tree follows the package: unit and seam tests of a subpackage lie in tests/<subpackage>/,
+every test that needs real bubblewrap in tests/e2e/ (marked ``e2e`` by conftest.py, left out of
+the inner loop ``-m "not e2e"``), checks of the repository itself in tests/meta/; basenames are
+unique, as pytest's default import mode needs.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from pathlib import Path
+
+from support import E2E, REPO, e2e_needs, e2e_uses, in_e2e
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -100,3 +107,50 @@ def test_the_invoke_check_sees_a_swallowing_call() -> None:
     assert swallowing_invokes("r.invoke(main, ['x'],\n         catch_exceptions=False)") == []
     assert swallowing_invokes("# about an exception: why\n"
                               "r.invoke(main, [], catch_exceptions=True)") == []
+
+
+# --- the tree: tests/<subpackage>/, tests/e2e/, tests/meta/ ------------------------------------
+
+OTHER_DIRS = ("api", "e2e", "meta")  # beside one directory per subpackage of lean_eval
+
+
+def _test_modules() -> list[Path]:
+    return [p for p in _suite_files() if p.name.startswith("test_")]
+
+
+def test_every_test_module_lies_in_a_subpackage_e2e_or_meta_directory_with_a_unique_name() -> None:
+    subpackages = {p.parent.name for p in (REPO / "lean_eval").glob("*/__init__.py")}
+    allowed = subpackages | set(OTHER_DIRS)
+    modules = _test_modules()
+    assert len(modules) > 50
+    misplaced = [str(p.relative_to(TESTS)) for p in modules
+                 if len(p.relative_to(TESTS).parts) != 2 or p.parent.name not in allowed]
+    assert misplaced == [], f"put each in tests/<one of {sorted(allowed)}>/"
+    names = [p.name for p in modules]
+    assert sorted(n for n in set(names) if names.count(n) > 1) == []
+
+
+def test_only_tests_under_e2e_need_bubblewrap() -> None:
+    offenders = {str(p.relative_to(TESTS)): bad for p in _test_modules()
+                 if not in_e2e(p) and (bad := e2e_uses(p.read_text(encoding="utf-8")))}
+    assert offenders == {}, "move these tests to tests/e2e/ (the inner loop starts no sandbox)"
+    assert any(e2e_uses(p.read_text(encoding="utf-8")) for p in E2E.glob("test_*.py"))
+
+
+def test_the_e2e_checks_see_every_way_a_test_needs_bubblewrap() -> None:
+    """Negative control: each way a test module or a collected test can need a sandbox is
+    caught, and nothing else is."""
+    for source in ("def test_x(bwrap): pass", "def test_x(run_eval, outside): pass",
+                   "def test_x(toolchain): pass",
+                   "import pytest\n@pytest.fixture\ndef made(bwrap): pass",
+                   "import pytest\npytestmark = pytest.mark.sandbox",
+                   "import pytest\npytestmark = [pytest.mark.skipif(True, reason='x'), "
+                   "pytest.mark.lean]",
+                   "import pytest\n@pytest.mark.sandbox\ndef test_x(): pass"):
+        assert e2e_uses(source), source
+    assert e2e_uses("def helper(bwrap): pass\ndef test_x(tmp_path, outside): pass\n"
+                    "import pytest\n@pytest.mark.slow\ndef test_y(): pass") == []
+    assert e2e_needs({"run_eval", "bwrap", "toolchain", "outside"}, ["slow", "lean"]) == [
+        "fixture bwrap", "fixture toolchain", "mark lean"]
+    assert e2e_needs({"outside", "tmp_path"}, ["slow", "parametrize"]) == []
+    assert in_e2e(E2E / "test_x.py") and not in_e2e(TESTS / "scoring" / "test_x.py")

@@ -4,10 +4,11 @@ one factory for verdicts and run outputs built from the models.
 A package, one module per concern: ``places`` (paths, names, the toolchain and bubblewrap of
 this machine), ``files`` (benchmarks, submissions, archives, keys), ``runs`` (the CLI run
 in-process), ``background`` (a run-eval in a child process, watched from outside), ``leftovers``
-(what a finished run left behind) and ``documents`` (verdicts and run outputs built from the
-models). Fixtures live in conftest.py; everything here is a plain function or constant,
-re-exported by this file and imported as ``from support import ...``. No test module imports
-another test module or conftest (tests/test_suite_hygiene.py keeps it so).
+(what a finished run left behind), ``documents`` (verdicts and run outputs built from the
+models) and ``layout`` (which tests are end to end and must lie under tests/e2e/). Fixtures
+live in conftest.py; everything here is a plain function or constant, re-exported by this file
+and imported as ``from support import ...``. No test module imports another test module or
+conftest (tests/meta/test_suite_hygiene.py keeps it so).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from support.files import (
     with_lines,
     write_tree,
 )
+from support.layout import E2E, e2e_needs, e2e_uses, in_e2e
 from support.leftovers import (
     batch_ok,
     no_survivor,
@@ -100,6 +102,7 @@ __all__ = [
     "BWRAP_FLOOR",
     "CORRECT",
     "DEFAULT",
+    "E2E",
     "HOSTILE",
     "KINDS",
     "LAKE_MASKED",
@@ -120,11 +123,14 @@ __all__ = [
     "changed_benchmark",
     "copy_benchmark",
     "correct",
+    "e2e_needs",
+    "e2e_uses",
     "fork_archive",
     "good",
     "harness_env",
     "harness_pid",
     "in_background",
+    "in_e2e",
     "keypair",
     "make_identity",
     "make_submission",
