@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from pydantic import TypeAdapter
 from support import (
     STANDIN,
@@ -29,11 +30,15 @@ from support import (
     outside_problem,
     real_toolchain,
 )
+from support.profiles import CI, DEV
 
 from lean_eval import session
 from lean_eval.records.probe_result import ProbeResult
 from lean_eval.scoring.options import Tools
 
+# Every example count under CI; a tenth of each in the inner loop. The whole check
+# (scripts/run_tests.sh) passes --hypothesis-profile=ci, which wins over this.
+settings.load_profile(CI if os.environ.get("CI") else DEV)
 
 def _bwrap_works() -> str | None:
     bwrap = shutil.which("bwrap")

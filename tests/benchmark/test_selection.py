@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import SOURCE
+from support import SOURCE, examples
 
 from lean_eval.benchmark.sets import Described, ProblemSet, Selection, SetMember, select
 from lean_eval.cli import main
@@ -80,7 +80,7 @@ STATUSES = st.sampled_from(["draft", "active", "archived"])
 TAGS = st.lists(st.sampled_from(["a", "b", "c"]), max_size=2, unique=True).map(tuple)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(problems=st.dictionaries(st.sampled_from([f"p{i}" for i in range(8)]),
                                 st.tuples(STATUSES, TAGS, st.integers(1, 3)), min_size=1),
        members=st.lists(st.sampled_from([f"p{i}" for i in range(8)]), unique=True),

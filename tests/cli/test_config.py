@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import REPO
+from support import REPO, examples
 
 from lean_eval import session
 from lean_eval.cli import config, main
@@ -301,7 +301,7 @@ EXAMPLES = {"max-file-bytes": "2M", "max-written-file-bytes": "2GiB", "benchmark
             "max-archive-bytes": 1 << 20, "skip-probes": False, "memory-limit": "512M"}
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.sampled_from(sorted(EXAMPLES)), st.data())
 def test_keys_take_dashes_or_underscores_alike(long: str, data: st.DataObject) -> None:
     parts = long.split("-")

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import examples
 
 from lean_eval.errors import UsageError
 from lean_eval.intake import archive_stream
@@ -506,7 +507,7 @@ def _key(name: str) -> str:
     return _show("/".join(p for p in name.split("/") if p not in ("", ".")))
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(250), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(NAMES, KINDS, DATA, TARGETS), max_size=10), st.booleans(),
        st.booleans())
 def test_generated_archives_never_escape(
@@ -557,7 +558,7 @@ def _in_read_set(key: tuple[str, ...], pid: str) -> bool:
     return True
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(FIRST, st.lists(LATER, max_size=4), SPECIAL_KINDS, TARGETS),
                 max_size=6), st.booleans())
 def test_link_members_reject_at_most_their_problem(
@@ -595,7 +596,7 @@ TREE_PARTS = st.sampled_from(["P1", "P2", "Q", "Submission", "Submission", "Subm
                               "my-dir", ".lake", "notes.md", "\udcff.lean"])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.lists(TREE_PARTS, min_size=1, max_size=5), DATA), max_size=10))
 def test_directory_and_archive_of_one_tree_agree(files: list[tuple[list[str], bytes]]) -> None:
     tree: dict[tuple[str, ...], bytes] = {}
@@ -636,7 +637,7 @@ def _pax_base() -> bytes:
 PAX_BASE = _pax_base()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 4095), st.integers(0, 255)), min_size=1, max_size=6),
        st.sampled_from(["plain", "gzip then mutate", "mutate then gzip"]))
 def test_mutated_archives_never_raise(flips: list[tuple[int, int]], mode: str) -> None:

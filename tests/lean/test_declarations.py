@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import examples
 
 from lean_eval.lean.declarations import declarations, split_statement
 
@@ -152,7 +153,7 @@ def sources(draw: Any) -> tuple[str, list[tuple[str, str]]]:
     return "\n".join(lines) + "\n", expected
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(sources())
 def test_both_models_find_every_generated_statement(source: tuple[str, list[tuple[str, str]]]
                                                     ) -> None:
@@ -160,7 +161,7 @@ def test_both_models_find_every_generated_statement(source: tuple[str, list[tupl
     assert both(text) == expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("abtheorm :=()[]{}⟨⟩|\"'-/\n wherdfn@")),
                max_size=200))
 def test_both_models_agree_on_arbitrary_text(text: str) -> None:

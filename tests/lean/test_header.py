@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import examples
 
 from lean_eval.lean.header import Import, check_header, parse_header
 
@@ -63,7 +64,7 @@ def headers(draw: st.DrawFn, odd_name: str | None = None) -> tuple[str, list[Imp
     return "".join(parts) + body, imports, odd_at
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(headers())
 def test_generated_headers_are_read_exactly(case: tuple[str, list[Import], int]) -> None:
     text, imports, _ = case
@@ -76,7 +77,7 @@ ODD_NAMES = ["«Evil»", "A.«B»", "«Submission».Helpers", "A.", "A.1", "A!",
              "A.\u03b2", "«../../etc»", "A.«B».C", "Foo«x»", "A..B", "public"]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.sampled_from(ODD_NAMES).flatmap(headers))
 def test_odd_module_names_reject_the_file(case: tuple[str, list[Import], int]) -> None:
     text, imports, odd_at = case
@@ -87,7 +88,7 @@ def test_odd_module_names_reject_the_file(case: tuple[str, list[Import], int]) -
     assert message.startswith("import header, line "), message
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("impotrpublicmeta all«»./-!\n\r\t -AZ_'ü")),
                max_size=60))
 def test_arbitrary_text_only_ever_passes_or_is_refused(text: str) -> None:

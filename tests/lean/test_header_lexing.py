@@ -23,6 +23,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
+from support import examples
 
 from lean_eval.lean.declarations import strip_comments
 from lean_eval.lean.header import HeaderError, check_header, comment_end, parse_header
@@ -259,7 +260,7 @@ TEXTS = st.one_of(
 )
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=examples(800), deadline=None)
 @given(TEXTS)
 def test_the_check_never_accepts_imports_lean_would_read_differently(text: str) -> None:
     reference, product = reference_imports(text), product_imports(text)
@@ -316,7 +317,7 @@ def plain_headers(draw: st.DrawFn) -> tuple[str, tuple[str, ...]]:
     return text + "\n" + draw(TAILS), names
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(plain_headers())
 def test_imports_between_any_well_formed_comments_are_read_exactly(
         case: tuple[str, tuple[str, ...]]) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import examples
 
 from lean_eval.records.verdict import Mounts
 from lean_eval.sandbox import environment, masks, wrapper
@@ -189,7 +190,7 @@ def test_filter_drops_world_writable_directories(tmp_path: Path) -> None:
     assert kept == (str(inside_sticky),)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.sampled_from(["", ".", "rel/bin", "ROOT", "ROOT/a", "LINK", "/usr/bin",
                                  "/bin", "/nope", "ROOT/../ROOT/a"]), max_size=8))
 def test_filter_never_keeps_anything_inside_a_writable_root(entries: list[str]) -> None:

@@ -7,6 +7,7 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import examples
 
 from lean_eval.errors import UsageError
 from lean_eval.scoring import shard
@@ -15,7 +16,7 @@ ids = st.text(min_size=1, max_size=12)
 pair_lists = st.lists(st.tuples(ids, ids), unique=True, max_size=40)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(pairs=pair_lists, n=st.integers(min_value=1, max_value=12))
 def test_shards_are_disjoint_and_cover_every_pair(pairs: list[tuple[str, str]], n: int) -> None:
     chosen = [shard.select(pairs, k, n) for k in range(1, n + 1)]
@@ -24,7 +25,7 @@ def test_shards_are_disjoint_and_cover_every_pair(pairs: list[tuple[str, str]], 
     assert len(flat) == len(set(flat))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(pairs=pair_lists, others=pair_lists, n=st.integers(min_value=1, max_value=12),
        rnd=st.randoms(use_true_random=False))
 def test_assignment_ignores_order_and_other_pairs(pairs: list[tuple[str, str]],
@@ -98,7 +99,7 @@ def test_in_shard_without_shard_is_everything() -> None:
     assert shard.in_shard("a", "b", shard.Shard(1, 1))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(pairs=st.lists(st.tuples(ids, ids), max_size=40))
 def test_the_recorded_batch_is_the_digested_pair_set(pairs: list[tuple[str, str]]) -> None:
     batch = shard.batch_map(pairs)

@@ -7,6 +7,7 @@ import itertools
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import examples
 
 from lean_eval.supervise import capture
 from lean_eval.supervise.capture import MARK_BYTES, MARKS_PER_CHUNK, Capture
@@ -31,7 +32,7 @@ def _marked(chunks: list[bytes]) -> list[bytes]:
     return [line for _, line in (*cap.first_marks, *cap.last_marks)]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(lines=LINES, tail=st.binary(max_size=30), cuts=st.lists(st.integers(0, 4000), max_size=8))
 def test_phase_lines_are_found_however_the_stream_is_chunked(
         lines: list[bytes], tail: bytes, cuts: list[int]) -> None:

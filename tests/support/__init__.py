@@ -5,7 +5,8 @@ A package, one module per concern: ``places`` (paths, names, the toolchain and b
 this machine), ``files`` (benchmarks, submissions, archives, keys), ``runs`` (the CLI run
 in-process), ``background`` (a run-eval in a child process, watched from outside), ``leftovers``
 (what a finished run left behind), ``documents`` (verdicts and run outputs built from the
-models) and ``layout`` (which tests are end to end and must lie under tests/e2e/). Fixtures
+models), ``layout`` (which tests are end to end and must lie under tests/e2e/) and ``profiles``
+(Hypothesis example counts: all of them under CI, a tenth in the inner loop). Fixtures
 live in conftest.py; everything here is a plain function or constant, re-exported by this file
 and imported as ``from support import ...``. No test module imports another test module or
 conftest (tests/meta/test_suite_hygiene.py keeps it so).
@@ -84,6 +85,7 @@ from support.places import (
     outside_problem,
     real_toolchain,
 )
+from support.profiles import examples
 from support.runs import (
     DEFAULT,
     Run,
@@ -125,6 +127,7 @@ __all__ = [
     "correct",
     "e2e_needs",
     "e2e_uses",
+    "examples",
     "fork_archive",
     "good",
     "harness_env",
