@@ -2,12 +2,17 @@
 with its exact ``file:line: kind``, whether zizmor or our own rules find it; a file zizmor cannot
 load fails the audit; usage errors exit 2.
 
-The audit runs as a separate process (``sys.executable``), exactly as CI runs it.
+The audit runs as a separate process (``sys.executable``), exactly as CI runs it. The fixtures
+checked one by one (each bad fixture, each mutation of the good one) are audited together, in
+one run per test session that every xdist worker shares (``batch_audit``); each test reads the
+findings of its own file from it.
 """
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
+import json
 import os
 import subprocess  # noqa: TID251 - the audit is a standalone script, run as CI runs it
 import sys
@@ -38,6 +43,30 @@ def audit(*args: str | Path, cwd: Path = REPO, env: dict[str, str] | None = None
     done = subprocess.run((sys.executable, str(SCRIPT), *map(str, args)), cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=150, check=False)
     return Audit(done.returncode, done.stdout, done.stderr)
+
+
+def batch_audit(factory: pytest.TempPathFactory, name: str,
+                files: dict[str, str] | list[Path], *args: str | Path) -> tuple[Audit, list[Path]]:
+    """One audit of many files, run once per session by whichever xdist worker needs it first
+    (the others wait on a lock and read its record): ``files`` are paths, or names and texts
+    written to a directory every worker sees."""
+    shared = factory.getbasetemp().parent / f"pin-audit-{name}"
+    shared.mkdir(exist_ok=True)
+    paths = files if isinstance(files, list) else [shared / n for n in files]
+    record = shared / "audit.json"
+    with (shared / "lock").open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if not record.exists():
+            if isinstance(files, dict):
+                for path, text in zip(paths, files.values(), strict=True):
+                    path.write_text(text, encoding="utf-8")
+            record.write_text(json.dumps(audit(*paths, *args)), encoding="utf-8")
+    return Audit(*json.loads(record.read_text(encoding="utf-8"))), paths
+
+
+def own(result: Audit, path: Path) -> list[str]:
+    """The findings of ``path`` in a batch audit, as ``reported``."""
+    return [line for line in result.reported if line.startswith(f"{path}:")]
 
 
 def load_script() -> ModuleType:
@@ -130,14 +159,24 @@ def test_every_kind_has_a_bad_fixture() -> None:
     assert kinds == set(load_script().KINDS)
 
 
+@pytest.fixture
+def bad_audit(tmp_path_factory: pytest.TempPathFactory) -> Audit:
+    """Every bad fixture, each named on the command line, in one audit."""
+    result, paths = batch_audit(tmp_path_factory, "bad", [FIXTURES / n for n in sorted(BAD)])
+    assert result.reported == [f"{path}:{line}: {kind}"  # nothing but each file's own findings
+                               for path in paths for line, kind in BAD[path.name]]
+    return result
+
+
 @pytest.mark.parametrize("name", sorted(BAD))
-def test_bad_fixture_reports_each_selector_at_its_line(name: str) -> None:
+def test_bad_fixture_reports_each_selector_at_its_line(bad_audit: Audit, name: str) -> None:
     path = FIXTURES / name
-    result = audit(path)
+    result = bad_audit
     assert result.returncode == 1, result.stdout + result.stderr
-    assert result.reported == [f"{path}:{line}: {kind}" for line, kind in BAD[name]]
+    assert own(result, path) == [f"{path}:{line}: {kind}" for line, kind in BAD[name]]
     for line in result.stdout.splitlines():
-        assert line.split(": ", 2)[2].strip(), line  # every finding says what is wrong
+        if line.startswith(f"{path}:"):
+            assert line.split(": ", 2)[2].strip(), line  # every finding says what is wrong
     assert "mutable selector(s)" in result.stderr
 
 
@@ -205,18 +244,29 @@ MUTATIONS = [
 ]
 
 
+@pytest.fixture
+def mutated_audit(tmp_path_factory: pytest.TempPathFactory) -> tuple[Audit, list[Path]]:
+    """Each mutation of good.yml in a file of its own (``mutated-<index>.yml``), all in one
+    audit."""
+    text = GOOD.read_text(encoding="utf-8")
+    return batch_audit(tmp_path_factory, "mutated", {
+        f"mutated-{index}.yml": text.replace(pinned, mutable)
+        for index, (pinned, mutable, _) in enumerate(MUTATIONS)}, "--root", REPO)
+
+
 @pytest.mark.parametrize(("pinned", "mutable", "kind"), MUTATIONS,
                          ids=[f"{k}:{m[:40]}" for _, m, k in MUTATIONS])
 def test_each_pinned_construct_of_the_good_fixture_is_checked(
-        tmp_path: Path, pinned: str, mutable: str, kind: str) -> None:
+        mutated_audit: tuple[Audit, list[Path]], pinned: str, mutable: str, kind: str) -> None:
     text = GOOD.read_text(encoding="utf-8")
     assert text.count(pinned) == 1, pinned
     line = text[:text.index(pinned)].count("\n") + 1
-    target = tmp_path / "mutated.yml"
-    target.write_text(text.replace(pinned, mutable), encoding="utf-8")
-    result = audit(target, "--root", REPO)
+    result, paths = mutated_audit
+    target = paths[MUTATIONS.index((pinned, mutable, kind))]
+    assert target.read_text(encoding="utf-8") == text.replace(pinned, mutable)
     assert result.returncode == 1
-    assert result.reported == [f"{target}:{line}: {kind}"], result.stdout
+    assert own(result, target) == [f"{target}:{line}: {kind}"], result.stdout
+    assert len(result.reported) == len(MUTATIONS)  # one finding per file, none elsewhere
 
 
 # ---------------------------------------------------------------- lean-toolchain and version files
