@@ -234,7 +234,8 @@ def replayed_probes(monkeypatch: pytest.MonkeyPatch,
     the record is in their shared temp dir, written under a lock) needs a toolchain and
     bubblewrap probed, and replayed after; the list holds each call's probe names. For tests
     of *when* the probes run and how their results are shown and recorded: the probes
-    themselves are tested by tests/test_probes.py and tests/test_preflight.py, always run."""
+    themselves are tested by tests/e2e/test_probes.py and tests/e2e/test_preflight.py, always
+    run."""
     calls: list[tuple[str, ...]] = []
     real = session.run_probes
     shared = tmp_path_factory.getbasetemp().parent / "probes-replayed"

@@ -3,7 +3,7 @@ stand-in toolchain): issue 12 items 6-7 (part) and issue 17 item 2.
 
 Every batch holds a correct submission (``good``) that must stay ``accepted``, and checks that
 ``summary.json`` exists, no traceback was printed and no process of the run survives
-(``batch_ok``). Unit tests of the same rules: tests/test_intake_verdicts.py.
+(``batch_ok``). Unit tests of the same rules: tests/intake/test_intake_verdicts.py.
 """
 
 from __future__ import annotations

@@ -136,6 +136,6 @@ def test_a_refusal_keeps_an_earlier_runs_summary_and_respects_the_out_lock(
     finally:
         held.close()
     assert result.exit_code == 2
-    # Refused before the probes (tests/test_check_order.py counts them), so nothing is written.
+    # Refused before the probes (tests/e2e/test_check_order.py counts them), so nothing is written.
     assert "is in use by" in result.output and "probe" not in result.output
     assert sorted(p.name for p in other.iterdir()) == [".lean-eval.lock"]

@@ -382,7 +382,8 @@ def test_too_deep_rejects_only_the_problem_it_is_in(tmp_path: Path) -> None:
     intake = read_submission(tmp_path, IDS, IntakeLimits(max_depth=7))
     assert "e/: holds no problem directory" in intake.ignored  # not walked past the limit
     # ... but never silently: the entry past the limit is named (P1 has a directory above, so
-    # as a line of `hidden`; tests/test_intake_verdicts.py has the rejection of an unfound id).
+    # as a line of `hidden`; tests/intake/test_intake_verdicts.py has the rejection of an
+    # unfound id).
     assert intake.hidden == ("e/P1/P1/P1/P1/P1/P1/P1: deeper than 7 path components, not read; "
                              "a problem directory in it would not be found",)
     assert problem(intake, "P1").rejection is None

@@ -10,7 +10,7 @@
   (scored ``error``), never a rejection.
 
 Unit tests of intake here; the same cases as whole ``run-eval`` batches under real bubblewrap
-are in tests/test_intake_verdicts_cli.py.
+are in tests/e2e/test_intake_verdicts_cli.py.
 """
 
 from __future__ import annotations

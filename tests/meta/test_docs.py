@@ -101,7 +101,7 @@ def test_example_command_runs_as_written() -> None:
 
 # --- SECURITY.md names its tests by node id, and each one runs in CI ---------------------------
 
-NODE_ID = re.compile(r"tests/(test_\w+\.py)::(test_\w+)")
+NODE_ID = re.compile(r"tests/((?:\w+/)?test_\w+\.py)::(test_\w+)")
 BARE_NAME = re.compile(r"(?<![\w/:.])test_\w+")  # a test named without its file
 LEAN_ONLY_NOTE = "(real Lean only)"  # written right after a node id whose test needs real Lean
 # Marks that keep a test from running in CI. `skipif` is not one: its conditions are about the
@@ -162,7 +162,7 @@ def security_reference_problems(text: str, tests_dir: Path) -> list[str]:
             problems.append(f"{node}: runs only with real Lean; say {LEAN_ONLY_NOTE} after it")
     for match in BARE_NAME.finditer(text):
         line = text.count("\n", 0, match.start()) + 1
-        where = sorted(f.name for f in tests_dir.glob("test_*.py")
+        where = sorted(f.relative_to(tests_dir).as_posix() for f in tests_dir.rglob("test_*.py")
                        if re.search(rf"^def {match.group(0)}\b",
                                     f.read_text(encoding="utf-8"), re.M))
         hint = f"write tests/{where[0]}::{match.group(0)}" if len(where) == 1 else \

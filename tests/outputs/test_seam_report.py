@@ -18,7 +18,8 @@ from lean_eval.cli import main
 from lean_eval.outputs.report import run_report
 
 EXAMPLES = REPO / "examples" / "submissions"
-# What the example `incorrect` submission's pairs are (tests/test_run_eval.py checks the live run)
+# What the example `incorrect` submission's pairs are (tests/e2e/test_run_eval.py checks the live
+# run)
 INCORRECT = {("incorrect", "two_plus_two"): "rejected_sorry",
              ("incorrect", "add_comm_explicit"): "rejected_statement"}
 
