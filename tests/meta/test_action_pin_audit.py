@@ -3,9 +3,9 @@ with its exact ``file:line: kind``, whether zizmor or our own rules find it; a f
 load fails the audit; usage errors exit 2.
 
 The audit runs as a separate process (``sys.executable``), exactly as CI runs it. The fixtures
-checked one by one (each bad fixture, each mutation of the good one) are audited together, in
-one run per test session that every xdist worker shares (``batch_audit``); each test reads the
-findings of its own file from it.
+checked one by one (each bad fixture, in the fixtures directory; each mutation of the good one)
+are audited together, in one run per test session that every xdist worker shares
+(``batch_audit``); each test reads the findings of its own file from it.
 """
 
 from __future__ import annotations
@@ -160,18 +160,15 @@ def test_every_kind_has_a_bad_fixture() -> None:
 
 
 @pytest.fixture
-def bad_audit(tmp_path_factory: pytest.TempPathFactory) -> Audit:
-    """Every bad fixture, each named on the command line, in one audit."""
-    result, paths = batch_audit(tmp_path_factory, "bad", [FIXTURES / n for n in sorted(BAD)])
-    assert result.reported == [f"{path}:{line}: {kind}"  # nothing but each file's own findings
-                               for path in paths for line, kind in BAD[path.name]]
-    return result
+def fixtures_audit(tmp_path_factory: pytest.TempPathFactory) -> Audit:
+    """The fixtures directory (good.yml and every bad fixture) in one audit."""
+    return batch_audit(tmp_path_factory, "fixtures", [FIXTURES])[0]
 
 
 @pytest.mark.parametrize("name", sorted(BAD))
-def test_bad_fixture_reports_each_selector_at_its_line(bad_audit: Audit, name: str) -> None:
+def test_bad_fixture_reports_each_selector_at_its_line(fixtures_audit: Audit, name: str) -> None:
     path = FIXTURES / name
-    result = bad_audit
+    result = fixtures_audit
     assert result.returncode == 1, result.stdout + result.stderr
     assert own(result, path) == [f"{path}:{line}: {kind}" for line, kind in BAD[name]]
     for line in result.stdout.splitlines():
@@ -180,22 +177,26 @@ def test_bad_fixture_reports_each_selector_at_its_line(bad_audit: Audit, name: s
     assert "mutable selector(s)" in result.stderr
 
 
-def test_all_fixtures_at_once_report_every_finding() -> None:
-    result = audit(FIXTURES)
+def test_all_fixtures_at_once_report_every_finding(fixtures_audit: Audit) -> None:
+    result = fixtures_audit
     assert result.returncode == 1
     expected = [f"{FIXTURES / name}:{line}: {kind}"
                 for name in sorted(BAD) for line, kind in BAD[name]]
     assert result.reported == expected
 
 
-def test_finding_texts_name_the_selector() -> None:
-    out = audit(FIXTURES / "bad_action_tag.yml").stdout
-    assert out == (f"{FIXTURES / 'bad_action_tag.yml'}:7: action-tag: action "
-                   "`actions/checkout@v4` is pinned to tag `v4`, which can be moved; pin the "
-                   "full 40-hex commit SHA (zizmor unpinned-uses)\n")
-    assert "`python-version: 3.x`" in audit(FIXTURES / "bad_python_version_wildcard.yml").stdout
-    assert "`@latest`" in audit(FIXTURES / "bad_go_install_latest.yml").stdout
-    assert "`master`" in audit(FIXTURES / "bad_elan_init.yml").stdout
+def test_finding_texts_name_the_selector(fixtures_audit: Audit) -> None:
+    def out(name: str) -> str:
+        return "".join(line + "\n" for line in fixtures_audit.stdout.splitlines()
+                       if line.startswith(f"{FIXTURES / name}:"))
+
+    assert out("bad_action_tag.yml") == (
+        f"{FIXTURES / 'bad_action_tag.yml'}:7: action-tag: action "
+        "`actions/checkout@v4` is pinned to tag `v4`, which can be moved; pin the "
+        "full 40-hex commit SHA (zizmor unpinned-uses)\n")
+    assert "`python-version: 3.x`" in out("bad_python_version_wildcard.yml")
+    assert "`@latest`" in out("bad_go_install_latest.yml")
+    assert "`master`" in out("bad_elan_init.yml")
 
 
 # ---------------------------------------------------------------- every pinned construct is read
