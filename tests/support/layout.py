@@ -6,6 +6,7 @@ under tests/e2e/, which tests/conftest.py marks ``e2e``; everything else runs in
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -22,7 +23,12 @@ E2E_MARKS = frozenset({"sandbox", "lean"})
 
 def in_e2e(path: Path) -> bool:
     """Whether ``path`` lies under tests/e2e/."""
-    return path.resolve().is_relative_to(E2E)
+    return _dir_in_e2e(path.parent)
+
+
+@functools.cache
+def _dir_in_e2e(directory: Path) -> bool:  # once per directory, not per collected test
+    return directory.resolve().is_relative_to(E2E)
 
 
 def e2e_needs(fixtures: Iterable[str], marks: Iterable[str]) -> list[str]:
