@@ -78,7 +78,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         '    self.ignored.append(f"{shown}: not a .lean file, not read")\n',
         "else:\n"
         "    self.lean_file(child, rel)\n",
-        ("tests/test_intake.py",)),
+        ("tests/intake/test_intake.py",)),
     Mutation(
         "readset-reads-trusted-names",
         "a .lean file beside Submission.lean (a fork's Challenge.lean) enters the overlay, which "
@@ -87,52 +87,52 @@ MUTATIONS: tuple[Mutation, ...] = (
         'if name.endswith(".lean") and name != "Submission.lean":\n'
         "    self.lean_file(child, name)\n"
         'elif name not in ("Submission.lean", "Submission"):\n',
-        ("tests/test_intake.py",)),
+        ("tests/intake/test_intake.py",)),
     Mutation(
         "readset-accepts-hard-links",
         "a hard link (a file shared with something outside the submission) is accepted",
         "None if node.nlink == 1 else",
         "None if node.nlink >= 1 else",
-        ("tests/test_intake.py",)),
+        ("tests/intake/test_intake.py",)),
     Mutation(
         "readset-nul-only-at-end",
         "a submitted file holding NUL bytes (not at its end) is accepted",
         'if b"\\0" in data:',
         'if data.endswith(b"\\0"):',
-        ("tests/test_intake.py",)),
+        ("tests/intake/test_intake.py",)),
     Mutation(
         "readset-header-only-of-submission-lean",
         "the import header of Submission/**/*.lean helpers is never checked (only "
         "Submission.lean's)",
         "if why := check_header(text):",
         'if rel == "Submission.lean" and (why := check_header(text)):',
-        ("tests/test_intake_layout.py", "tests/test_intake_cli.py")),
+        ("tests/intake/test_intake_layout.py", "tests/e2e/test_intake_cli.py")),
     Mutation(
         "readset-no-case-fold",
         "two paths that differ only in case or Unicode form (one file on a case-insensitive "
         "or normalising filesystem) are both accepted",
         "self.keys.setdefault(_fold(rel), rel)",
         "self.keys.setdefault(rel, rel)",
-        ("tests/test_intake.py",)),
+        ("tests/intake/test_intake.py",)),
     Mutation(
         "readset-module-name-prefix",
         "a relpath component that only starts like a Lean identifier (my-dir, A.b) is "
         "accepted as a module name",
         "LEAN_COMPONENT_RE.fullmatch(part)",
         "LEAN_COMPONENT_RE.match(part)",
-        ("tests/test_intake.py",)),
+        ("tests/intake/test_intake.py",)),
     Mutation(
         "intake-identity-without-inode",
         "an entry swapped for another of the same type between lstat and open (TOCTOU) is read",
         "(now.st_dev, now.st_ino, now.st_mode) != (st.st_dev, st.st_ino, st.st_mode)",
         "(now.st_dev, now.st_mode) != (st.st_dev, st.st_mode)",
-        ("tests/test_intake.py",)),
+        ("tests/intake/test_intake.py",)),
     Mutation(
         "intake-stat-follows-links",
         "the walk classifies an entry by what a symlink points to, not by the entry itself",
         "st = os.stat(name, dir_fd=dfd, follow_symlinks=False)",
         "st = os.stat(name, dir_fd=dfd, follow_symlinks=True)",
-        ("tests/test_intake.py",)),
+        ("tests/intake/test_intake.py",)),
     # --- the header lexer ----------------------------------------------------------------------
     Mutation(
         "header-comment-body-from-second-char",
@@ -140,32 +140,32 @@ MUTATIONS: tuple[Mutation, ...] = (
         "import Lean reads after it is hidden from the checker",
         "depth, scan = 1, pos + 3",
         "depth, scan = 1, pos + 2",
-        ("tests/test_header.py", "tests/test_header_lexing.py")),
+        ("tests/lean/test_header.py", "tests/lean/test_header_lexing.py")),
     # --- the configuration Lake reads, and the toolchain -------------------------------------
     Mutation(
         "driver-nanoda-not-forced",
         "a trusted config's own external_kernels.nanoda entry wins over the bundled NanoDa",
         'kernels["nanoda"] = [str(nanoda)]',
         'kernels.setdefault("nanoda", [str(nanoda)])',
-        ("tests/test_driver.py",)),
+        ("tests/scoring/test_driver.py",)),
     Mutation(
         "driver-enable-nanoda-kept",
         "enable_nanoda of the trusted config reaches Lake (it could turn NanoDa off)",
         'data.pop("enable_nanoda", None)',
         'data.get("enable_nanoda", None)',
-        ("tests/test_driver.py",)),
+        ("tests/scoring/test_driver.py",)),
     Mutation(
         "driver-nanoda-not-required",
         "a pair is accepted without NanoDa's acceptance line",
         'REQUIRED_KERNELS = ("nanoda", "Lean default")',
         'REQUIRED_KERNELS = ("Lean default",)',
-        ("tests/test_driver.py",)),
+        ("tests/scoring/test_driver.py",)),
     Mutation(
         "driver-toolchain-placement-not-raised",
         "a toolchain inside a writable scoring directory (which a build could rewrite) is used",
         'raise ToolchainError(f"{tool} lies inside a writable scoring directory; refusing it")',
         'ToolchainError(f"{tool} lies inside a writable scoring directory; refusing it")',
-        ("tests/test_setup_failures.py::test_toolchain_inside_the_work_dir_is_refused",)),
+        ("tests/e2e/test_setup_failures.py::test_toolchain_inside_the_work_dir_is_refused",)),
     # --- what Lake sees: search path, environment, the wrapper's mounts ----------------------
     Mutation(
         "sandbox-search-path-symlinks-unresolved",
@@ -173,14 +173,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "kept for Lake",
         "real = os.path.realpath(entry)",
         "real = os.path.abspath(entry)",
-        ("tests/test_sandbox.py",)),
+        ("tests/sandbox/test_sandbox.py",)),
     Mutation(
         "driver-search-path-without-writable-roots",
         "Lake's PATH is filtered against the temp dir only, so a tool planted in the work dir, "
         "the output or the pair's .lake/build/bin is run by Lake outside the sandbox",
         "(*roots, Path(tempfile.gettempdir()))",
         "(Path(tempfile.gettempdir()),)",
-        ("tests/test_invariants.py::test_planted_tools_are_never_executed",)),
+        ("tests/e2e/test_invariants.py::test_planted_tools_are_never_executed",)),
     Mutation(
         "sandbox-caller-environment-passed",
         "the caller's whole environment (tokens, LD_PRELOAD, LEAN_PATH) reaches Lake",
@@ -189,7 +189,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "env = {\n"
         "    **caller,\n"
         '    "PATH": os.pathsep.join(search_path),\n',
-        ("tests/test_sandbox.py",)),
+        ("tests/sandbox/test_sandbox.py",)),
     Mutation(
         "wrapper-masks-before-root-bind",
         "the run's masks are dropped, or land before Lake's --ro-bind / / which then covers "
@@ -198,7 +198,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "  {early_line}\n",
         'if [ "$n" -eq $((first - 1)) ]; then\n'
         "  {early_line}\n",
-        ("tests/test_sandbox.py",)),
+        ("tests/sandbox/test_sandbox.py",)),
     # --- classification ----------------------------------------------------------------------
     Mutation(
         "driver-exit-128-plus-n-is-rejection",
@@ -206,7 +206,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "pair `rejected` instead of a harness error",
         "else n - _SIGNAL_BASE if n > _SIGNAL_BASE else None",
         "else None",
-        ("tests/test_driver.py",)),
+        ("tests/scoring/test_driver.py",)),
     # --- merge: ids from another machine's summary ---------------------------------------------
     Mutation(
         "outputs-id-prefix-match",
@@ -214,7 +214,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "merge writes outside --out",
         'SUBMISSION_ID_RE.fullmatch if kind == "submission id" else PROBLEM_ID.fullmatch',
         'SUBMISSION_ID_RE.match if kind == "submission id" else PROBLEM_ID.match',
-        ("tests/test_merge_input.py",)),
+        ("tests/outputs/test_merge_input.py",)),
 )
 
 
@@ -357,7 +357,8 @@ def imports_from(clone: Path, module: str) -> str | None:
 
 
 def pytest(clone: Path, tests: Sequence[str], deselected: Sequence[str] = ()) -> Ran:
-    argv = [sys.executable, "-m", "pytest", "-x", "-v", "-p", "no:cacheprovider", *tests]
+    argv = [sys.executable, "-m", "pytest", "-x", "-v", "-p", "no:cacheprovider",
+            "--hypothesis-profile=ci", *tests]  # every example count, as the whole check
     for node in deselected:
         argv += ["--deselect", node]
     return run(argv, cwd=clone, env=scratch_env(clone))

@@ -13,5 +13,6 @@ python3 -m lean_eval validate-catalog --benchmark .
 unset PYTHONDONTWRITEBYTECODE
 # Four workers on two cores: many end-to-end tests wait on sandboxed children or sleeps, so two
 # workers leave a core idle; worksteal evens out the few long tests (tests/conftest.py keeps
-# each worker's temp files and environment as in a serial run).
-python3 -m pytest -n 4 --dist worksteal --durations=25
+# each worker's temp files and environment as in a serial run). The ci profile: every Hypothesis
+# example count the tests state (the inner loop, -m "not e2e", runs a tenth of each).
+python3 -m pytest -n 4 --dist worksteal --durations=25 --hypothesis-profile=ci

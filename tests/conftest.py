@@ -1,4 +1,5 @@
-"""Shared fixtures: the stand-in toolchain, real bubblewrap, a benchmark copy and a CLI runner.
+"""Shared fixtures: the stand-in toolchain, real bubblewrap, a benchmark copy and a CLI runner;
+the ``e2e`` mark of every test under tests/e2e/.
 
 Plain helpers and constants are in the support package, tests/support/ (test modules import them
 from there, never from here)."""
@@ -18,13 +19,26 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from pydantic import TypeAdapter
-from support import STANDIN, RunEval, copy_benchmark, outside_problem, real_toolchain
+from support import (
+    STANDIN,
+    RunEval,
+    copy_benchmark,
+    e2e_needs,
+    in_e2e,
+    outside_problem,
+    real_toolchain,
+)
+from support.profiles import CI, DEV
 
 from lean_eval.probes import preflight
 from lean_eval.records.probe_result import ProbeResult
 from lean_eval.scoring.options import Tools
 
+# Every example count under CI; a tenth of each in the inner loop. The whole check
+# (scripts/run_tests.sh) passes --hypothesis-profile=ci, which wins over this.
+settings.load_profile(CI if os.environ.get("CI") else DEV)
 
 def _bwrap_works() -> str | None:
     bwrap = shutil.which("bwrap")
@@ -47,6 +61,23 @@ def bwrap() -> str:
     assert found is not None
     return found
 
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by mark
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test under tests/e2e/ ``e2e``; refuse a test elsewhere that needs real
+    bubblewrap (``-m "not e2e"``, the inner loop, must never start a sandbox)."""
+    del config
+    misplaced = []
+    for item in items:
+        if in_e2e(item.path):
+            item.add_marker(pytest.mark.e2e)
+        elif needs := e2e_needs(getattr(item, "fixturenames", ()),
+                                (mark.name for mark in item.iter_markers())):
+            misplaced.append(f"{item.nodeid} ({', '.join(needs)})")
+    if misplaced:
+        raise pytest.UsageError("tests outside tests/e2e/ need real bubblewrap; move them "
+                                "there:\n  " + "\n  ".join(misplaced))
 
 # --- where tests may write: a private temp base, and a place outside Lake's masks ----------
 #
@@ -203,7 +234,8 @@ def replayed_probes(monkeypatch: pytest.MonkeyPatch,
     the record is in their shared temp dir, written under a lock) needs a toolchain and
     bubblewrap probed, and replayed after; the list holds each call's probe names. For tests
     of *when* the probes run and how their results are shown and recorded: the probes
-    themselves are tested by tests/test_probes.py and tests/test_preflight.py, always run."""
+    themselves are tested by tests/e2e/test_probes.py and tests/e2e/test_preflight.py, always
+    run."""
     calls: list[tuple[str, ...]] = []
     real = preflight.run_probes
     shared = tmp_path_factory.getbasetemp().parent / "probes-replayed"

@@ -20,7 +20,7 @@ Re-record every transcript after a change of the stand-in or of what the driver 
     PYTHONPATH=$PWD python3 tests/transcripts/record.py          # rewrite tests/transcripts/
     PYTHONPATH=$PWD python3 tests/transcripts/record.py --check  # compare, write nothing
 
-(real bubblewrap needed; ``tests/test_seam_transcripts.py`` runs the check under the
+(real bubblewrap needed; ``tests/e2e/test_seam_transcripts.py`` runs the check under the
 ``sandbox`` marker).
 """
 

@@ -4,10 +4,12 @@ one factory for verdicts and run outputs built from the models.
 A package, one module per concern: ``places`` (paths, names, the toolchain and bubblewrap of
 this machine), ``files`` (benchmarks, submissions, archives, keys), ``runs`` (the CLI run
 in-process), ``background`` (a run-eval in a child process, watched from outside), ``leftovers``
-(what a finished run left behind) and ``documents`` (verdicts and run outputs built from the
-models). Fixtures live in conftest.py; everything here is a plain function or constant,
-re-exported by this file and imported as ``from support import ...``. No test module imports
-another test module or conftest (tests/test_suite_hygiene.py keeps it so).
+(what a finished run left behind), ``documents`` (verdicts and run outputs built from the
+models), ``layout`` (which tests are end to end and must lie under tests/e2e/) and ``profiles``
+(Hypothesis example counts: all of them under CI, a tenth in the inner loop). Fixtures
+live in conftest.py; everything here is a plain function or constant, re-exported by this file
+and imported as ``from support import ...``. No test module imports another test module or
+conftest (tests/meta/test_suite_hygiene.py keeps it so).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ from support.files import (
     with_lines,
     write_tree,
 )
+from support.layout import E2E, e2e_needs, e2e_uses, in_e2e
 from support.leftovers import (
     batch_ok,
     no_survivor,
@@ -82,6 +85,7 @@ from support.places import (
     outside_problem,
     real_toolchain,
 )
+from support.profiles import examples
 from support.runs import (
     DEFAULT,
     Run,
@@ -100,6 +104,7 @@ __all__ = [
     "BWRAP_FLOOR",
     "CORRECT",
     "DEFAULT",
+    "E2E",
     "HOSTILE",
     "KINDS",
     "LAKE_MASKED",
@@ -120,11 +125,15 @@ __all__ = [
     "changed_benchmark",
     "copy_benchmark",
     "correct",
+    "e2e_needs",
+    "e2e_uses",
+    "examples",
     "fork_archive",
     "good",
     "harness_env",
     "harness_pid",
     "in_background",
+    "in_e2e",
     "keypair",
     "make_identity",
     "make_submission",
