@@ -10,16 +10,14 @@ from lean_eval.benchmark.catalog import Catalog, load_catalog
 from lean_eval.benchmark.selection import select_catalog
 from lean_eval.benchmark.sets import Selection
 from lean_eval.errors import CatalogError
-from lean_eval.supervise import process
 
 
 def default_benchmark() -> Path:
-    """The current git checkout's top directory, else the current directory."""
+    """The top of the git work tree holding the current directory (the nearest directory with
+    a ``.git`` entry, found as git finds it, without running git), else the current directory.
+    Every command asks it (for its config file too), so it must cost no process."""
     cwd = Path.cwd()
-    asked = process.run_capture(("git", "rev-parse", "--show-toplevel"),
-                                env={"PATH": "/usr/bin:/bin"}, cwd=cwd, timeout=30)
-    top = asked.stdout.decode().strip() if asked.returncode == 0 else ""
-    return Path(top) if top else cwd
+    return next((place for place in (cwd, *cwd.parents) if (place / ".git").exists()), cwd)
 
 
 def benchmark_root(given: Path | None) -> Path:
