@@ -83,8 +83,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 #
 # The whole session writes its temporary files (pytest's tmp_path and everything the harness
 # puts in the system temp dir) under one private directory in /tmp, removed at the end; a
-# harness that left `lean-eval-*` entries there, or (under CI) anything new in /tmp itself,
-# fails the session. Leak tests need a place
+# harness that left `lean-eval-*` entries there fails the session, and so (under CI only, see
+# pytest_sessionfinish) does anything new in /tmp itself. Leak tests need a place
 # *outside* Lake's masks: LEAN_EVAL_TEST_OUTSIDE (default /srv/lean-eval-tests), under which the
 # session uses its own subdirectory, also removed at the end.
 
@@ -95,11 +95,25 @@ _SESSION: dict[str, Path] = {}
 _SYSTEM_TMP_BEFORE: set[str] = set()
 
 
-def _lean_eval_entries() -> set[str]:
-    """Entries directly in /tmp, other test sessions' private bases aside: all of them under
-    CI (where the suite runs alone), only lean-eval ones on a developer's busy machine."""
-    return {p.name for p in Path("/tmp").iterdir() if not p.name.startswith("lean-eval-pytest-")
-            and (os.environ.get("CI") or p.name.startswith("lean-eval-"))}
+def _system_tmp_entries() -> set[str]:
+    """Entries directly in /tmp, test sessions' private bases aside."""
+    return {p.name for p in Path("/tmp").iterdir() if not p.name.startswith("lean-eval-pytest-")}
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Under CI, where the suite runs alone, fail when /tmp itself gained entries: a test or
+    child that ignored TMPDIR. Judged once, by the controller after every worker ended (a
+    worker would see another's live temporaries); elsewhere /tmp is not judged at all, since
+    other processes on a developer's machine (their own run-eval) write there too."""
+    if hasattr(session.config, "workerinput") or not os.environ.get("CI"):
+        return
+    stray = sorted(_system_tmp_entries() - _SYSTEM_TMP_BEFORE)
+    if stray:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"FAILED: /tmp gained entries during the run (a child that "
+                                f"ignored TMPDIR?): {', '.join(stray[:10])}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -115,7 +129,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # would make the CLI's consoles wrap at 80 columns in some runs and not in others.
     for name in ("COLUMNS", "LINES"):
         os.environ.pop(name, None)
-    _SYSTEM_TMP_BEFORE.update(_lean_eval_entries())
+    _SYSTEM_TMP_BEFORE.update(_system_tmp_entries())
     base = Path(tempfile.mkdtemp(prefix="lean-eval-pytest-", dir="/tmp"))
     base.chmod(0o1777)  # like /tmp: probes also run as an unprivileged user
     _SESSION["tmp"] = base
@@ -146,10 +160,6 @@ def no_litter() -> Iterator[None]:
     if left:
         pytest.fail(f"the run left {len(left)} lean-eval entr(y/ies) in the system temp dir "
                     f"{base}: {', '.join(left[:10])}")
-    # A test or child that ignored TMPDIR would write to /tmp itself.
-    stray = sorted(_lean_eval_entries() - _SYSTEM_TMP_BEFORE)
-    if stray:
-        pytest.fail(f"/tmp gained entries during the run: {', '.join(stray[:10])}")
 
 
 def _outside_base() -> Path:

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess  # noqa: TID251 - the unprivileged run needs a real child process
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -107,8 +108,9 @@ def unprivileged_python(base: Path) -> tuple[list[str], dict[str, str]] | str:
                     ignore=shutil.ignore_patterns("__pycache__"))
     prefix = ["setpriv", f"--reuid={UNPRIVILEGED}", f"--regid={UNPRIVILEGED}", "--clear-groups",
               python, "-B"]
+    # TMPDIR: the session's private temp base (conftest), which uid 65534 may write too.
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(lib), "LANG": "C.UTF-8",
-           "HOME": str(base)}
+           "HOME": str(base), "TMPDIR": tempfile.gettempdir()}
     probe = subprocess.run([*prefix, "-c", "import lean_eval.cli"], capture_output=True,
                            text=True, env=env, cwd=base, check=False)
     if probe.returncode != 0:
