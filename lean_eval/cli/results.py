@@ -14,7 +14,7 @@ from lean_eval.cli.options import FAIL_ON_KINDS, REPORT_FORMATS, fail_on_option,
 from lean_eval.errors import UsageError
 from lean_eval.records import out_layout
 
-# FAIL_ON_KINDS is read from here by tests/test_report_formats.py (it names the kinds).
+# FAIL_ON_KINDS is read from here by tests/outputs/test_report_formats.py (it names the kinds).
 __all__ = ["COMMANDS", "FAIL_ON_KINDS"]
 
 # --- merge and report (distribution across machines; design §5.5 "Shards", "Reports") -------------

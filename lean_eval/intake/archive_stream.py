@@ -4,7 +4,7 @@ within ``max_archive_bytes`` and hashed, then decoded in bounded steps up to a c
 Invariant: at most CHUNK bytes are inflated per step, and every step counts toward the cap and
 checks the deadline, so a decompression bomb stops at the cap. Concatenated gzip members and
 NUL padding between them are read; anything else after the stream, or a truncated one, is
-corrupt (tests/test_intake_archives.py, tests/test_intake_bounds.py).
+corrupt (tests/intake/test_intake_archives.py, test_intake_bounds.py).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A problem directory is a directory, not the root, named after a problem id and h
 ``Submission.lean``; it is not searched further. In a fork of the benchmark (a top-level
 ``workspaces/``) only ``workspaces/<id>/`` are. Every other entry is listed with why it is
 ignored, and a leaf a limit made opaque goes to ``Found.hidden``: a problem directory may be
-behind it (tests/test_intake.py, tests/test_intake_layout.py).
+behind it (tests/intake/test_intake.py, test_intake_layout.py).
 """
 
 from __future__ import annotations

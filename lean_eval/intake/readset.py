@@ -1,6 +1,6 @@
 """The read set of one problem directory (design §4.3), and the problems a limit hid.
 
-Security invariants (design §6.1, §6.2; tests/test_intake*.py):
+Security invariants (design §6.1, §6.2; tests/intake/):
 - Only ``Submission.lean`` and ``Submission/**/*.lean`` are read, each a regular file with one
   link, UTF-8 without NUL, within ``max_file_bytes``, its relpath Lean module components within
   ``max_path_bytes``, its import header plain (``lean.header.check_header``): no relpath leaves

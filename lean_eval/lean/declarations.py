@@ -1,6 +1,6 @@
 """Trusted Lean source read as text: declarations and their statements, for the benchmark's
 consistency checks (design §4.2). The model, which the stand-in's (design §7) must match
-(``tests/test_declarations.py``):
+(``tests/lean/test_declarations.py``):
 
 - comments are blanked out (lexed by :func:`lean_eval.lean.header.comment_end`); string and
   character literals are kept and never read as brackets, comments or keywords;

@@ -2,7 +2,7 @@
 
 The checker reads ``module``? ``prelude``? then imports (``public``? ``meta``? ``import``
 ``all``? *name*) across whitespace and comments, and stops at the first token that cannot
-continue the header. Invariants (tests/test_header.py, tests/test_header_lexing.py):
+continue the header. Invariants (tests/lean/test_header.py, test_header_lexing.py):
 
 - Whitespace and comments are Lean's own: comments as :func:`comment_end` lexes them; ``/--``
   and ``/-!`` are doc-comment tokens, which end the header.

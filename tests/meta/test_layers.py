@@ -217,3 +217,19 @@ def test_the_layers_contract_fails_on_an_upward_import(tmp_path: Path) -> None:
     assert "lean_eval.errors is not allowed to import lean_eval.cli" in text
     # the AST walk sees the same import, and the cycle it closes
     assert any(CLI in cycle and "lean_eval.errors" in cycle for cycle in _cycles(_graph(root)))
+
+
+def test_the_intake_boundary_fails_when_intake_imports_supervise(tmp_path: Path) -> None:
+    # The layers allow it (supervise sits below intake); only the forbidden contract that
+    # states intake's trust boundary refuses it.
+    root = _copy(tmp_path)
+    with (root / PACKAGE / "intake" / "bounds.py").open("a", encoding="utf-8") as bounds:
+        bounds.write("\nfrom lean_eval.supervise import process  # a reader starting processes\n")
+    done = _lint_imports(root)
+    text = done.stdout.decode(errors="replace")
+    assert done.returncode != 0, text[-3000:]
+    contract = "intake reads untrusted bytes in memory: it starts no process and takes no lock"
+    assert f"{contract} BROKEN" in text
+    assert "lean_eval.intake is not allowed to import lean_eval.supervise" in text
+    assert "lean_eval.intake.bounds -> lean_eval.supervise.process" in text
+    assert "lean_eval layers KEPT" in text
