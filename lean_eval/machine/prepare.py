@@ -40,7 +40,7 @@ ELAN = download.Archive(
     sha256="42b94d4244e8353142c456ec0e4ca6528fd898a6c604d4059f494e706e431f63",
 )
 BWRAP_TARBALL = "bubblewrap-0.12.0.tar.xz"  # its SHA-256 is pinned in scripts/install_bwrap.sh
-# install_bwrap.sh's DEFAULT_URL (tests/machine/test_prepare.py checks they agree): named in the hints.
+# install_bwrap.sh's DEFAULT_URL (tests/machine/test_prepare.py checks they agree), named in hints.
 BWRAP_URL = ("https://github.com/containers/bubblewrap/releases/download/v0.12.0/"
              + BWRAP_TARBALL)
 
