@@ -196,6 +196,25 @@ def stop(daemons: list[Daemon]) -> list[str]:
     return problems
 
 
+def leftovers(base: Path) -> list[str]:
+    """Processes that name ``base`` in their argv or environment (a daemon, slurmstepd, a job):
+    none may survive the cluster."""
+    marker = str(base).encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes()
+            environ = (entry / "environ").read_bytes()
+        except OSError:  # ended meanwhile, or not ours to read
+            continue
+        if marker in argv or marker in environ:
+            words = argv.replace(b"\0", b" ").decode(errors="replace")
+            found.append(f"{entry.name}: {words}")
+    return found
+
+
 @contextlib.contextmanager
 def one_node_cluster(parent: Path) -> Iterator[Cluster]:
     """A running cluster in a new directory under ``parent``; SlurmUnavailable says why not.
@@ -250,6 +269,10 @@ def one_node_cluster(parent: Path) -> Iterator[Cluster]:
         yield cluster
     finally:
         problems = stop(daemons)
+        deadline = time.monotonic() + 30  # the reapers kill what the daemons left, then end
+        while (left := leftovers(base)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        problems += [f"left running: {p}" for p in left]
         logs = cluster.logs()
         shutil.rmtree(base, ignore_errors=True)
         if problems:
