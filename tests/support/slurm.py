@@ -19,7 +19,7 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -166,9 +166,10 @@ def _pid(daemon: Daemon) -> int | None:
         return None
 
 
-def _wait_for(what: str, ready: object, daemons: list[Daemon], limit: float = 60) -> None:
+def _wait_for(what: str, ready: Callable[[], bool], daemons: list[Daemon], limit: float = 60
+              ) -> None:
     deadline = time.monotonic() + limit
-    while not ready():  # type: ignore[operator]
+    while not ready():
         for d in daemons:
             if not d.thread.is_alive():
                 out = d.outcome[0] if d.outcome else None
@@ -250,7 +251,7 @@ def one_node_cluster(parent: Path) -> Iterator[Cluster]:
             sbin["munged"], "--foreground", f"--socket={base}/munge.socket",
             f"--key-file={key}", f"--pid-file={base}/munged.pid",
             f"--log-file={base}/munged.log", f"--seed-file={base}/munged.seed"), env, base))
-        _wait_for("munged's socket", lambda: (base / "munge.socket").exists(), daemons)
+        _wait_for("munged's socket", (base / "munge.socket").exists, daemons)
         daemons.append(_start("slurmctld", (sbin["slurmctld"], "-D", "-i", "-f", str(conf)),
                               env, base))
         _wait_for("slurmctld", lambda: (base / "slurmctld.pid").exists() and _answers(cluster),
