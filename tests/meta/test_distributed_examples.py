@@ -1,8 +1,10 @@
 """examples/distributed: the GitHub Actions workflow passes the pin audit, builds bubblewrap once
-for every shard and shards/merges as documented; the Slurm scripts pass shellcheck and hand each
-task its shard; the Kubernetes manifests validate against the Kubernetes schema, give bubblewrap
-the securityContext it needs, map JOB_COMPLETION_INDEX to a shard, and kubernetes-run.sh ends on
-a Failed Job as well as a Complete one."""
+for every shard, shards/merges as documented and merges only the shards that wrote an output;
+the Slurm scripts pass shellcheck, hand each task its shard sized by what Slurm granted and merge
+after any end of the array (afterany) whatever shards exist (the real-Slurm run is
+tests/e2e/test_slurm.py); the Kubernetes manifests validate against the Kubernetes schema, give
+bubblewrap the securityContext it needs, map JOB_COMPLETION_INDEX to a shard, merge whatever
+shards exist, and kubernetes-run.sh ends on a Failed Job as well as a Complete one."""
 
 from __future__ import annotations
 
@@ -53,7 +55,7 @@ def test_workflow_shards_then_merges_into_the_step_summary() -> None:
     assert merge["needs"] == "score"
     assert score["needs"] == "bwrap"
     text = "\n".join(s.get("run", "") for s in merge["steps"])
-    assert "lean-eval merge shards/lean-eval-shard-* --out results" in text
+    assert 'lean-eval merge "${outputs[@]}" --out results' in text
     assert 'lean-eval report results --format markdown >> "$GITHUB_STEP_SUMMARY"' in text
     assert any("download-artifact" in s.get("uses", "") for s in merge["steps"])
 
@@ -150,6 +152,8 @@ def test_kubernetes_run_waits_for_complete_or_failed_then_merges(
                                          if "job/lean-eval-shards" in c)
     shards = "Failed" if "lean-eval-shards" in failed else "Complete"
     assert f"job/lean-eval-shards: {shards}".encode() in done.stdout
+    # both Jobs deleted first: a re-run starts them afresh (an existing Job would not run)
+    assert calls[0].startswith("kubectl delete job lean-eval-shards lean-eval-merge")
 
 
 def _embedded_scripts() -> list[tuple[str, str]]:
@@ -303,6 +307,51 @@ def test_slurm_merge_with_no_shard_output_merges_nothing(tmp_path: Path) -> None
                                env=env, cwd=tmp_path)
     assert done.returncode == 2 and b"no shard wrote an output" in done.stderr
     assert not log.exists()
+
+
+def _merge_step(tmp_path: Path, log: Path) -> Path:
+    """shards/lean-eval-shard-{1,3} with an output, -2 with verdicts only (its run failed)."""
+    for k in (1, 2, 3):
+        (tmp_path / "shards" / f"lean-eval-shard-{k}" / "alice").mkdir(parents=True)
+        if k != 2:
+            (tmp_path / "shards" / f"lean-eval-shard-{k}" / "summary.json").write_text("{}")
+    return log
+
+
+def test_workflow_merges_the_shards_that_wrote_an_output(tmp_path: Path) -> None:
+    # a shard whose run failed may upload verdicts without a summary.json: merge would refuse
+    # it and with it the whole batch, so it is left out (and merge names it missing)
+    log = _merge_step(tmp_path, tmp_path / "calls")
+    env = _fake_tools(tmp_path / "bin", log)
+    merge = load("github-actions.yml")["jobs"]["merge"]
+    run = next(s["run"] for s in merge["steps"] if s.get("name") == "Merge the shards")
+    done = process.run_capture(("bash", "-e", "-c", run), env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr.decode()
+    assert log.read_text().splitlines()[0] == ("lean-eval merge shards/lean-eval-shard-1 "
+                                               "shards/lean-eval-shard-3 --out results")
+    assert b"lean-eval-shard-2 holds no summary.json" in done.stdout
+    upload = next(s for s in load("github-actions.yml")["jobs"]["score"]["steps"]
+                  if "upload-artifact" in s.get("uses", ""))
+    assert upload["with"]["overwrite"] is True  # a re-run of a failed shard replaces its upload
+
+
+def test_kubernetes_merge_merges_the_shards_that_wrote_an_output(tmp_path: Path) -> None:
+    log = tmp_path / "calls"
+    env = _fake_tools(tmp_path / "bin", log) | {"SHARDS": "3"}
+    res = tmp_path / "data" / "results"
+    for i in (0, 2):  # index 1 failed before it scored: no shard-1
+        (res / f"shard-{i}").mkdir(parents=True)
+        (res / f"shard-{i}" / "summary.json").write_text("{}")
+    (res / "merged").mkdir()  # a previous run's merge: replaced
+    container = load("kubernetes-merge.yaml")["spec"]["template"]["spec"]["containers"][0]
+    script = container["args"][0].replace("/data/", f"{tmp_path}/data/")
+    done = process.run_capture(("/bin/sh", "-c", script), env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"shard-1 (index 1) wrote no output" in done.stderr
+    calls = log.read_text().splitlines()
+    assert calls[0] == f"lean-eval merge {res}/shard-0 {res}/shard-2 --out {res}/.merged-new"
+    assert (res / "merged" / "summary.json").is_file()
+    assert sorted(p.name for p in res.iterdir()) == ["merged", "shard-0", "shard-2"]
 
 
 def test_kubernetes_indexed_job_maps_the_index_to_a_shard(tmp_path: Path) -> None:
