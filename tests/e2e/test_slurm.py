@@ -32,6 +32,9 @@ from support.slurm import Cluster, SlurmUnavailable, one_node_cluster
 from lean_eval.scoring import shard
 from lean_eval.supervise import process
 
+# Each test takes 10-50 s here (two workers, load 4); the bound is for a machine 4x slower.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
 HERE = REPO / "examples" / "distributed"
 SHARDS = 3
 PAIR_MEMORY = "768M"  # what slurm-score.sbatch derives from the README's --mem=1792M, 1 CPU
