@@ -38,7 +38,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 HERE = REPO / "examples" / "distributed"
 SHARDS = 3
 PAIR_MEMORY = "768M"  # what slurm-score.sbatch derives from the README's --mem=1792M, 1 CPU
-FORMATS = ("table", "markdown", "junit", "json", "csv", "html")
+# each report format, and what in it marks the batch failed ("red")
+FORMATS = {"table": "exit 1", "markdown": "exit code 1", "junit": "<error", "json":
+           '"exit_code": 1', "csv": "not_scored", "html": "exit code 1"}
 # Generous bounds on events, not measures: the suite runs four workers on two cores.
 JOB_LIMIT = 150.0
 CONFIG_DIRS = (Path("/etc/slurm"), Path("/etc/munge"))
@@ -221,9 +223,9 @@ def test_a_task_cancelled_before_it_runs_gives_a_partial_merge_and_resubmitting_
     assert verdicts(merged) == [v for v in batch.single if (v[0], v[1]) not in lost]
     merge_log = _log(results)
     assert f"shard-{task} (array task {task}) wrote no output" in merge_log
-    for fmt in FORMATS:  # every format names the missing shard and each of its pairs
+    for fmt, red in FORMATS.items():  # each is red, names the missing shard and its pairs
         text = report(batch, results / "merged", fmt)
-        assert missing in text, (fmt, text)
+        assert red in text and missing in text, (fmt, text)
         for sid, pid in lost:  # markdown escapes the underscores
             assert sid in text and (pid in text or pid.replace("_", "\\_") in text), (fmt, pid)
     assert missing in (results / "report.md").read_text()
