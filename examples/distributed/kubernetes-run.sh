@@ -6,8 +6,10 @@
 #
 # `kubectl wait --for=condition=complete` alone never returns when an index fails: the Job then
 # becomes Failed, not Complete. So both conditions are waited for and the first one decides.
-# The merge runs after a Failed shard Job too: it writes what the other shards scored and lists
-# the pairs no shard scored. Exit status: 0 when both Jobs completed, 1 when either failed,
+# The merge runs after a Failed shard Job too: it merges the shards that wrote an output, names
+# the others and lists their pairs. Running the script again deletes both Jobs first and starts
+# them afresh: each shard resumes into its shard-i (verdicts kept) and the merge is redone, as
+# re-submitting the Slurm recipe does. Exit status: 0 when both Jobs completed, 1 when either failed,
 # 2 on a usage error or when a wait timed out.
 set -euo pipefail
 
@@ -36,6 +38,8 @@ wait_for_job() {
   fi
 }
 
+# A Job that exists, Complete or Failed, would not run again on apply: start both afresh.
+kubectl delete job lean-eval-shards lean-eval-merge --ignore-not-found --wait=true
 kubectl apply -f "$here/kubernetes-shards.yaml"
 shards="$(wait_for_job lean-eval-shards)"
 echo "job/lean-eval-shards: $shards"

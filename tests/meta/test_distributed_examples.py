@@ -1,8 +1,10 @@
 """examples/distributed: the GitHub Actions workflow passes the pin audit, builds bubblewrap once
-for every shard and shards/merges as documented; the Slurm scripts pass shellcheck and hand each
-task its shard; the Kubernetes manifests validate against the Kubernetes schema, give bubblewrap
-the securityContext it needs, map JOB_COMPLETION_INDEX to a shard, and kubernetes-run.sh ends on
-a Failed Job as well as a Complete one."""
+for every shard, shards/merges as documented and merges only the shards that wrote an output;
+the Slurm scripts pass shellcheck, hand each task its shard sized by what Slurm granted and merge
+after any end of the array (afterany) whatever shards exist (the real-Slurm run is
+tests/e2e/test_slurm.py); the Kubernetes manifests validate against the Kubernetes schema, give
+bubblewrap the securityContext it needs, map JOB_COMPLETION_INDEX to a shard, merge whatever
+shards exist, and kubernetes-run.sh ends on a Failed Job as well as a Complete one."""
 
 from __future__ import annotations
 
@@ -53,7 +55,7 @@ def test_workflow_shards_then_merges_into_the_step_summary() -> None:
     assert merge["needs"] == "score"
     assert score["needs"] == "bwrap"
     text = "\n".join(s.get("run", "") for s in merge["steps"])
-    assert "lean-eval merge shards/lean-eval-shard-* --out results" in text
+    assert 'lean-eval merge "${outputs[@]}" --out results' in text
     assert 'lean-eval report results --format markdown >> "$GITHUB_STEP_SUMMARY"' in text
     assert any("download-artifact" in s.get("uses", "") for s in merge["steps"])
 
@@ -150,6 +152,8 @@ def test_kubernetes_run_waits_for_complete_or_failed_then_merges(
                                          if "job/lean-eval-shards" in c)
     shards = "Failed" if "lean-eval-shards" in failed else "Complete"
     assert f"job/lean-eval-shards: {shards}".encode() in done.stdout
+    # both Jobs deleted first: a re-run starts them afresh (an existing Job would not run)
+    assert calls[0].startswith("kubectl delete job lean-eval-shards lean-eval-merge")
 
 
 def _embedded_scripts() -> list[tuple[str, str]]:
@@ -193,13 +197,19 @@ def test_shellcheck_would_catch_a_broken_script(shellcheck: str, tmp_path: Path)
 
 
 def _fake_tools(bin_dir: Path, log: Path, lean_eval_status: int = 0) -> dict[str, str]:
-    """``sbatch`` and ``lean-eval`` stand-ins that record their argv, one line per call."""
+    """``sbatch`` and ``lean-eval`` stand-ins that record their argv, one line per call; the
+    ``lean-eval merge`` one writes its ``--out`` with a summary.json, as the real one does."""
     bin_dir.mkdir()
     (bin_dir / "sbatch").write_text(
         f'#!/bin/sh\necho "sbatch $*" >> {log}\necho "$((1000 + $(wc -l < {log})));cluster"\n',
         encoding="utf-8")
     (bin_dir / "lean-eval").write_text(
-        f'#!/bin/sh\necho "lean-eval $*" >> {log}\nexit {lean_eval_status}\n', encoding="utf-8")
+        f'#!/bin/sh\necho "lean-eval $*" >> {log}\n'
+        'if [ "$1" = merge ]; then\n'
+        '  while [ "$#" -gt 1 ]; do [ "$1" = --out ] && out=$2; shift; done\n'
+        '  mkdir "$out" && echo "{}" > "$out/summary.json"\n'
+        'fi\n'
+        f'exit {lean_eval_status}\n', encoding="utf-8")
     for tool in ("sbatch", "lean-eval"):
         (bin_dir / tool).chmod(0o755)
     return {**ENV, "PATH": f"{bin_dir}:/usr/bin:/bin"}
@@ -216,7 +226,9 @@ def test_slurm_submit_makes_the_merge_depend_on_the_array(tmp_path: Path) -> Non
     array, merge = log.read_text().splitlines()
     assert "--array=0-2" in array and "--partition=p" in array
     assert array.split()[-3].endswith("slurm-score.sbatch")
-    assert "--dependency=afterok:1001" in merge  # the array job's id, cluster name dropped
+    # afterany: the merge runs however a task ended (afterok would wait forever after a failed
+    # or cancelled one; tests/e2e/test_slurm.py shows it on a real Slurm)
+    assert "--dependency=afterany:1001" in merge  # the array job's id, cluster name dropped
     assert merge.split()[-3].endswith("slurm-merge.sbatch") and merge.endswith(" 3")
     assert b"merge: job 1002" in done.stdout
 
@@ -229,34 +241,117 @@ def test_slurm_submit_refuses_a_bad_shard_count(tmp_path: Path) -> None:
     assert not (tmp_path / "calls").exists()
 
 
-@pytest.mark.parametrize(("status", "expected"), [(0, 0), (1, 0), (2, 2), (143, 143)])
-def test_slurm_task_scores_its_shard(tmp_path: Path, status: int, expected: int) -> None:
+@pytest.mark.parametrize("status", [0, 1, 2, 143])
+def test_slurm_task_scores_its_shard_sized_by_what_slurm_granted(tmp_path: Path,
+                                                                 status: int) -> None:
     log = tmp_path / "calls"
     env = _fake_tools(tmp_path / "bin", log, status)
     (tmp_path / "subs" / "alice").mkdir(parents=True)
     env |= {"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "3",
-            "SLURM_CPUS_PER_TASK": "4"}
+            "SLURM_CPUS_PER_TASK": "4", "SLURM_MEM_PER_NODE": "33792"}
     done = process.run_capture(("bash", str(HERE / "slurm-score.sbatch"), str(tmp_path / "subs"),
                                 str(tmp_path / "res")), env=env, cwd=tmp_path)
-    assert done.returncode == expected
+    assert done.returncode == status  # the merge runs whatever it is (afterany)
     call = log.read_text()
-    assert f"{tmp_path}/subs/alice --out {tmp_path}/res/shard-1 --shard 2/3 --jobs 4" in call
+    # 33G less 1G for lean-eval, split between 4 pairs
+    assert (f"{tmp_path}/subs/alice --out {tmp_path}/res/shard-1 --shard 2/3 --jobs 4 "
+            "--memory-limit 8192M") in call
 
 
-def test_slurm_merge_merges_every_shard_then_reports(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("granted", "message"), [
+    ({"SLURM_MEM_PER_CPU": "1536"}, None),  # --mem-per-cpu: 2 x 1536M, less 1G, per pair
+    ({"SLURM_MEM_PER_NODE": "1200"}, "leaves 88M per pair"),
+    ({}, "neither SLURM_MEM_PER_NODE nor SLURM_MEM_PER_CPU")])
+def test_slurm_task_memory_per_pair_or_a_clear_refusal(
+        tmp_path: Path, granted: dict[str, str], message: str | None) -> None:
     log = tmp_path / "calls"
     env = _fake_tools(tmp_path / "bin", log)
-    (tmp_path / "res" / "merged").mkdir(parents=True)
-    (tmp_path / "res" / "merged" / "summary.json").write_text("{}")
-    done = process.run_capture(("bash", str(HERE / "slurm-merge.sbatch"), str(tmp_path / "res"),
-                                "3"), env=env, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr.decode()
-    calls = log.read_text().splitlines()
+    (tmp_path / "subs" / "alice").mkdir(parents=True)
+    env |= {"SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_COUNT": "1",
+            "SLURM_CPUS_PER_TASK": "2", **granted}
+    done = process.run_capture(("bash", str(HERE / "slurm-score.sbatch"), str(tmp_path / "subs"),
+                                str(tmp_path / "res")), env=env, cwd=tmp_path)
+    if message is None:
+        assert done.returncode == 0, done.stderr.decode()
+        assert "--jobs 2 --memory-limit 1024M" in log.read_text()
+    else:
+        assert done.returncode == 2 and message in done.stderr.decode()
+        assert not log.exists()  # nothing scored
+
+
+def test_slurm_merge_merges_the_shards_that_wrote_an_output_then_reports(tmp_path: Path) -> None:
+    log = tmp_path / "calls"
+    env = _fake_tools(tmp_path / "bin", log) | {"SLURM_JOB_ID": "77"}
     res = tmp_path / "res"
-    assert calls[0] == (f"lean-eval merge {res}/shard-0 {res}/shard-1 {res}/shard-2 "
-                        f"--out {res}/merged")
+    for i in (0, 2):  # task 1 was cancelled before it ran: no shard-1
+        (res / f"shard-{i}").mkdir(parents=True)
+        (res / f"shard-{i}" / "summary.json").write_text("{}")
+    (res / "merged").mkdir()  # an earlier merge: replaced once the new one is written
+    (res / "merged" / "old").write_text("")
+    done = process.run_capture(("bash", str(HERE / "slurm-merge.sbatch"), str(res), "3"),
+                               env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"shard-1 (array task 1) wrote no output" in done.stderr
+    calls = log.read_text().splitlines()
+    assert calls[0] == f"lean-eval merge {res}/shard-0 {res}/shard-2 --out {res}/.merged-77"
     assert f"--format markdown --output {res}/report.md" in calls[1]
     assert f"--format junit --output {res}/junit.xml" in calls[2]
+    assert sorted(p.name for p in res.iterdir()) == ["merged", "shard-0", "shard-2"]
+    assert (res / "merged" / "summary.json").is_file() and not (res / "merged" / "old").exists()
+
+
+def test_slurm_merge_with_no_shard_output_merges_nothing(tmp_path: Path) -> None:
+    log = tmp_path / "calls"
+    env = _fake_tools(tmp_path / "bin", log)
+    done = process.run_capture(("bash", str(HERE / "slurm-merge.sbatch"), str(tmp_path), "2"),
+                               env=env, cwd=tmp_path)
+    assert done.returncode == 2 and b"no shard wrote an output" in done.stderr
+    assert not log.exists()
+
+
+def _merge_step(tmp_path: Path, log: Path) -> Path:
+    """shards/lean-eval-shard-{1,3} with an output, -2 with verdicts only (its run failed)."""
+    for k in (1, 2, 3):
+        (tmp_path / "shards" / f"lean-eval-shard-{k}" / "alice").mkdir(parents=True)
+        if k != 2:
+            (tmp_path / "shards" / f"lean-eval-shard-{k}" / "summary.json").write_text("{}")
+    return log
+
+
+def test_workflow_merges_the_shards_that_wrote_an_output(tmp_path: Path) -> None:
+    # a shard whose run failed may upload verdicts without a summary.json: merge would refuse
+    # it and with it the whole batch, so it is left out (and merge names it missing)
+    log = _merge_step(tmp_path, tmp_path / "calls")
+    env = _fake_tools(tmp_path / "bin", log)
+    merge = load("github-actions.yml")["jobs"]["merge"]
+    run = next(s["run"] for s in merge["steps"] if s.get("name") == "Merge the shards")
+    done = process.run_capture(("bash", "-e", "-c", run), env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr.decode()
+    assert log.read_text().splitlines()[0] == ("lean-eval merge shards/lean-eval-shard-1 "
+                                               "shards/lean-eval-shard-3 --out results")
+    assert b"lean-eval-shard-2 holds no summary.json" in done.stdout
+    upload = next(s for s in load("github-actions.yml")["jobs"]["score"]["steps"]
+                  if "upload-artifact" in s.get("uses", ""))
+    assert upload["with"]["overwrite"] is True  # a re-run of a failed shard replaces its upload
+
+
+def test_kubernetes_merge_merges_the_shards_that_wrote_an_output(tmp_path: Path) -> None:
+    log = tmp_path / "calls"
+    env = _fake_tools(tmp_path / "bin", log) | {"SHARDS": "3"}
+    res = tmp_path / "data" / "results"
+    for i in (0, 2):  # index 1 failed before it scored: no shard-1
+        (res / f"shard-{i}").mkdir(parents=True)
+        (res / f"shard-{i}" / "summary.json").write_text("{}")
+    (res / "merged").mkdir()  # a previous run's merge: replaced
+    container = load("kubernetes-merge.yaml")["spec"]["template"]["spec"]["containers"][0]
+    script = container["args"][0].replace("/data/", f"{tmp_path}/data/")
+    done = process.run_capture(("/bin/sh", "-c", script), env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"shard-1 (index 1) wrote no output" in done.stderr
+    calls = log.read_text().splitlines()
+    assert calls[0] == f"lean-eval merge {res}/shard-0 {res}/shard-2 --out {res}/.merged-new"
+    assert (res / "merged" / "summary.json").is_file()
+    assert sorted(p.name for p in res.iterdir()) == ["merged", "shard-0", "shard-2"]
 
 
 def test_kubernetes_indexed_job_maps_the_index_to_a_shard(tmp_path: Path) -> None:
