@@ -307,6 +307,5 @@ def _capability_checks(ev: dict[str, object]) -> list[ProbeCheck]:
                        evidence="in the build: " + (", ".join(f"{k} {v}" for k, v in
                                                            sorted(caps.items())) or "no sets")),
             ProbeCheck(name="no_new_mount_namespace",
-                       ok=isinstance(mountns, str) and mountns != "mounted"
-                       and mountns != "no answer",
+                       ok=isinstance(mountns, str) and mountns not in {"mounted", "no answer"},
                        evidence=f"unshare(CLONE_NEWNS) then mount tmpfs in the build: {mountns}")]
