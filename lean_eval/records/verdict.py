@@ -103,7 +103,7 @@ class ResourceLimits(Record):
 
     memory_bytes: int | None  # None: no memory limit
     max_processes: int | None  # tasks (processes and threads); None: no limit
-    mechanism: Literal["cgroup_v2", "watchdog", "none"]
+    mechanism: Literal["cgroup_v2", "cgroup_v1", "watchdog", "none"]
     exceeded: Literal["memory", "processes", "disk_bytes", "disk_files"] | None = None
     disk_bytes: int | None = None  # blocks the pair's writable trees may hold; None: no limit
     disk_files: int | None = None  # entries they may hold; None: no limit

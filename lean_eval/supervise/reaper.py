@@ -1,8 +1,8 @@
 """The reaper: the process between ``supervise.process.run`` and its child, which it outlives.
 
 - ``run()`` starts it as ``python -I -S`` with no environment, so it, and every module it
-  imports (``cgroup``, ``disk``, ``procfs``, ``resources``), uses only the standard library and
-  lean_eval modules that do the same.
+  imports (``cgroup`` with ``cgroup_tree`` and ``cgroup_v1``, ``disk``, ``procfs``,
+  ``resources``), uses only the standard library and lean_eval modules that do the same.
 - A child subreaper with a parent-death signal: every descendant that leaves the child's group
   or session is reparented to it, and the end of the thread that started it stops it.
 - Signals are taken synchronously, never by handlers. Whatever happens, once the child has
@@ -63,12 +63,13 @@ def main() -> int:
         emit(event="error", message=f"the reaper cannot become a subreaper: {exc}")
         return 1
     rlimits = tuple((int(r), int(s), int(h)) for r, s, h in spec["rlimits"])
-    group = None if spec["cgroup"] is None else cgroup.PairGroup(Path(spec["cgroup"]))
+    group = None if spec["cgroup"] is None else cgroup.PairGroup(
+        tuple(Path(p) for p in spec["cgroup"][1]), spec["cgroup"][0])
     try:
         child = process.start_child(
             tuple(spec["argv"]), env=dict(spec["env"]), cwd=spec["cwd"],
             setup=functools.partial(
-                _child_setup, rlimits, None if group is None else os.fspath(group.procs),
+                _child_setup, rlimits, () if group is None else tuple(map(os.fspath, group.procs)),
                 status_fd))
     except ProcessStartError as exc:
         emit(event="error", message=str(exc))
@@ -92,14 +93,14 @@ def main() -> int:
     return 0
 
 
-def _child_setup(rlimits: tuple[tuple[int, int, int], ...], cgroup_procs: str | None,
+def _child_setup(rlimits: tuple[tuple[int, int, int], ...], cgroup_procs: tuple[str, ...],
                  status_fd: int) -> None:
     """Between fork and exec: own process group, the pair's cgroup, rlimits, no signal blocked;
     then the child reports its own pid: once it runs it could SIGSTOP its reaper before that
     said "started", and ``run()``'s last resort needs the pid."""
     os.setpgid(0, 0)
-    if cgroup_procs is not None:  # before exec: everything the child starts is born inside
-        with open(cgroup_procs, "w", encoding="ascii") as f:
+    for procs in cgroup_procs:  # before exec: everything the child starts is born inside
+        with open(procs, "w", encoding="ascii") as f:
             f.write("0")
     for res, soft, hard in rlimits:
         resource.setrlimit(res, (soft, hard))

@@ -1,5 +1,5 @@
 """Per-pair memory, process and disk limits (design §5.5 "Limits", "Disk"): what a pair may use,
-how ``run()`` enforces it (``enforcement``: the pair's cgroup v2 group where the harness has a
+how ``run()`` enforces it (``enforcement``: the pair's cgroup, v2 or v1, where the harness has a
 parent group, else the watchdog) and the watchdog (``watch``), which the reaper runs over its
 own descendants, a tree none can leave, every ``WATCHDOG_INTERVAL`` seconds: a tree can
 overshoot a limit by what it allocates or forks in one interval. Imported by the reaper:
@@ -20,7 +20,7 @@ from lean_eval.supervise import cgroup, disk, procfs
 
 DEFAULT_MEMORY_LIMIT = 8 << 30
 DEFAULT_MAX_PROCESSES = 512
-MECHANISMS = ("auto", "cgroup_v2", "watchdog")
+MECHANISMS = ("auto", "cgroup_v2", "cgroup_v1", "watchdog")
 WATCHDOG_INTERVAL = 0.1
 DISK_INTERVAL = WATCHDOG_INTERVAL
 
@@ -31,7 +31,7 @@ class PairLimits(NamedTuple):
 
     memory_limit: int | None = DEFAULT_MEMORY_LIMIT  # bytes
     max_processes: int | None = DEFAULT_MAX_PROCESSES  # tasks: processes and threads
-    mechanism: str = "auto"  # one of MECHANISMS: "watchdog" forces it
+    mechanism: str = "auto"  # one of MECHANISMS: any but "auto" forces it
     disk_limit: int | None = None  # blocks under disk_paths
     disk_files: int | None = None  # entries under disk_paths
     disk_paths: tuple[str, ...] = ()  # the pair's writable trees (none: the disk is not watched)
@@ -128,22 +128,26 @@ def kill_tree(root: int) -> None:
 
 def enforcement(name: str, limits: PairLimits | None) -> tuple[cgroup.PairGroup | None, str | None]:
     """The pair's fresh cgroup (None: the watchdog) and the mechanism's name, (None, None)
-    without limits; ProcessStartError when ``cgroup_v2`` is asked for and cannot work."""
+    without limits; ProcessStartError when a kernel mechanism is asked for and cannot work."""
     if limits is None or not limits.any():
         return None, None
     if limits.mechanism not in MECHANISMS:
         raise ValueError(f"unknown limits mechanism {limits.mechanism!r}")
     if limits.mechanism == "watchdog":
         return None, "watchdog"
+    forced = limits.mechanism != "auto"
     parent = cgroup.cgroup_parent()
+    if parent is not None and forced and parent.version != limits.mechanism:
+        raise ProcessStartError(f"cannot limit {name!r} with {limits.mechanism}: this harness "
+                                f"uses {parent.version}")
     if parent is not None:
         try:
             group = cgroup.make_pair_group(parent, limits.memory_limit, limits.max_processes)
-            return group, "cgroup_v2"
+            return group, parent.version
         except OSError as exc:
-            if limits.mechanism == "cgroup_v2":
+            if forced:
                 raise ProcessStartError(f"cannot limit {name!r}: {exc}") from exc
-    elif limits.mechanism == "cgroup_v2":
-        raise ProcessStartError(
-            f"cannot limit {name!r} with cgroup v2: {cgroup.unavailable_reason()}")
+    elif forced:
+        raise ProcessStartError(f"cannot limit {name!r} with {limits.mechanism}: "
+                                f"{cgroup.unavailable_reason()}")
     return None, "watchdog"
