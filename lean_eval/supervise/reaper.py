@@ -77,10 +77,13 @@ def main() -> int:
     try:
         emit(event="started", pid=child.pid)  # the child reported it already (_child_setup)
         watch = None
+        interval = resources.WATCHDOG_INTERVAL
         if spec["limits"] is not None:
             limits = resources.PairLimits.from_spec(spec["limits"])
             watch = functools.partial(resources.watch, limits, group, emit)
-        status, terminated = _wait_for_child(child.pid, float(spec["grace"]), orphaned, watch)
+            interval = resources.watch_interval(limits)
+        status, terminated = _wait_for_child(child.pid, float(spec["grace"]), orphaned, watch,
+                                             interval)
         child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
         emit(event="exited", terminated=terminated,
              returncode=os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
@@ -109,9 +112,10 @@ def _child_setup(rlimits: tuple[tuple[int, int, int], ...], cgroup_procs: tuple[
 
 
 def _wait_for_child(pid: int, grace: float, terminate: bool,
-                    watch: Callable[[], bool] | None = None) -> tuple[int, bool]:
+                    watch: Callable[[], bool] | None = None,
+                    interval: float = resources.WATCHDOG_INTERVAL) -> tuple[int, bool]:
     """The child's wait status, and whether it was terminated on request (TERM, then KILL).
-    ``watch`` (the limits) is looked at every WATCHDOG_INTERVAL until it reports a kill."""
+    ``watch`` (the limits) is looked at every ``interval`` until it reports a kill."""
     terminated = False
     kill_at: float | None = None
     watch_at = time.monotonic() if watch is not None else None
@@ -128,7 +132,7 @@ def _wait_for_child(pid: int, grace: float, terminate: bool,
             kill_at = None
             continue
         if watch is not None and watch_at is not None and time.monotonic() >= watch_at:
-            watch_at = None if watch() else time.monotonic() + resources.WATCHDOG_INTERVAL
+            watch_at = None if watch() else time.monotonic() + interval
             continue
         info: signal.struct_siginfo | None
         wake = min((t for t in (kill_at, watch_at) if t is not None), default=None)

@@ -23,6 +23,7 @@ DEFAULT_MAX_PROCESSES = 512
 MECHANISMS = ("auto", "cgroup_v2", "cgroup_v1", "watchdog")
 WATCHDOG_INTERVAL = 0.1
 DISK_INTERVAL = WATCHDOG_INTERVAL
+DISK_SHORT_GRACE = 2.0  # seconds a pair may keep its filesystems short while it grows
 
 
 class PairLimits(NamedTuple):
@@ -35,6 +36,7 @@ class PairLimits(NamedTuple):
     disk_limit: int | None = None  # blocks under disk_paths
     disk_files: int | None = None  # entries under disk_paths
     disk_paths: tuple[str, ...] = ()  # the pair's writable trees (none: the disk is not watched)
+    keep_free: int | None = None  # --disk-reserve: free bytes its filesystems keep (None: 0)
 
     def any(self) -> bool:
         return (self.memory_limit is not None or self.max_processes is not None
@@ -47,15 +49,15 @@ class PairLimits(NamedTuple):
     def to_spec(self) -> list[object]:
         """JSON-able form for the reaper (``from_spec`` reads it back)."""
         return [self.memory_limit, self.max_processes, self.mechanism, self.disk_limit,
-                self.disk_files, list(self.disk_paths)]
+                self.disk_files, list(self.disk_paths), self.keep_free]
 
     @classmethod
     def from_spec(cls, data: list[object]) -> PairLimits:
-        memory, processes, mechanism, disk_limit, disk_files, paths = data
+        memory, processes, mechanism, disk_limit, disk_files, paths, reserve = data
         if not isinstance(paths, list):
             raise ValueError("malformed limits spec")
         return cls(memory, processes, str(mechanism), disk_limit, disk_files,  # type: ignore[arg-type]
-                   tuple(str(p) for p in paths))
+                   tuple(str(p) for p in paths), reserve)  # type: ignore[arg-type]
 
 
 def exceeded_by(limits: PairLimits, memory: int, tasks: int) -> str | None:
@@ -70,19 +72,55 @@ def exceeded_by(limits: PairLimits, memory: int, tasks: int) -> str | None:
 # --- the watchdog (runs in the reaper) -------------------------------------------------------
 
 
-_disk_due = [0.0]  # the reaper's next disk walk (one pair per reaper process)
+class _DiskState:
+    """The reaper's disk watch of its one pair: when the next walk is due, and since when (and
+    from what use) its filesystems have been short of space."""
+
+    due = 0.0
+    short_since: float | None = None
+    used_then = 0
+    memory_due = 0.0
 
 
-def disk_exceeded(limits: PairLimits) -> tuple[str, int] | None:
-    """Which disk limit the pair's trees are over, and the count, when a walk is due: at most
-    every ``DISK_INTERVAL`` and never more often than four times the last walk's cost."""
+_disk = _DiskState()
+
+
+def watch_interval(limits: PairLimits) -> float:
+    """How often the reaper looks: every ``disk.SPACE_INTERVAL`` while it watches a disk (the
+    free-space sample is cheap; walks and memory keep their own pace), else
+    ``WATCHDOG_INTERVAL``."""
+    return disk.SPACE_INTERVAL if limits.watches_disk() else WATCHDOG_INTERVAL
+
+
+def disk_exceeded(limits: PairLimits, pids: Callable[[], list[int]]) -> tuple[str, int] | None:
+    """Which disk limit the pair is over, and the count. Its use is what a walk of its trees
+    finds plus the unlinked files its processes (``pids()``) hold open. A walk is due every
+    ``DISK_INTERVAL`` (never more often than four times the last walk's cost), and at once
+    whenever its filesystems are short of space, so a fill-and-free pulse longer than
+    ``disk.SPACE_INTERVAL`` is measured while it lasts. A pair whose filesystems stay short
+    for ``DISK_SHORT_GRACE`` while its own use grows is over ``disk_bytes`` whatever its
+    budget: no pair holds a disk full for its deadline."""
+    if not limits.watches_disk():
+        return None
     now = time.monotonic()
-    if not limits.watches_disk() or now < _disk_due[0]:
+    short = any(disk.is_short(disk.room(p), limits.keep_free or 0)
+                for p in disk.distinct_filesystems(limits.disk_paths))
+    if not short:
+        _disk.short_since = None
+    if now < _disk.due and not short:
         return None
     used = disk.usage(limits.disk_paths, limits.disk_files)
+    held = disk.held_unlinked(pids(), disk.devices(limits.disk_paths))
+    used = used._replace(bytes=used.bytes + held)
     spent = time.monotonic() - now
-    _disk_due[0] = time.monotonic() + max(DISK_INTERVAL, 4 * spent)
+    _disk.due = time.monotonic() + max(DISK_INTERVAL, 4 * spent)
     which = disk.exceeded_by(used, limits.disk_limit, limits.disk_files)
+    if which is None and short:
+        if _disk.short_since is None:
+            _disk.short_since, _disk.used_then = now, used.bytes
+        elif (now - _disk.short_since >= DISK_SHORT_GRACE
+              and used.bytes > _disk.used_then + disk.SHORT_BYTES):
+            which = "disk_bytes"
     if which is None:
         return None
     return which, used.bytes if which == "disk_bytes" else used.files
@@ -91,18 +129,20 @@ def disk_exceeded(limits: PairLimits) -> tuple[str, int] | None:
 def watch(limits: PairLimits, group: cgroup.PairGroup | None, emit: Callable[..., None]) -> bool:
     """In the reaper: one look at its tree against the limits; past one, report which (with
     ``emit``) and kill the whole tree. Whether it killed."""
-    observed: int | None
+    observed: int | None = None
+    which: str | None = None
+    pids: list[int] = []
+    now = time.monotonic()
     if group is not None:  # the kernel enforces; a refused fork or an OOM kill ends the pair
         which = group.exceeded()
-        observed = None
-    elif limits.memory_limit is None and limits.max_processes is None:
-        which = observed = None
-    else:
-        memory, tasks, _ = procfs.tree_usage(os.getpid())
+    elif (limits.memory_limit is not None or limits.max_processes is not None) \
+            and now >= _disk.memory_due:
+        _disk.memory_due = now + WATCHDOG_INTERVAL
+        memory, tasks, pids = procfs.tree_usage(os.getpid())
         which = exceeded_by(limits, memory, tasks)
         observed = memory if which == "memory" else tasks
     if which is None:
-        found = disk_exceeded(limits)
+        found = disk_exceeded(limits, lambda: pids or procfs.tree_pids(os.getpid()))
         if found is None:
             return False
         which, observed = found
