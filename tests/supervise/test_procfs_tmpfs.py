@@ -1,6 +1,7 @@
 """The watchdog's tmpfs measure (lean_eval.supervise.procfs.private_tmpfs) counts the sandboxes' own
-tmpfs mounts, wherever they are mounted, and nothing else: not the disk that a sandbox being set up still reaches through
-``/proc/<pid>/root``, not a host tmpfs that a fresh namespace still shows.
+tmpfs mounts, wherever they are mounted, and nothing else: not the disk that a sandbox being set
+up still reaches through ``/proc/<pid>/root``, not a host tmpfs that a fresh namespace still
+shows.
 
 Found in CI: a correct probe pair ended ``resource_exhausted`` over the default 8 GiB, because
 one sample read a bwrap child's mountinfo before its pivot (a tmpfs at ``/tmp``) and its root
