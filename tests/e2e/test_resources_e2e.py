@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from support import (
     RunEval,
+    correct,
     kernel_mechanism,
     leftover_groups,
-    correct,
     make_submission,
     no_survivor,
     processes_with,
