@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess  # noqa: TID251 - the unprivileged harness is a real child process
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,11 +25,17 @@ from support import (
     UNPRIVILEGED,
     RunEval,
     correct,
+    good,
+    harness_pid,
+    in_background,
     leftover_groups,
     make_submission,
     no_survivor,
+    own_parents,
     require_kernel,
+    run_eval_argv,
     sh_payload,
+    sleeper,
     standin_only,
     unique_marker,
     unprivileged_python,
@@ -162,3 +170,50 @@ def test_a_root_harness_leaves_the_build_no_capability_to_mount_its_own_tmpfs(
     assert "Operation not permitted" in log and "FILLED" not in log, log
     no_survivor(outside)
     assert leftover_groups() == []
+
+
+def test_groups_a_killed_harness_left_are_reclaimed_by_the_next_run(
+        run_eval: RunEval, outside: Path) -> None:
+    """A harness SIGKILLed while a pair runs leaves its parent group; the next harness removes
+    it before making its own, and a live harness's group is never touched (issue 23 item 1)."""
+    standin_only(run_eval, "a sleeping build")
+    require_kernel()
+    owns = [p for p in own_parents() if p.is_dir()]
+    subs = outside / "subs"
+    sleeper(subs, "slow", 60)
+    good(subs)
+    first = outside / "out1"
+    thread, outcomes = in_background(
+        run_eval_argv(run_eval, [subs / "slow"], first, outside / "work1"), timeout=120)
+    try:
+        deadline = time.monotonic() + 90
+        pid = None
+        while pid is None or not _pairs_of(owns, pid):
+            assert thread.is_alive(), outcomes
+            assert time.monotonic() < deadline, "the first run made no pair group"
+            time.sleep(0.05)
+            pid = harness_pid(str(first))
+        os.kill(pid, signal.SIGKILL)
+    finally:
+        thread.join()
+    left = [p.parent for p in _pairs_of(owns, pid)] or _parents_of(owns, pid)
+    assert left, "the killed harness left no group: nothing to reclaim"
+    second = outside / "out2"
+    thread, outcomes = in_background(
+        run_eval_argv(run_eval, [subs / "good"], second, outside / "work2"), timeout=120)
+    thread.join()
+    assert outcomes and outcomes[0].returncode == 0, outcomes
+    assert json.loads((second / "good" / f"{P}.json").read_text())["verdict"] == "accepted"
+    assert [p for p in left if p.exists()] == []
+    assert cgroup.cgroup_parent() is not None  # this live harness's group stays
+    assert all(p.is_dir() for p in cgroup.cgroup_parent().paths)  # type: ignore[union-attr]
+    assert leftover_groups() == []
+    no_survivor(outside)
+
+
+def _parents_of(owns: list[Path], pid: int) -> list[Path]:
+    return [p for own in owns for p in own.glob(f"lean-eval-{pid}-*")]
+
+
+def _pairs_of(owns: list[Path], pid: int | None) -> list[Path]:
+    return [] if pid is None else [q for p in _parents_of(owns, pid) for q in p.glob("pair-*")]

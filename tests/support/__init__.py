@@ -67,6 +67,7 @@ from support.files import (
 from support.kernel_limits import (
     kernel_mechanism,
     leftover_groups,
+    own_parents,
     require_kernel,
 )
 from support.layout import E2E, e2e_needs, e2e_uses, in_e2e
@@ -149,6 +150,7 @@ __all__ = [
     "make_verdict",
     "no_survivor",
     "outside_problem",
+    "own_parents",
     "pair_line",
     "processes_with",
     "real_toolchain",
