@@ -73,8 +73,8 @@ def exceeded_by(limits: PairLimits, memory: int, tasks: int) -> str | None:
 
 
 class _DiskState:
-    """The reaper's disk watch of its one pair: when the next walk is due, and since when (and
-    from what use) its filesystems have been short of space."""
+    """The reaper's disk watch of its one pair: when the next walk is due, since when its
+    filesystems have been short of space, and its use at the last walk before that."""
 
     due = 0.0
     short_since: float | None = None
@@ -115,9 +115,11 @@ def disk_exceeded(limits: PairLimits, pids: Callable[[], list[int]]) -> tuple[st
     spent = time.monotonic() - now
     _disk.due = time.monotonic() + max(DISK_INTERVAL, 4 * spent)
     which = disk.exceeded_by(used, limits.disk_limit, limits.disk_files)
-    if which is None and short:
+    if not short:
+        _disk.used_then = used.bytes  # its use before the filesystems were last short
+    elif which is None:
         if _disk.short_since is None:
-            _disk.short_since, _disk.used_then = now, used.bytes
+            _disk.short_since = now
         elif (now - _disk.short_since >= DISK_SHORT_GRACE
               and used.bytes > _disk.used_then + disk.SHORT_BYTES):
             which = "disk_bytes"
