@@ -269,6 +269,9 @@ class Summary(Record):
     # Every option that can change a verdict (resume.verdict_options), so `replay` scores with
     # them again; None: not recorded (a summary written before they were).
     options: dict[str, Any] | None = None
+    # Only the polling watchdog enforced the pairs' memory and process limits (no writable
+    # cgroup offered memory and pids): best-effort, SECURITY.md says what it cannot see.
+    limits_best_effort: bool = False
 
     def every_pair(self) -> tuple[PairSummary, ...]:
         """Every recorded pair, unchanged ones included, in input order (submissions as listed,

@@ -26,6 +26,12 @@ DISK_INTERVAL = WATCHDOG_INTERVAL
 DISK_SHORT_GRACE = 2.0  # seconds a pair may keep its filesystems short while it grows
 
 
+BEST_EFFORT = ("limits are best-effort: no cgroup this harness may write offers memory and pids "
+               "(v2 delegated, or v1), so a polling watchdog enforces --memory-limit and "
+               "--max-processes and can miss memory the kernel charges to no process it reads "
+               "(SECURITY.md, limits)")
+
+
 class PairLimits(NamedTuple):
     """The limits of one pair's tree, one name each from option to supervisor (design §2.1);
     None: no such limit."""
@@ -58,6 +64,18 @@ class PairLimits(NamedTuple):
             raise ValueError("malformed limits spec")
         return cls(memory, processes, str(mechanism), disk_limit, disk_files,  # type: ignore[arg-type]
                    tuple(str(p) for p in paths), reserve)  # type: ignore[arg-type]
+
+
+def best_effort(limits: PairLimits) -> str | None:
+    """The warning a run owes when only the watchdog will enforce ``limits``' memory and
+    process limits (None: the kernel will, or there are none)."""
+    if limits.memory_limit is None and limits.max_processes is None:
+        return None
+    if limits.mechanism == "watchdog":
+        return f"{BEST_EFFORT}: the watchdog was asked for"
+    if limits.mechanism == "auto" and cgroup.cgroup_parent() is None:
+        return f"{BEST_EFFORT}: {cgroup.unavailable_reason()}"
+    return None
 
 
 def exceeded_by(limits: PairLimits, memory: int, tasks: int) -> str | None:

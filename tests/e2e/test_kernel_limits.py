@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from support import (
     BWRAP_FLOOR,
     STANDIN,
@@ -42,6 +43,7 @@ from support import (
     with_lines,
 )
 
+from lean_eval.cli import main
 from lean_eval.supervise import cgroup
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
@@ -113,6 +115,7 @@ def test_hidden_memory_ends_resource_exhausted_beside_an_accepted_pair(
     subs = _batch(outside, kind, marker)
     run = run_eval(subs / "good", subs / "hostile", extra=("-j", "2", "--memory-limit", LIMIT))
     _judge(run.out, run.result.output, expected)
+    assert run.summary()["limits_best_effort"] is (expected == "watchdog")
     assert run.code == 1  # an infrastructure failure, never a rejection
     no_survivor(outside)
     assert leftover_groups() == []
@@ -141,6 +144,7 @@ def test_hidden_memory_under_an_unprivileged_harness(
     done = subprocess.run([*prefix, *argv], capture_output=True, text=True, env=env,
                           cwd=outside, timeout=240, check=False)
     _judge(out, done.stdout + done.stderr, "watchdog")
+    assert json.loads((out / "summary.json").read_text())["limits_best_effort"] is True
     no_survivor(outside)
 
 
@@ -217,3 +221,28 @@ def _parents_of(owns: list[Path], pid: int) -> list[Path]:
 
 def _pairs_of(owns: list[Path], pid: int | None) -> list[Path]:
     return [] if pid is None else [q for p in _parents_of(owns, pid) for q in p.glob("pair-*")]
+
+
+@pytest.mark.parametrize("mechanism", ["kernel", "watchdog"])
+def test_a_run_enforced_by_the_watchdog_says_its_limits_are_best_effort(
+        run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch,
+        mechanism: str) -> None:
+    """Issue 23 item 2: a console warning and ``summary.limits_best_effort`` where only the
+    watchdog enforces; neither where the kernel does."""
+    standin_only(run_eval, "any correct pair")
+    if mechanism == "kernel":
+        require_kernel()
+    else:
+        monkeypatch.setattr(cgroup, "cgroup_parent", lambda: None)
+    subs = outside / "subs"
+    good(subs)
+    out = outside / "out"
+    result = CliRunner().invoke(main, [
+        "run-eval", str(subs / "good"), "--out", str(out), "--benchmark",
+        str(run_eval.benchmark), "--toolchain", str(STANDIN), "--timeout", "60",
+        "--skip-probes", "--allow-bwrap-version", BWRAP_FLOOR], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    best_effort = mechanism == "watchdog"
+    assert ("limits are best-effort" in result.output) is best_effort, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["limits_best_effort"] is best_effort

@@ -309,3 +309,15 @@ def test_shared_pages_a_process_touches_are_counted_and_were_invisible_before(
             assert procfs.statm_private(holder.pid) < size // 4  # what the old one saw
         finally:
             holder.kill()
+
+
+def test_the_watchdog_alone_makes_limits_best_effort(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 23 item 2: a warning whenever only the watchdog enforces memory and processes."""
+    assert resources.best_effort(PairLimits(None, None)) is None
+    forced = resources.best_effort(PairLimits(1 << 30, 64, "watchdog"))
+    assert forced is not None and forced.startswith(resources.BEST_EFFORT)
+    monkeypatch.setattr(cgroup, "cgroup_parent", lambda: None)
+    monkeypatch.setattr(cgroup, "unavailable_reason", lambda: "no cgroup here")
+    assert resources.best_effort(PairLimits()) == f"{resources.BEST_EFFORT}: no cgroup here"
+    monkeypatch.setattr(cgroup, "cgroup_parent", lambda: cgroup.Parent(cgroup.V1, ()))
+    assert resources.best_effort(PairLimits()) is None
