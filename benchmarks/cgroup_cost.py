@@ -1,8 +1,8 @@
 """Per-pair cost of the kernel mechanism for limits (issue 23 item 5): making a pair's cgroup
 (v2, or v1 memory and pids), the child joining it before exec, and removing it.
 
-Each figure is the mean over ``--runs`` rounds (the variants take turns), printed with the mechanism in use
-and the load average:
+Each figure is the mean over ``--runs`` rounds (the variants take turns), printed with the
+mechanism in use and the load average:
 
 - make + remove: ``cgroup.make_pair_group`` with a memory and a process limit, then
   ``PairGroup.remove`` (no process ever joins);
