@@ -1,4 +1,4 @@
-"""Per-pair memory and process limits (design §5.5 Limits): cgroup v2 where possible, else the
+"""Per-pair memory and process limits (design §5.5 Limits): cgroup v2, else cgroup v1, else the
 watchdog; a pair over a limit ends resource_exhausted and nothing of it survives."""
 
 from __future__ import annotations
