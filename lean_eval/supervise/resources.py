@@ -96,7 +96,7 @@ class _DiskState:
 
     due = 0.0
     short_since: float | None = None
-    used_then = 0
+    used_then: int | None = None  # None: never seen with room (a host short from the start)
     memory_due = 0.0
 
 
@@ -115,9 +115,10 @@ def disk_exceeded(limits: PairLimits, pids: Callable[[], list[int]]) -> tuple[st
     finds plus the unlinked files its processes (``pids()``) hold open. A walk is due every
     ``DISK_INTERVAL`` (never more often than four times the last walk's cost), and at once
     whenever its filesystems are short of space, so a fill-and-free pulse longer than
-    ``disk.SPACE_INTERVAL`` is measured while it lasts. A pair whose filesystems stay short
-    for ``DISK_SHORT_GRACE`` while its own use grows is over ``disk_bytes`` whatever its
-    budget: no pair holds a disk full for its deadline."""
+    ``disk.SPACE_INTERVAL`` is measured while it lasts. A pair whose filesystems, which had
+    room at some walk, stay short for ``DISK_SHORT_GRACE`` while its use grows past what it
+    was then is over ``disk_bytes`` whatever its budget: no pair holds a disk full for its
+    deadline (a host short of space before the pair started blames it for nothing)."""
     if not limits.watches_disk():
         return None
     now = time.monotonic()
@@ -135,7 +136,7 @@ def disk_exceeded(limits: PairLimits, pids: Callable[[], list[int]]) -> tuple[st
     which = disk.exceeded_by(used, limits.disk_limit, limits.disk_files)
     if not short:
         _disk.used_then = used.bytes  # its use before the filesystems were last short
-    elif which is None:
+    elif which is None and _disk.used_then is not None:  # it had room once: did it grow?
         if _disk.short_since is None:
             _disk.short_since = now
         elif (now - _disk.short_since >= DISK_SHORT_GRACE
