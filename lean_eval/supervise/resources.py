@@ -90,17 +90,19 @@ def exceeded_by(limits: PairLimits, memory: int, tasks: int) -> str | None:
 # --- the watchdog (runs in the reaper) -------------------------------------------------------
 
 
-class _DiskState:
-    """The reaper's disk watch of its one pair: when the next walk is due, since when its
-    filesystems have been short of space, and its use at the last walk before that."""
+class _WatchState:
+    """The reaper's watch of its one pair: when the next memory look and the next walk are due
+    (``soon``: while its filesystems are short), since when they have been short of space, and
+    its use at the last walk before that."""
 
     due = 0.0
+    soon = 0.0
     short_since: float | None = None
     used_then: int | None = None  # None: never seen with room (a host short from the start)
     memory_due = 0.0
 
 
-_disk = _DiskState()
+_watch = _WatchState()
 
 
 def watch_interval(limits: PairLimits) -> float:
@@ -113,8 +115,8 @@ def watch_interval(limits: PairLimits) -> float:
 def disk_exceeded(limits: PairLimits, pids: Callable[[], list[int]]) -> tuple[str, int] | None:
     """Which disk limit the pair is over, and the count. Its use is what a walk of its trees
     finds plus the unlinked files its processes (``pids()``) hold open. A walk is due every
-    ``DISK_INTERVAL`` (never more often than four times the last walk's cost), and at once
-    whenever its filesystems are short of space, so a fill-and-free pulse longer than
+    ``DISK_INTERVAL`` and, while its filesystems are short of space, at every look (each never
+    more often than four times the last walk's cost), so a fill-and-free pulse longer than
     ``disk.SPACE_INTERVAL`` is measured while it lasts. A pair whose filesystems, which had
     room at some walk, stay short for ``DISK_SHORT_GRACE`` while its use grows past what it
     was then is over ``disk_bytes`` whatever its budget: no pair holds a disk full for its
@@ -125,22 +127,23 @@ def disk_exceeded(limits: PairLimits, pids: Callable[[], list[int]]) -> tuple[st
     short = any(disk.is_short(disk.room(p), limits.keep_free or 0)
                 for p in disk.distinct_filesystems(limits.disk_paths))
     if not short:
-        _disk.short_since = None
-    if now < _disk.due and not short:
+        _watch.short_since = None
+    if now < (_watch.soon if short else _watch.due):
         return None
     used = disk.usage(limits.disk_paths, limits.disk_files)
     held = disk.held_unlinked(pids(), disk.devices(limits.disk_paths))
     used = used._replace(bytes=used.bytes + held)
     spent = time.monotonic() - now
-    _disk.due = time.monotonic() + max(DISK_INTERVAL, 4 * spent)
+    _watch.soon = time.monotonic() + 4 * spent
+    _watch.due = max(_watch.soon, time.monotonic() + DISK_INTERVAL)
     which = disk.exceeded_by(used, limits.disk_limit, limits.disk_files)
     if not short:
-        _disk.used_then = used.bytes  # its use before the filesystems were last short
-    elif which is None and _disk.used_then is not None:  # it had room once: did it grow?
-        if _disk.short_since is None:
-            _disk.short_since = now
-        elif (now - _disk.short_since >= DISK_SHORT_GRACE
-              and used.bytes > _disk.used_then + disk.SHORT_BYTES):
+        _watch.used_then = used.bytes  # its use before the filesystems were last short
+    elif which is None and _watch.used_then is not None:  # it had room once: did it grow?
+        if _watch.short_since is None:
+            _watch.short_since = now
+        elif (now - _watch.short_since >= DISK_SHORT_GRACE
+              and used.bytes > _watch.used_then + disk.SHORT_BYTES):
             which = "disk_bytes"
     if which is None:
         return None
@@ -157,8 +160,8 @@ def watch(limits: PairLimits, group: cgroup.PairGroup | None, emit: Callable[...
     if group is not None:  # the kernel enforces; a refused fork or an OOM kill ends the pair
         which = group.exceeded()
     elif (limits.memory_limit is not None or limits.max_processes is not None) \
-            and now >= _disk.memory_due:
-        _disk.memory_due = now + WATCHDOG_INTERVAL
+            and now >= _watch.memory_due:
+        _watch.memory_due = now + WATCHDOG_INTERVAL
         memory, tasks, pids = procfs.tree_usage(os.getpid())
         which = exceeded_by(limits, memory, tasks)
         observed = memory if which == "memory" else tasks

@@ -122,7 +122,7 @@ def _looks(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
     """``resources.disk_exceeded`` at each (short?, bytes used) in turn, with no grace."""
     from lean_eval.supervise import resources
 
-    monkeypatch.setattr(resources, "_disk", resources._DiskState())
+    monkeypatch.setattr(resources, "_watch", resources._WatchState())
     monkeypatch.setattr(resources, "DISK_SHORT_GRACE", 0.0)
     limits = PairLimits(None, None, "watchdog", 1 << 40, None, (str(tmp_path),), 8 * MIB)
     found = []
@@ -130,7 +130,7 @@ def _looks(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
         monkeypatch.setattr(disk, "room", lambda path, s=short: disk.Room(
             MIB if s else 1 << 40, 1 << 20))
         monkeypatch.setattr(disk, "usage", lambda paths, files, u=used: disk.Usage(u, 1))
-        resources._disk.due = 0.0  # a walk at every look
+        resources._watch.due = resources._watch.soon = 0.0  # a walk at every look
         found.append(resources.disk_exceeded(limits, list))
     return found
 
