@@ -121,7 +121,7 @@ def test_hidden_memory_ends_resource_exhausted_beside_an_accepted_pair(
     assert leftover_groups() == []
 
 
-@pytest.mark.parametrize("kind", ["tmpfs_home", "tmpfs_mask", "memfd"])
+@pytest.mark.parametrize("kind", ["tmpfs_home", "tmpfs_root", "tmpfs_mask", "memfd"])
 def test_hidden_memory_under_an_unprivileged_harness(
         bench_copy: Path, outside: Path, bwrap: str, kind: str) -> None:
     """The same attacks with the harness as uid 65534: no cgroup is writable, so the watchdog
