@@ -68,6 +68,7 @@ from support.kernel_limits import (
     kernel_mechanism,
     leftover_groups,
     own_parents,
+    reclaim_ended,
     require_kernel,
 )
 from support.layout import E2E, e2e_needs, e2e_uses, in_e2e
@@ -154,6 +155,7 @@ __all__ = [
     "pair_line",
     "processes_with",
     "real_toolchain",
+    "reclaim_ended",
     "rehash_trusted",
     "report_run",
     "report_verdict",
