@@ -29,6 +29,7 @@ from support import (
     in_e2e,
     outside_problem,
     real_toolchain,
+    reclaim_ended,
 )
 from support.profiles import CI, DEV
 
@@ -138,8 +139,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Remove the session's temp base and its outside directory."""
-    del config
+    """Remove the session's temp base and its outside directory; in the controller, reclaim
+    the cgroups of harnesses the tests SIGKILLed (and of workers that have ended)."""
+    if not hasattr(config, "workerinput"):
+        reclaim_ended()
     for key in ("tmp", "outside"):
         if key in _SESSION:
             shutil.rmtree(_SESSION.pop(key), ignore_errors=True)

@@ -20,8 +20,9 @@ from lean_eval.sandbox.masks import LAKE_MASKED_ROOTS
 NAME = "sandbox_engaged"
 PROVES = ("a submitted build cannot write host files, the project source or through a link out "
           "of .lake, cannot see host home/temp or other inputs and outputs, has no network "
-          "route, cannot reach a host loopback listener, cannot create a user namespace, and "
-          "runs in its own namespaces")
+          "route, cannot reach a host loopback listener, cannot create a user namespace, holds no "
+          "capability and cannot mount a tmpfs in a new mount namespace, and runs in its own "
+          "namespaces")
 DENIED = frozenset({"EROFS", "ENOENT"})
 NAMESPACES = ("user", "pid", "net", "ipc", "uts", "mnt")
 SID, PID = "sandbox", "probe_true"
@@ -97,6 +98,33 @@ def new_userns():
     code = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
     return "created" if code == 0 else errno.errorcode.get(code, str(code))
 ev["userns"] = new_userns()
+ev["caps"] = {}
+with open("/proc/self/status") as f:
+    for line in f:
+        name, _, value = line.partition(":")
+        if name in ("CapEff", "CapPrm", "CapBnd"):
+            ev["caps"][name] = value.strip()
+def new_mount_ns():
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    r, w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(r)
+        if libc.unshare(0x00020000) != 0:  # CLONE_NEWNS, without a new user namespace
+            said = "unshare:" + errno.errorcode.get(ctypes.get_errno(), "?")
+        elif libc.mount(b"none", spec["mount_at"].encode(), b"tmpfs", 0, None) != 0:
+            said = "mount:" + errno.errorcode.get(ctypes.get_errno(), "?")
+        else:
+            said = "mounted"
+        os.write(w, said.encode())
+        os._exit(0)
+    os.close(w)
+    said = os.read(r, 200).decode()
+    os.close(r)
+    os.waitpid(child, 0)
+    return said or "no answer"
+ev["mountns"] = new_mount_ns()
 ev["ns"] = {}
 for n in spec["ns"]:
     try:
@@ -162,7 +190,8 @@ def run(ctx: registry.ProbeContext) -> ProbeResult:
                 "link": str(ws / ".lake" / "probe" / "out"),
                 "inside": str(ws / ".lake" / "probe" / f"inside-{tok}"),
                 "hidden": [str(p) for p in hidden.values()],
-                "port": listener.getsockname()[1], "ns": list(NAMESPACES)}
+                "port": listener.getsockname()[1], "ns": list(NAMESPACES),
+                "mount_at": str(ws / ".lake" / "probe")}
         text = payloads.submission(synthetic.VALID_TRUE,
                                 payloads.io_payload(payloads.python_command(PAYLOAD, spec)))
         catalog = synthetic.synthetic_catalog(ctx.scratch / "benchmark",
@@ -255,6 +284,7 @@ def _checks(ev: dict[str, object] | None, pair: synthetic.Scored, trusted: dict[
     userns = ev.get("userns")
     checks.append(check(name="no_new_user_namespace", ok=userns not in ("created", None),
                         evidence=f"unshare(CLONE_NEWUSER) in the build: {userns}"))
+    checks += _capability_checks(ev)
     n = ev.get("ns")
     inner: dict[str, str] = n if isinstance(n, dict) else {}
     host = _host_ns()
@@ -264,3 +294,18 @@ def _checks(ev: dict[str, object] | None, pair: synthetic.Scored, trusted: dict[
                                  + f"; shared with the host: {same or 'none'}"))
     return checks
 
+
+
+def _capability_checks(ev: dict[str, object]) -> list[ProbeCheck]:
+    """Empty capability sets, and no tmpfs in a new mount namespace (wrapper.NO_CAPABILITIES)."""
+    c = ev.get("caps")
+    caps: dict[str, str] = c if isinstance(c, dict) else {}
+    empty = {"CapEff", "CapPrm", "CapBnd"} <= set(caps) and all(
+        v.strip("0") == "" for v in caps.values())
+    mountns = ev.get("mountns")
+    return [ProbeCheck(name="no_capabilities", ok=empty,
+                       evidence="in the build: " + (", ".join(f"{k} {v}" for k, v in
+                                                           sorted(caps.items())) or "no sets")),
+            ProbeCheck(name="no_new_mount_namespace",
+                       ok=isinstance(mountns, str) and mountns not in {"mounted", "no answer"},
+                       evidence=f"unshare(CLONE_NEWNS) then mount tmpfs in the build: {mountns}")]

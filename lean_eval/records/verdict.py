@@ -103,7 +103,7 @@ class ResourceLimits(Record):
 
     memory_bytes: int | None  # None: no memory limit
     max_processes: int | None  # tasks (processes and threads); None: no limit
-    mechanism: Literal["cgroup_v2", "watchdog", "none"]
+    mechanism: Literal["cgroup_v2", "cgroup_v1", "watchdog", "none"]
     exceeded: Literal["memory", "processes", "disk_bytes", "disk_files"] | None = None
     disk_bytes: int | None = None  # blocks the pair's writable trees may hold; None: no limit
     disk_files: int | None = None  # entries they may hold; None: no limit
@@ -269,6 +269,9 @@ class Summary(Record):
     # Every option that can change a verdict (resume.verdict_options), so `replay` scores with
     # them again; None: not recorded (a summary written before they were).
     options: dict[str, Any] | None = None
+    # Only the polling watchdog enforced the pairs' memory and process limits (no writable
+    # cgroup offered memory and pids): best-effort, SECURITY.md says what it cannot see.
+    limits_best_effort: bool = False
 
     def every_pair(self) -> tuple[PairSummary, ...]:
         """Every recorded pair, unchanged ones included, in input order (submissions as listed,

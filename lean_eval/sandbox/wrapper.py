@@ -3,8 +3,8 @@
 It embeds every path it uses (Lake runs it with an empty environment), passes Lake's arguments
 through unchanged and in order, and fails closed on one it does not know. The run's masks go
 right after Lake's first mount, which must be ``--ro-bind / /``, so Lake's later binds re-expose
-exactly the pair's files; the shared packages, then ``NO_NESTED_USERNS``, go right after Lake's
-last mount, so no mask of Lake's hides them.
+exactly the pair's files; the shared packages, then ``NO_NESTED_USERNS`` and ``NO_CAPABILITIES``,
+go right after Lake's last mount, so no mask of Lake's hides them.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ _MOUNT_2 = ("--bind", "--ro-bind", "--dev-bind", "--bind-try", "--ro-bind-try", 
 _MOUNT_1 = ("--tmpfs", "--dir", "--dev", "--proc", "--mqueue", "--remount-ro")
 _OTHER_2 = ("--setenv",)
 _OTHER_1 = ("--unsetenv", "--chdir", "--hostname", "--uid", "--gid", "--perms", "--size",
-            "--userns", "--userns2", "--pidns", "--cap-add", "--cap-drop", "--seccomp",
+            "--userns", "--userns2", "--pidns", "--cap-drop", "--seccomp",
             "--add-seccomp-fd", "--exec-label", "--file-label", "--lock-file", "--sync-fd",
             "--info-fd", "--json-status-fd", "--block-fd", "--userns-block-fd", "--argv0")
 _OTHER_0 = ("--clearenv", "--unshare-all", "--unshare-user", "--unshare-user-try",
@@ -30,12 +30,17 @@ _OTHER_0 = ("--clearenv", "--unshare-all", "--unshare-user", "--unshare-user-try
             "--unshare-cgroup", "--unshare-cgroup-try", "--share-net", "--die-with-parent",
             "--new-session", "--as-pid-1", "--disable-userns", "--assert-userns-disabled",
             "--level-prefix")
+# (``--cap-add`` is left out of the options above on purpose: the wrapper refuses it.)
 # Appended after the shared packages: no process in a sandbox may create a user namespace,
-# and so none gains the mount rights one brings (a tmpfs of its own, mounted where the memory
-# watchdog does not look or detached while a file in it stays open) or reaches the kernel's
-# namespace code. bwrap's --disable-userns needs the sandbox's own user namespace asked for
-# outright: Lake's --unshare-all only tries one.
+# and so none gains the mount rights a fresh one brings, nor reaches the kernel's namespace
+# code. bwrap's --disable-userns needs the sandbox's own user namespace asked for outright:
+# Lake's --unshare-all only tries one.
 NO_NESTED_USERNS = ("--unshare-user", "--disable-userns")
+# Then: every sandboxed process has empty effective, permitted and bounding sets, whoever runs
+# the harness. Without it a root harness leaves the build all capabilities in its own user
+# namespace (uid 0 there), so `unshare -m` plus a tmpfs of its own works (SECURITY.md, item
+# 5); an unprivileged harness's sandbox already has none outside its setup, and loses nothing.
+NO_CAPABILITIES = ("--cap-drop", "ALL")
 WRAPPER_TAG = "lean-eval-wrapper"
 _FIRST = '[ "$first" -gt 0 ] || first=$n;'  # remember where Lake's first mount argument is
 
@@ -72,13 +77,13 @@ def late_insert(spec: WrapperSpec) -> tuple[str, ...]:
 
 def wrapper_insert(spec: WrapperSpec) -> tuple[str, ...]:
     """Everything the wrapper inserts, in order (for counting and display)."""
-    return early_insert(spec) + late_insert(spec) + NO_NESTED_USERNS
+    return early_insert(spec) + late_insert(spec) + NO_NESTED_USERNS + NO_CAPABILITIES
 
 
 def wrapper_text(spec: WrapperSpec) -> str:
     """The complete ``COMPARATOR_BWRAP`` script for ``spec`` (POSIX sh, no environment used)."""
     early = " ".join(_quote(a) for a in early_insert(spec))
-    late = " ".join(_quote(a) for a in late_insert(spec) + NO_NESTED_USERNS)
+    late = " ".join(_quote(a) for a in late_insert(spec) + NO_NESTED_USERNS + NO_CAPABILITIES)
     cases = "\n".join([
         f"    {'|'.join(_MOUNT_2)}) skip=2; {_FIRST} mount_end=$((n + 2)) ;;",
         f"    {'|'.join(_MOUNT_1)}) skip=1; {_FIRST} mount_end=$((n + 1)) ;;",
@@ -94,7 +99,8 @@ def wrapper_text(spec: WrapperSpec) -> str:
 # Lake's arguments pass through unchanged and in order. The run's masks go right after Lake's
 # first mount, which must be --ro-bind / /, so that Lake's own later binds re-expose the pair's
 # project with Lake's modes; the shared packages go after Lake's last mount, so that no mask
-# of Lake's hides them, and then the options that forbid user namespaces inside the sandbox.
+# of Lake's hides them, and then the options that forbid user namespaces and capabilities
+# inside the sandbox.
 set -eu
 fail() {{ echo "{WRAPPER_TAG}: $*" >&2; exit 126; }}
 n=0; skip=0; first=0; mount_end=0; ended=0

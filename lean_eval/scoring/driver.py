@@ -123,7 +123,8 @@ def run_workspace(workspace: Path, state: Path, config: ComparatorConfig,
     env = environment.lake_environment(settings.caller_env, search_path=search, tmpdir=tmpdir,
                                        wrapper=wrapper_path)
     argv = comparator_argv(settings.toolchain, config_path, settings.paranoid)
-    limits = settings.limits._replace(disk_paths=(str(workspace), str(state)))
+    limits = settings.limits._replace(disk_paths=(str(workspace), str(state)),
+                                      keep_free=settings.disk_reserve)
     outcome = settings.runner.run(Launch(
         argv=argv, env=env, cwd=workspace, timeout=settings.timeout,
         output_cap=settings.output_cap,

@@ -33,7 +33,7 @@ from lean_eval.records.verdict import (
 from lean_eval.scoring import resume
 from lean_eval.scoring.options import Planned, Tools, identity
 from lean_eval.scoring.scheduler import OUTCOMES, RunState
-from lean_eval.supervise import lock
+from lean_eval.supervise import lock, resources
 
 
 def write_summary(started_at: str, ident: Identity, preflight: Preflight, catalog: Catalog,
@@ -68,6 +68,8 @@ def write_summary(started_at: str, ident: Identity, preflight: Preflight, catalo
         counts=counts, pairs=pairs, exit_code=exit_code, shard=shard,
         interrupted=signum is not None, not_scored=len(items) - len(every),
         reused=run.reused, jobs=run.jobs, options=options,
+        limits_best_effort=bool(every) and resources.best_effort(
+            run.options.pair_limits) is not None,
         signing_key=run.options.sign_key.fingerprint if run.options.sign_key else None)
     try:
         if run.unsynced:

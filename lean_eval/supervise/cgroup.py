@@ -1,6 +1,9 @@
-"""cgroup v2 groups with limits the kernel enforces: the harness's parent group, made once, and
-one group per pair (design §5.5 "Limits"; ``supervise.resources`` decides when they are used).
-Imported by the reaper: standard library only (``supervise.reaper``).
+"""Groups with limits the kernel enforces: the harness's parent group, made once, and one group
+per pair (design §5.5 "Limits"; ``supervise.resources`` decides when they are used). cgroup v2
+where a delegated subtree offers ``memory`` and ``pids``, else the v1 ``memory`` and ``pids``
+hierarchies (``supervise.cgroup_v1``); parents an ended harness left are reclaimed
+(``supervise.cgroup_tree``). Imported by the reaper: standard library only
+(``supervise.reaper``).
 """
 
 from __future__ import annotations
@@ -14,21 +17,39 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
+from lean_eval.supervise import cgroup_tree, cgroup_v1
+
 _CONTROLLERS = ("memory", "pids")
 _REMOVE_WAIT = 5.0
+V2, V1 = "cgroup_v2", "cgroup_v1"  # the mechanism names verdicts record
+
+
+class Parent(NamedTuple):
+    """The harness's parent group: one directory on v2, the memory and pids ones on v1."""
+
+    version: str
+    paths: tuple[Path, ...]
 
 
 class PairGroup(NamedTuple):
-    """One pair's cgroup: its directory and the limits written into it."""
+    """One pair's cgroup: its directory (v2), or its memory and pids directories (v1)."""
 
-    path: Path
+    paths: tuple[Path, ...]
+    version: str = V2
 
     @property
-    def procs(self) -> Path:
-        return self.path / "cgroup.procs"
+    def path(self) -> Path:
+        return self.paths[0]
+
+    @property
+    def procs(self) -> tuple[Path, ...]:
+        """The files a process joins the group through (every hierarchy's)."""
+        return tuple(p / "cgroup.procs" for p in self.paths)
 
     def exceeded(self) -> str | None:
         """Which limit the kernel enforced so far: an OOM kill, or a fork refused at pids.max."""
+        if self.version == V1:
+            return cgroup_v1.exceeded(self.paths)
         memory = _events(self.path / "memory.events")
         if memory.get("oom_kill", 0) or memory.get("oom_group_kill", 0):
             return "memory"
@@ -37,12 +58,20 @@ class PairGroup(NamedTuple):
         return None
 
     def kill(self) -> None:
-        """SIGKILL everything in the group at once (kernels >= 5.14)."""
+        """SIGKILL everything in the group: at once on v2 (kernels >= 5.14), else each member
+        (run again until none is left: what they forked meanwhile is born inside)."""
+        if self.version == V1:
+            for path in self.paths:
+                cgroup_tree.kill_members(path)
+            return
         with contextlib.suppress(OSError):
             (self.path / "cgroup.kill").write_text("1")
 
     def remove(self) -> str | None:
         """Kill what is left, wait until the group is empty, remove it; the error, if any."""
+        if self.version == V1:
+            errors = [e for e in map(cgroup_tree.remove_group, self.paths) if e]
+            return "; ".join(errors) or None
         deadline = time.monotonic() + _REMOVE_WAIT
         while _events(self.path / "cgroup.events").get("populated", 0):
             if time.monotonic() >= deadline:
@@ -69,7 +98,7 @@ def _events(path: Path) -> dict[str, int]:
 
 _counter = itertools.count()
 _lock = threading.Lock()
-_parent: list[Path | str] = []  # [the harness's parent group] or [why there is none], once
+_parent: list[Parent | str] = []  # [the harness's parent group] or [why there is none], once
 
 
 def own_cgroup2() -> Path:
@@ -117,7 +146,8 @@ def make_parent(base: Path | None = None) -> Path:
             (own / "cgroup.procs").write_text(str(os.getpid()))
             _remove_quietly(leaf)
             raise
-    parent = own / f"lean-eval-{os.getpid()}"
+    cgroup_tree.reclaim_stale(own)
+    parent = own / cgroup_tree.parent_name()
     parent.mkdir(exist_ok=True)
     _enable(parent)
     atexit.register(_remove_quietly, parent)  # empty by then: every pair removes its own group
@@ -129,16 +159,31 @@ def _remove_quietly(path: Path) -> None:
         path.rmdir()
 
 
-def cgroup_parent() -> Path | None:
+def _make_either() -> Parent:
+    """A v2 parent where one can be made, else a v1 one; OSError saying why neither can."""
+    try:
+        return Parent(V2, (make_parent(),))
+    except (OSError, ValueError) as exc:
+        v2_reason = str(exc) or type(exc).__name__
+    try:
+        paths = cgroup_v1.make_parent()
+    except (OSError, ValueError) as exc:
+        raise OSError(f"{v2_reason}; cgroup v1: {exc or type(exc).__name__}") from exc
+    for path in paths:
+        atexit.register(_remove_quietly, path)
+    return Parent(V1, paths)
+
+
+def cgroup_parent() -> Parent | None:
     """The harness's parent group, made on first use; None when only the watchdog can work."""
     with _lock:
         if not _parent:
             try:
-                _parent.append(make_parent())
-            except (OSError, ValueError) as exc:
+                _parent.append(_make_either())
+            except OSError as exc:
                 _parent.append(str(exc) or type(exc).__name__)
         found = _parent[0]
-    return found if isinstance(found, Path) else None
+    return found if isinstance(found, Parent) else None
 
 
 def unavailable_reason() -> str | None:
@@ -147,10 +192,20 @@ def unavailable_reason() -> str | None:
     return _parent[0] if isinstance(_parent[0], str) else None
 
 
-def make_pair_group(parent: Path, memory: int | None, processes: int | None) -> PairGroup:
+def make_pair_group(parent: Parent, memory: int | None, processes: int | None) -> PairGroup:
     """A fresh group for one pair with ``memory.max`` (bytes; no swap, and ``memory.oom.group``
-    so an OOM kill takes the whole group) and ``pids.max`` (tasks); None: no such limit."""
-    group = PairGroup(parent / f"pair-{next(_counter)}")
+    so an OOM kill takes the whole group) and ``pids.max`` (tasks), or their v1 counterparts
+    (``cgroup_v1.make_pair_group``); None: no such limit."""
+    name = f"pair-{next(_counter)}"
+    if parent.version == V1:
+        group = PairGroup(tuple(p / name for p in parent.paths), V1)
+        try:
+            cgroup_v1.make_pair_group(parent.paths, name, memory, processes)
+        except OSError:
+            group.remove()
+            raise
+        return group
+    group = PairGroup((parent.paths[0] / name,))
     group.path.mkdir()
     try:
         if memory is not None:

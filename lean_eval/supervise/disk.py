@@ -1,7 +1,9 @@
 """Disk accounting (design §5.5 "Disk"): what a pair's writable trees hold and how much room a
 filesystem has, both measured by the harness, never read from a pair's output. ``usage`` stops
-past ``max_files`` entries, so one look costs at most the budget whatever a build left; a
-``SpaceWatch`` sample every ``SPACE_INTERVAL`` seconds can miss a faster fill-and-free.
+past ``max_files`` entries, so one look costs at most the budget whatever a build left, and
+``held_unlinked`` adds the files a pair's processes hold open after unlinking them; a
+``SpaceWatch`` sample every ``SPACE_INTERVAL`` seconds can miss a faster fill-and-free (the
+reaper's own samples, ``supervise.resources``, catch a pair that repeats one).
 Imported by the reaper: standard library only (``supervise.reaper``).
 """
 
@@ -60,6 +62,39 @@ def usage(paths: Iterable[str], max_files: int | None = None) -> Usage:
                 if stat.S_ISDIR(st.st_mode):
                     pending.append(entry.path)
     return Usage(total, files)
+
+
+def held_unlinked(pids: Iterable[int], devices: set[int], proc: str = "/proc") -> int:
+    """Allocated bytes of the files on ``devices`` that ``pids`` hold open with no name left
+    (``st_nlink`` 0): a walk of the trees no longer sees them, the filesystem still holds them.
+    Each inode once; the descriptors are found through ``/proc/<pid>/fd``."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for pid in pids:
+        try:
+            fds = os.listdir(f"{proc}/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                st = os.stat(f"{proc}/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            key = (st.st_dev, st.st_ino)
+            if st.st_nlink == 0 and st.st_dev in devices and key not in seen \
+                    and stat.S_ISREG(st.st_mode):
+                seen.add(key)
+                total += st.st_blocks * _BLOCK
+    return total
+
+
+def devices(paths: Iterable[str]) -> set[int]:
+    """The devices (``st_dev``) holding ``paths``; missing ones are left out."""
+    found: set[int] = set()
+    for path in paths:
+        with contextlib.suppress(OSError):
+            found.add(os.stat(path).st_dev)
+    return found
 
 
 def exceeded_by(used: Usage, max_bytes: int | None, max_files: int | None) -> str | None:

@@ -70,7 +70,8 @@ class ProcessResult(NamedTuple):
     line_marks: tuple[tuple[float, bytes], ...] = ()
     # "memory", "processes", "disk_bytes" or "disk_files": the pair's limit that ended it
     limit_exceeded: str | None = None
-    limits_mechanism: str | None = None  # "cgroup_v2" or "watchdog" when limits were asked for
+    # "cgroup_v2", "cgroup_v1" or "watchdog" when limits were asked for
+    limits_mechanism: str | None = None
 
 
 def run(
@@ -114,7 +115,7 @@ def _run(argv: tuple[str, ...], *, env: Mapping[str, str], cwd: Path, timeout: f
         "rlimits": [[int(k), int(v[0]), int(v[1])] for k, v in (rlimits or {}).items()],
         "status_fd": status_w,
         "parent_pid": os.getpid(),
-        "cgroup": None if group is None else os.fspath(group.path),
+        "cgroup": None if group is None else [group.version, [os.fspath(p) for p in group.paths]],
         "limits": None if mechanism is None or limits is None else limits.to_spec(),
     }
     start = time.monotonic()

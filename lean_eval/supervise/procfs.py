@@ -10,7 +10,6 @@ import contextlib
 import os
 import threading
 
-PRIVATE_TMPFS = ("dev", "dev/shm", "tmp", "run", "var")  # tmpfs mounts of Lake's sandbox steps
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -70,6 +69,13 @@ def _tree(root: int) -> dict[int, int]:
 _WALKABLE = os.path.exists(f"/proc/self/task/{threading.get_native_id()}/children")
 
 
+def tree_pids(root: int) -> list[int]:
+    """Every process below ``root``."""
+    if _WALKABLE:
+        return list(_tree(root))
+    return descendants(root, process_table())
+
+
 def tree_usage(root: int) -> tuple[int, int, list[int]]:
     """(memory bytes, tasks, pids) of the tree below ``root``; tasks count threads."""
     if _WALKABLE:
@@ -78,7 +84,8 @@ def tree_usage(root: int) -> tuple[int, int, list[int]]:
         table = process_table()
         threads = {pid: table[pid][1] for pid in descendants(root, table)}
     pids = list(threads)
-    memory = sum(map(process_memory, pids)) + private_tmpfs(pids)
+    memory = (sum(map(process_memory, pids)) + private_tmpfs(pids) + held_memfds(pids)
+              + sysv_segments(pids))
     return memory, sum(threads.values()), pids
 
 
@@ -113,8 +120,9 @@ _OWN_MNT = os.readlink("/proc/self/ns/mnt") if os.path.exists("/proc/self/ns/mnt
 
 
 def private_tmpfs(pids: list[int], proc: str = "/proc") -> int:
-    """Bytes the ``PRIVATE_TMPFS`` mounts of the tree's own mount namespaces hold, each once (a
-    page also mapped counts twice: on the safe side). A mount counts only when the directory
+    """Bytes every tmpfs of the tree's own mount namespaces holds, wherever it is mounted
+    (Lake's ``/tmp``, ``/home``, ``/root``, the wrapper's masks, ...), each once (a page also
+    mapped counts twice: on the safe side). A mount counts only when the directory
     opened through ``/proc/<pid>/root`` is on the device ``mountinfo`` names (bwrap changes a
     sandbox's root between the two reads) and no tmpfs of the harness's own has that device (a
     host ``/dev/shm`` a fresh namespace still shows)."""
@@ -129,7 +137,7 @@ def private_tmpfs(pids: list[int], proc: str = "/proc") -> int:
     seen = {device for _, device in _tmpfs_mounts(f"{proc}/self", None)}  # the host's tmpfs
     used = 0
     for pid in namespaces.values():
-        for point, device in _tmpfs_mounts(f"{proc}/{pid}"):
+        for point, device in _tmpfs_mounts(f"{proc}/{pid}", None):
             if device not in seen:
                 found = _tmpfs_used(f"{proc}/{pid}/root/{point}", device)
                 if found is not None:
@@ -156,7 +164,7 @@ def _tmpfs_used(path: str, device: int) -> int | None:
     return (st.f_blocks - st.f_bfree) * st.f_frsize
 
 
-def _tmpfs_mounts(process: str, points: tuple[str, ...] | None = PRIVATE_TMPFS,
+def _tmpfs_mounts(process: str, points: tuple[str, ...] | None,
                   ) -> list[tuple[str, int]]:
     """(mount point, device) of the tmpfs mounts at ``points`` (None: anywhere) in the mount
     namespace of the process whose ``/proc`` directory is ``process``."""
@@ -175,3 +183,80 @@ def _tmpfs_mounts(process: str, points: tuple[str, ...] | None = PRIVATE_TMPFS,
             if (points is None or point in points) and major.isdigit() and minor.isdigit():
                 found.append((point, os.makedev(int(major), int(minor))))
     return found
+
+
+def held_memfds(pids: list[int], proc: str = "/proc") -> int:
+    """Bytes of the memfds the tree's processes hold open, each once: a memfd filled with
+    ``write()`` and never mapped is in no process's ``Pss`` (one also mapped counts twice)."""
+    seen: set[tuple[int, int]] = set()
+    used = 0
+    for pid in pids:
+        try:
+            fds = os.listdir(f"{proc}/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            path = f"{proc}/{pid}/fd/{fd}"
+            try:
+                if not os.readlink(path).startswith("/memfd:"):
+                    continue
+                st = os.stat(path)
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                used += st.st_blocks * 512
+    return used
+
+
+_OWN_IPC = os.readlink("/proc/self/ns/ipc") if os.path.exists("/proc/self/ns/ipc") else ""
+_CLONE_NEWIPC = 0x08000000
+
+
+def sysv_segments(pids: list[int], proc: str = "/proc") -> int:
+    """Bytes (resident and swapped) of the SysV shared memory segments in the tree's own IPC
+    namespaces, attached or not. ``/proc/sysvipc/shm`` shows the reader's namespace, so the
+    reaper joins each for one read (``setns`` needs CAP_SYS_ADMIN over it: a root harness; an
+    unprivileged one counts nothing here, SECURITY.md)."""
+    namespaces: dict[str, int] = {}
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            namespace = os.readlink(f"{proc}/{pid}/ns/ipc")
+            if namespace != _OWN_IPC:
+                namespaces.setdefault(namespace, pid)
+    return sum(_segments_in(f"{proc}/{pid}/ns/ipc") for pid in namespaces.values())
+
+
+def _segments_in(namespace: str) -> int:
+    import ctypes  # only when a tree has an IPC namespace of its own
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    try:
+        own = os.open("/proc/self/ns/ipc", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return 0
+    try:
+        try:
+            target = os.open(namespace, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return 0
+        try:
+            if libc.setns(target, _CLONE_NEWIPC) != 0:
+                return 0
+        finally:
+            os.close(target)
+        try:
+            with open("/proc/sysvipc/shm", "rb") as f:
+                lines = f.read().splitlines()[1:]
+        except OSError:
+            lines = []
+        finally:
+            libc.setns(own, _CLONE_NEWIPC)
+    finally:
+        os.close(own)
+    used = 0
+    for line in lines:
+        fields = line.split()
+        with contextlib.suppress(ValueError, IndexError):
+            used += int(fields[14]) + int(fields[15])  # rss, swap (bytes)
+    return used

@@ -1,8 +1,8 @@
 """The reaper: the process between ``supervise.process.run`` and its child, which it outlives.
 
 - ``run()`` starts it as ``python -I -S`` with no environment, so it, and every module it
-  imports (``cgroup``, ``disk``, ``procfs``, ``resources``), uses only the standard library and
-  lean_eval modules that do the same.
+  imports (``cgroup`` with ``cgroup_tree`` and ``cgroup_v1``, ``disk``, ``procfs``,
+  ``resources``), uses only the standard library and lean_eval modules that do the same.
 - A child subreaper with a parent-death signal: every descendant that leaves the child's group
   or session is reparented to it, and the end of the thread that started it stops it.
 - Signals are taken synchronously, never by handlers. Whatever happens, once the child has
@@ -63,12 +63,13 @@ def main() -> int:
         emit(event="error", message=f"the reaper cannot become a subreaper: {exc}")
         return 1
     rlimits = tuple((int(r), int(s), int(h)) for r, s, h in spec["rlimits"])
-    group = None if spec["cgroup"] is None else cgroup.PairGroup(Path(spec["cgroup"]))
+    group = None if spec["cgroup"] is None else cgroup.PairGroup(
+        tuple(Path(p) for p in spec["cgroup"][1]), spec["cgroup"][0])
     try:
         child = process.start_child(
             tuple(spec["argv"]), env=dict(spec["env"]), cwd=spec["cwd"],
             setup=functools.partial(
-                _child_setup, rlimits, None if group is None else os.fspath(group.procs),
+                _child_setup, rlimits, () if group is None else tuple(map(os.fspath, group.procs)),
                 status_fd))
     except ProcessStartError as exc:
         emit(event="error", message=str(exc))
@@ -76,10 +77,13 @@ def main() -> int:
     try:
         emit(event="started", pid=child.pid)  # the child reported it already (_child_setup)
         watch = None
+        interval = resources.WATCHDOG_INTERVAL
         if spec["limits"] is not None:
             limits = resources.PairLimits.from_spec(spec["limits"])
             watch = functools.partial(resources.watch, limits, group, emit)
-        status, terminated = _wait_for_child(child.pid, float(spec["grace"]), orphaned, watch)
+            interval = resources.watch_interval(limits)
+        status, terminated = _wait_for_child(child.pid, float(spec["grace"]), orphaned, watch,
+                                             interval)
         child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
         emit(event="exited", terminated=terminated,
              returncode=os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
@@ -92,14 +96,14 @@ def main() -> int:
     return 0
 
 
-def _child_setup(rlimits: tuple[tuple[int, int, int], ...], cgroup_procs: str | None,
+def _child_setup(rlimits: tuple[tuple[int, int, int], ...], cgroup_procs: tuple[str, ...],
                  status_fd: int) -> None:
     """Between fork and exec: own process group, the pair's cgroup, rlimits, no signal blocked;
     then the child reports its own pid: once it runs it could SIGSTOP its reaper before that
     said "started", and ``run()``'s last resort needs the pid."""
     os.setpgid(0, 0)
-    if cgroup_procs is not None:  # before exec: everything the child starts is born inside
-        with open(cgroup_procs, "w", encoding="ascii") as f:
+    for procs in cgroup_procs:  # before exec: everything the child starts is born inside
+        with open(procs, "w", encoding="ascii") as f:
             f.write("0")
     for res, soft, hard in rlimits:
         resource.setrlimit(res, (soft, hard))
@@ -108,9 +112,10 @@ def _child_setup(rlimits: tuple[tuple[int, int, int], ...], cgroup_procs: str | 
 
 
 def _wait_for_child(pid: int, grace: float, terminate: bool,
-                    watch: Callable[[], bool] | None = None) -> tuple[int, bool]:
+                    watch: Callable[[], bool] | None = None,
+                    interval: float = resources.WATCHDOG_INTERVAL) -> tuple[int, bool]:
     """The child's wait status, and whether it was terminated on request (TERM, then KILL).
-    ``watch`` (the limits) is looked at every WATCHDOG_INTERVAL until it reports a kill."""
+    ``watch`` (the limits) is looked at every ``interval`` until it reports a kill."""
     terminated = False
     kill_at: float | None = None
     watch_at = time.monotonic() if watch is not None else None
@@ -127,7 +132,7 @@ def _wait_for_child(pid: int, grace: float, terminate: bool,
             kill_at = None
             continue
         if watch is not None and watch_at is not None and time.monotonic() >= watch_at:
-            watch_at = None if watch() else time.monotonic() + resources.WATCHDOG_INTERVAL
+            watch_at = None if watch() else time.monotonic() + interval
             continue
         info: signal.struct_siginfo | None
         wake = min((t for t in (kill_at, watch_at) if t is not None), default=None)

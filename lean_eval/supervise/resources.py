@@ -1,5 +1,5 @@
 """Per-pair memory, process and disk limits (design §5.5 "Limits", "Disk"): what a pair may use,
-how ``run()`` enforces it (``enforcement``: the pair's cgroup v2 group where the harness has a
+how ``run()`` enforces it (``enforcement``: the pair's cgroup, v2 or v1, where the harness has a
 parent group, else the watchdog) and the watchdog (``watch``), which the reaper runs over its
 own descendants, a tree none can leave, every ``WATCHDOG_INTERVAL`` seconds: a tree can
 overshoot a limit by what it allocates or forks in one interval. Imported by the reaper:
@@ -20,9 +20,16 @@ from lean_eval.supervise import cgroup, disk, procfs
 
 DEFAULT_MEMORY_LIMIT = 8 << 30
 DEFAULT_MAX_PROCESSES = 512
-MECHANISMS = ("auto", "cgroup_v2", "watchdog")
+MECHANISMS = ("auto", "cgroup_v2", "cgroup_v1", "watchdog")
 WATCHDOG_INTERVAL = 0.1
 DISK_INTERVAL = WATCHDOG_INTERVAL
+DISK_SHORT_GRACE = 2.0  # seconds a pair may keep its filesystems short while it grows
+
+
+BEST_EFFORT = ("limits are best-effort: no cgroup this harness may write offers memory and pids "
+               "(v2 delegated, or v1), so a polling watchdog enforces --memory-limit and "
+               "--max-processes and can miss memory the kernel charges to no process it reads "
+               "(SECURITY.md, limits)")
 
 
 class PairLimits(NamedTuple):
@@ -31,10 +38,11 @@ class PairLimits(NamedTuple):
 
     memory_limit: int | None = DEFAULT_MEMORY_LIMIT  # bytes
     max_processes: int | None = DEFAULT_MAX_PROCESSES  # tasks: processes and threads
-    mechanism: str = "auto"  # one of MECHANISMS: "watchdog" forces it
+    mechanism: str = "auto"  # one of MECHANISMS: any but "auto" forces it
     disk_limit: int | None = None  # blocks under disk_paths
     disk_files: int | None = None  # entries under disk_paths
     disk_paths: tuple[str, ...] = ()  # the pair's writable trees (none: the disk is not watched)
+    keep_free: int | None = None  # --disk-reserve: free bytes its filesystems keep (None: 0)
 
     def any(self) -> bool:
         return (self.memory_limit is not None or self.max_processes is not None
@@ -47,15 +55,27 @@ class PairLimits(NamedTuple):
     def to_spec(self) -> list[object]:
         """JSON-able form for the reaper (``from_spec`` reads it back)."""
         return [self.memory_limit, self.max_processes, self.mechanism, self.disk_limit,
-                self.disk_files, list(self.disk_paths)]
+                self.disk_files, list(self.disk_paths), self.keep_free]
 
     @classmethod
     def from_spec(cls, data: list[object]) -> PairLimits:
-        memory, processes, mechanism, disk_limit, disk_files, paths = data
+        memory, processes, mechanism, disk_limit, disk_files, paths, reserve = data
         if not isinstance(paths, list):
             raise ValueError("malformed limits spec")
         return cls(memory, processes, str(mechanism), disk_limit, disk_files,  # type: ignore[arg-type]
-                   tuple(str(p) for p in paths))
+                   tuple(str(p) for p in paths), reserve)  # type: ignore[arg-type]
+
+
+def best_effort(limits: PairLimits) -> str | None:
+    """The warning a run owes when only the watchdog will enforce ``limits``' memory and
+    process limits (None: the kernel will, or there are none)."""
+    if limits.memory_limit is None and limits.max_processes is None:
+        return None
+    if limits.mechanism == "watchdog":
+        return f"{BEST_EFFORT}: the watchdog was asked for"
+    if limits.mechanism == "auto" and cgroup.cgroup_parent() is None:
+        return f"{BEST_EFFORT}: {cgroup.unavailable_reason()}"
+    return None
 
 
 def exceeded_by(limits: PairLimits, memory: int, tasks: int) -> str | None:
@@ -70,19 +90,61 @@ def exceeded_by(limits: PairLimits, memory: int, tasks: int) -> str | None:
 # --- the watchdog (runs in the reaper) -------------------------------------------------------
 
 
-_disk_due = [0.0]  # the reaper's next disk walk (one pair per reaper process)
+class _WatchState:
+    """The reaper's watch of its one pair: when the next memory look and the next walk are due
+    (``soon``: while its filesystems are short), since when they have been short of space, and
+    its use at the last walk before that."""
+
+    due = 0.0
+    soon = 0.0
+    short_since: float | None = None
+    used_then: int | None = None  # None: never seen with room (a host short from the start)
+    memory_due = 0.0
 
 
-def disk_exceeded(limits: PairLimits) -> tuple[str, int] | None:
-    """Which disk limit the pair's trees are over, and the count, when a walk is due: at most
-    every ``DISK_INTERVAL`` and never more often than four times the last walk's cost."""
+_watch = _WatchState()
+
+
+def watch_interval(limits: PairLimits) -> float:
+    """How often the reaper looks: every ``disk.SPACE_INTERVAL`` while it watches a disk (the
+    free-space sample is cheap; walks and memory keep their own pace), else
+    ``WATCHDOG_INTERVAL``."""
+    return disk.SPACE_INTERVAL if limits.watches_disk() else WATCHDOG_INTERVAL
+
+
+def disk_exceeded(limits: PairLimits, pids: Callable[[], list[int]]) -> tuple[str, int] | None:
+    """Which disk limit the pair is over, and the count. Its use is what a walk of its trees
+    finds plus the unlinked files its processes (``pids()``) hold open. A walk is due every
+    ``DISK_INTERVAL`` and, while its filesystems are short of space, at every look (each never
+    more often than four times the last walk's cost), so a fill-and-free pulse longer than
+    ``disk.SPACE_INTERVAL`` is measured while it lasts. A pair whose filesystems, which had
+    room at some walk, stay short for ``DISK_SHORT_GRACE`` while its use grows past what it
+    was then is over ``disk_bytes`` whatever its budget: no pair holds a disk full for its
+    deadline (a host short of space before the pair started blames it for nothing)."""
+    if not limits.watches_disk():
+        return None
     now = time.monotonic()
-    if not limits.watches_disk() or now < _disk_due[0]:
+    short = any(disk.is_short(disk.room(p), limits.keep_free or 0)
+                for p in disk.distinct_filesystems(limits.disk_paths))
+    if not short:
+        _watch.short_since = None
+    if now < (_watch.soon if short else _watch.due):
         return None
     used = disk.usage(limits.disk_paths, limits.disk_files)
+    held = disk.held_unlinked(pids(), disk.devices(limits.disk_paths))
+    used = used._replace(bytes=used.bytes + held)
     spent = time.monotonic() - now
-    _disk_due[0] = time.monotonic() + max(DISK_INTERVAL, 4 * spent)
+    _watch.soon = time.monotonic() + 4 * spent
+    _watch.due = max(_watch.soon, time.monotonic() + DISK_INTERVAL)
     which = disk.exceeded_by(used, limits.disk_limit, limits.disk_files)
+    if not short:
+        _watch.used_then = used.bytes  # its use before the filesystems were last short
+    elif which is None and _watch.used_then is not None:  # it had room once: did it grow?
+        if _watch.short_since is None:
+            _watch.short_since = now
+        elif (now - _watch.short_since >= DISK_SHORT_GRACE
+              and used.bytes > _watch.used_then + disk.SHORT_BYTES):
+            which = "disk_bytes"
     if which is None:
         return None
     return which, used.bytes if which == "disk_bytes" else used.files
@@ -91,18 +153,20 @@ def disk_exceeded(limits: PairLimits) -> tuple[str, int] | None:
 def watch(limits: PairLimits, group: cgroup.PairGroup | None, emit: Callable[..., None]) -> bool:
     """In the reaper: one look at its tree against the limits; past one, report which (with
     ``emit``) and kill the whole tree. Whether it killed."""
-    observed: int | None
+    observed: int | None = None
+    which: str | None = None
+    pids: list[int] = []
+    now = time.monotonic()
     if group is not None:  # the kernel enforces; a refused fork or an OOM kill ends the pair
         which = group.exceeded()
-        observed = None
-    elif limits.memory_limit is None and limits.max_processes is None:
-        which = observed = None
-    else:
-        memory, tasks, _ = procfs.tree_usage(os.getpid())
+    elif (limits.memory_limit is not None or limits.max_processes is not None) \
+            and now >= _watch.memory_due:
+        _watch.memory_due = now + WATCHDOG_INTERVAL
+        memory, tasks, pids = procfs.tree_usage(os.getpid())
         which = exceeded_by(limits, memory, tasks)
         observed = memory if which == "memory" else tasks
     if which is None:
-        found = disk_exceeded(limits)
+        found = disk_exceeded(limits, lambda: pids or procfs.tree_pids(os.getpid()))
         if found is None:
             return False
         which, observed = found
@@ -128,22 +192,26 @@ def kill_tree(root: int) -> None:
 
 def enforcement(name: str, limits: PairLimits | None) -> tuple[cgroup.PairGroup | None, str | None]:
     """The pair's fresh cgroup (None: the watchdog) and the mechanism's name, (None, None)
-    without limits; ProcessStartError when ``cgroup_v2`` is asked for and cannot work."""
+    without limits; ProcessStartError when a kernel mechanism is asked for and cannot work."""
     if limits is None or not limits.any():
         return None, None
     if limits.mechanism not in MECHANISMS:
         raise ValueError(f"unknown limits mechanism {limits.mechanism!r}")
     if limits.mechanism == "watchdog":
         return None, "watchdog"
+    forced = limits.mechanism != "auto"
     parent = cgroup.cgroup_parent()
+    if parent is not None and forced and parent.version != limits.mechanism:
+        raise ProcessStartError(f"cannot limit {name!r} with {limits.mechanism}: this harness "
+                                f"uses {parent.version}")
     if parent is not None:
         try:
             group = cgroup.make_pair_group(parent, limits.memory_limit, limits.max_processes)
-            return group, "cgroup_v2"
+            return group, parent.version
         except OSError as exc:
-            if limits.mechanism == "cgroup_v2":
+            if forced:
                 raise ProcessStartError(f"cannot limit {name!r}: {exc}") from exc
-    elif limits.mechanism == "cgroup_v2":
-        raise ProcessStartError(
-            f"cannot limit {name!r} with cgroup v2: {cgroup.unavailable_reason()}")
+    elif forced:
+        raise ProcessStartError(f"cannot limit {name!r} with {limits.mechanism}: "
+                                f"{cgroup.unavailable_reason()}")
     return None, "watchdog"

@@ -1,5 +1,7 @@
 """The per-pair disk budget, the free-space reserve and short-of-space failures (design §5.5
-Disk, issue 12 item 1): one pair filling the scoring filesystem never costs another its score."""
+Disk, issue 12 item 1): one pair filling the scoring filesystem never costs another its score;
+files held open after unlinking, fill-and-free pulses and a disk held full within the budget
+do not escape it (issue 23 item 4)."""
 
 from __future__ import annotations
 
@@ -10,14 +12,18 @@ import subprocess  # noqa: TID251 - mounting a small filesystem needs a real chi
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import (
+    Run,
     RunEval,
     correct,
+    leftover_groups,
     make_submission,
     no_survivor,
     sh_payload,
+    standin_only,
     with_lines,
 )
 
@@ -153,3 +159,99 @@ def test_without_the_budget_and_the_reserve_a_correct_pair_is_not_accepted(
     verdicts = [run.verdict(f"good{i}", P)["verdict"] for i in range(6)]
     assert any(v != "accepted" for v in verdicts), verdicts
     no_survivor(outside)
+
+
+# --- issue 23: what the walk of a pair's trees cannot see, and a disk held full -------------
+
+
+def _python(code: str) -> str:
+    encoded = base64.b64encode(code.encode()).decode()
+    return f"python3 -c \"import base64; exec(base64.b64decode('{encoded}'))\""
+
+
+HELD = _python("import os, time\nos.chdir('.lake')\nheld = []\n"
+               "for i in range(6):\n"
+               "    f = open(f'held{i}', 'wb')\n"
+               "    f.write(os.urandom(8 << 20))\n"
+               "    f.flush()\n"
+               "    os.unlink(f'held{i}')\n"
+               "    held.append(f)\n"
+               "print('HELD', flush=True)\ntime.sleep(30)\n")
+
+
+PULSE_FILES = {  # how a pulse makes each file: named, unlinked at once, or never named
+    "named": "fd = os.open(f'p{i}', os.O_CREAT | os.O_WRONLY, 0o600); made.append(f'p{i}')",
+    "unlinked": "fd = os.open(f'p{i}', os.O_CREAT | os.O_WRONLY, 0o600); os.unlink(f'p{i}')",
+    "o_tmpfile": "fd = os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o600)",
+}
+
+
+def _pulses(hold: float, gap: float, seconds: float, files: str) -> str:
+    """Python that fills all free space in 4 MiB fallocated files made as ``PULSE_FILES``
+    says, holds it ``hold`` seconds, frees it and waits ``gap`` seconds, for ``seconds``."""
+    return _python(
+        "import os, time\nos.chdir('.lake')\n"
+        f"end = time.monotonic() + {seconds}\n"
+        "while time.monotonic() < end:\n"
+        "    made = []\n"
+        "    for i in range(64):\n"
+        "        try:\n"
+        f"            {PULSE_FILES[files]}\n"
+        "            made.append(fd)\n"
+        "            os.posix_fallocate(fd, 0, 4 << 20)\n"
+        "        except OSError:\n"
+        "            break\n"
+        f"    time.sleep({hold})\n"
+        "    for held in made:\n"
+        "        os.close(held) if isinstance(held, int) else os.unlink(held)\n"
+        f"    time.sleep({gap})\n"
+        "print('PULSED', flush=True)\n")
+
+
+def _escape_batch(run_eval: RunEval, outside: Path, payload: str,
+                  *extra: str) -> tuple[Run, dict[str, Any]]:
+    subs = outside / "subs"
+    make_submission(subs, "good", {P: {"Submission.lean": correct(P)}})
+    make_submission(subs, "hostile", {P: {"Submission.lean": with_lines(P, sh_payload(payload))}})
+    run = run_eval(subs / "good", subs / "hostile", extra=("-j", "2", *extra))
+    output = run.result.output
+    assert "Traceback" not in output, output
+    assert (run.out / "summary.json").is_file(), output
+    assert run.verdict("good", P)["verdict"] == "accepted", run.log("good", P)
+    hostile = run.verdict("hostile", P)
+    assert (hostile["verdict"], hostile["execution"]) == ("error", "resource_exhausted"), (
+        hostile["reason"], run.log("hostile", P))
+    assert hostile["limits"]["exceeded"] == "disk_bytes"
+    no_survivor(outside)
+    assert leftover_groups() == []
+    return run, hostile
+
+
+def test_files_unlinked_while_held_open_count_against_the_disk_budget(
+        run_eval: RunEval, outside: Path) -> None:
+    """48 MiB in six unlinked files held open, under --disk-limit 16M. Negative control (run by
+    hand): without disk.held_unlinked the pair is accepted."""
+    standin_only(run_eval, "the payload is a -- standin-io: line")
+    _escape_batch(run_eval, outside, HELD, "--disk-limit", "16M")
+
+
+@pytest.mark.parametrize("files", ["unlinked", "o_tmpfile"])
+def test_fill_and_free_pulses_are_caught_beside_a_correct_pair(
+        run_eval: RunEval, outside: Path, small_fs: Path, files: str) -> None:
+    """Pulses of 50 ms that fill the whole small work filesystem with files no walk finds and
+    free it again, under --disk-limit 16M: a short filesystem is sampled every
+    disk.SPACE_INTERVAL and measured at once, held-open files included, so the pulse is seen
+    while it lasts. Negative control (run by hand): the old sampling never sees one."""
+    standin_only(run_eval, "the payload is a -- standin-io: line")
+    _escape_batch(run_eval, outside, _pulses(0.05, 0.3, 20, files), "--work-dir",
+                  str(small_fs / "work"), "--disk-limit", "16M", "--disk-reserve", "8M")
+
+
+def test_a_pair_holding_its_filesystem_full_within_its_budget_is_stopped(
+        run_eval: RunEval, outside: Path, small_fs: Path) -> None:
+    """The whole small work filesystem held full by a pair within its (default, 4 GiB) budget:
+    stopped after resources.DISK_SHORT_GRACE instead of stalling admission for its deadline.
+    Negative control (run by hand): without the grace rule it is accepted after 20 s."""
+    standin_only(run_eval, "the payload is a -- standin-io: line")
+    _escape_batch(run_eval, outside, _pulses(20, 0, 1, "named"), "--work-dir",
+                  str(small_fs / "work"), "--disk-reserve", "8M")

@@ -106,7 +106,10 @@ def test_nothing_in_a_sandbox_can_make_a_user_namespace(run_eval: RunEval,
 
 def test_negative_control_without_the_lock_a_build_mounts_a_tmpfs_of_its_own(
         run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both layers off: with NO_CAPABILITIES still in place, a root harness's build cannot
+    even write its new namespace's uid_map (the lock alone: the sandbox_engaged control)."""
     monkeypatch.setattr(wrapper, "NO_NESTED_USERNS", ())
+    monkeypatch.setattr(wrapper, "NO_CAPABILITIES", ())
     assert "NESTED-MOUNT-MADE" in _nested_run(run_eval, outside)
 
 

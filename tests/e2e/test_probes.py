@@ -154,6 +154,17 @@ def test_sandbox_engaged_fails_when_a_build_may_make_a_user_namespace(
     assert _failed(result) == {"no_new_user_namespace"}, _show(result)
 
 
+def test_sandbox_engaged_fails_when_a_build_keeps_its_capabilities(
+        tools: Tools, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wrapper without its --cap-drop ALL (issue 23 item 3): under a root harness the build
+    holds every capability in its own user namespace, and exactly these two checks fail."""
+    if os.geteuid() != 0:
+        pytest.skip("an unprivileged harness's sandbox holds no capability with or without it")
+    monkeypatch.setattr(wrapper, "NO_CAPABILITIES", ())
+    result = _run(_ctx(tools, outside), "sandbox_engaged")
+    assert _failed(result) == {"no_capabilities", "no_new_mount_namespace"}, _show(result)
+
+
 def test_env_dump_fails_when_the_environment_is_passed_through(
         tools: Tools, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = environment.lake_environment

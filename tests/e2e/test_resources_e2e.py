@@ -11,6 +11,8 @@ import pytest
 from support import (
     RunEval,
     correct,
+    kernel_mechanism,
+    leftover_groups,
     make_submission,
     no_survivor,
     processes_with,
@@ -24,7 +26,6 @@ from lean_eval.supervise import cgroup
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 
-CGROUP = cgroup.cgroup_parent() is not None
 P = "two_plus_two"
 
 
@@ -44,7 +45,7 @@ def test_a_hog_and_a_storm_end_resource_exhausted_beside_an_accepted_pair(
     standin_only(run_eval, "the payloads are -- standin-io: lines")
     if mechanism == "watchdog":  # as on a machine without a usable cgroup v2 group
         monkeypatch.setattr(cgroup, "cgroup_parent", lambda: None)
-    expected = "cgroup_v2" if mechanism == "auto" and CGROUP else "watchdog"
+    expected = (kernel_mechanism() or "watchdog") if mechanism == "auto" else "watchdog"
     marker = unique_marker()
     subs = outside / "subs"
     make_submission(subs, "good", {P: {"Submission.lean": correct(P)}})
@@ -72,6 +73,7 @@ def test_a_hog_and_a_storm_end_resource_exhausted_beside_an_accepted_pair(
     while processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert processes_with(marker) == []
+    assert leftover_groups() == []
 
 
 # --- shared memory (issue 12 item 2): MAP_SHARED, memfd, /dev/shm ---------------------------

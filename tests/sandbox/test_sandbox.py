@@ -61,9 +61,11 @@ def test_insert_is_exact() -> None:
     )
     assert wrapper.late_insert(spec) == ("--ro-bind", "/pk", "/pk")
     assert wrapper.NO_NESTED_USERNS == ("--unshare-user", "--disable-userns")
+    assert wrapper.NO_CAPABILITIES == ("--cap-drop", "ALL")
     assert wrapper.wrapper_insert(spec) == (*wrapper.early_insert(spec),
                                             *wrapper.late_insert(spec),
-                                            "--unshare-user", "--disable-userns")
+                                            "--unshare-user", "--disable-userns",
+                                            "--cap-drop", "ALL")
 
 
 def test_early_insert_orders_parents_first_and_masks_before_reexposure() -> None:
@@ -92,7 +94,8 @@ def test_wrapper_puts_masks_after_the_root_bind_and_packages_after_the_last_moun
     done = run_wrapper(tmp_path, spec, LAKE_ARGS)
     assert done.returncode == 0, done.stderr
     expected = (LAKE_ARGS[:3] + list(wrapper.early_insert(spec)) + LAKE_ARGS[3:MOUNT_END]
-                + list(wrapper.late_insert(spec)) + ["--unshare-user", "--disable-userns"]
+                + list(wrapper.late_insert(spec))
+                + ["--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
                 + LAKE_ARGS[MOUNT_END:])
     assert json.loads(done.stdout) == expected
 
@@ -103,7 +106,8 @@ def test_wrapper_finds_the_root_bind_after_non_mount_options(
     spec = wrapper_spec(bwrap=echo_bwrap, masks=("/m",), ro_binds=("/pk",))
     out = json.loads(run_wrapper(tmp_path, spec, args).stdout)
     assert out == ["--clearenv", "--ro-bind", "/", "/", "--tmpfs", "/m", "--bind", "/w", "/w",
-                   "--ro-bind", "/pk", "/pk", "--unshare-user", "--disable-userns", "--",
+                   "--ro-bind", "/pk", "/pk", "--unshare-user", "--disable-userns",
+                   "--cap-drop", "ALL", "--",
                    "/bin/true"]
 
 
@@ -120,7 +124,8 @@ def test_wrapper_mounts_added_do_not_grow_with_the_batch(outside: Path) -> None:
                                   private=masks.default_private_roots(inputs, out), keep=())
         spec = wrapper.WrapperSpec(bwrap=Path("/b"), mounts=mounts)
         return len(wrapper.wrapper_insert(spec))
-    assert count(10) == count(1000) == 10  # the same masks each time, then NO_NESTED_USERNS
+    # the same masks each time, then NO_NESTED_USERNS and NO_CAPABILITIES
+    assert count(10) == count(1000) == 12
 
 
 @pytest.mark.parametrize(
@@ -128,6 +133,7 @@ def test_wrapper_mounts_added_do_not_grow_with_the_batch(outside: Path) -> None:
     [
         pytest.param([*LAKE_ARGS[:2], "--args", "3", "--", "/bin/true"], id="unknown-option"),
         pytest.param(["--ro-bind", "/", "/", "/bin/true"], id="no-double-dash"),
+        pytest.param([*LAKE_ARGS[:3], "--cap-add", "ALL", "--", "/bin/true"], id="cap-add"),
         pytest.param(["--unshare-all", "--", "/bin/true"], id="no-mounts"),
         pytest.param(["--tmpfs", "/tmp", "--ro-bind", "/", "/", "--", "/bin/true"],
                      id="first-mount-not-root-bind"),

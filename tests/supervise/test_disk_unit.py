@@ -115,3 +115,34 @@ def test_a_failure_while_short_of_space_is_error_and_an_acceptance_stays() -> No
     assert accepted.verdict == "accepted" and accepted.limits and accepted.limits.short_of_space
     left = pair._short_of_space(_verdict("accepted", cleanup=("x: EACCES",)))
     assert left.verdict == "error"  # its cleanup failed while short: not a clean acceptance
+
+
+def _looks(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+           seen: list[tuple[bool, int]]) -> list[tuple[str, int] | None]:
+    """``resources.disk_exceeded`` at each (short?, bytes used) in turn, with no grace."""
+    from lean_eval.supervise import resources
+
+    monkeypatch.setattr(resources, "_watch", resources._WatchState())
+    monkeypatch.setattr(resources, "DISK_SHORT_GRACE", 0.0)
+    limits = PairLimits(None, None, "watchdog", 1 << 40, None, (str(tmp_path),), 8 * MIB)
+    found = []
+    for short, used in seen:
+        monkeypatch.setattr(disk, "room", lambda path, s=short: disk.Room(
+            MIB if s else 1 << 40, 1 << 20))
+        monkeypatch.setattr(disk, "usage", lambda paths, files, u=used: disk.Usage(u, 1))
+        resources._watch.due = resources._watch.soon = 0.0  # a walk at every look
+        found.append(resources.disk_exceeded(limits, list))
+    return found
+
+
+def test_a_pair_that_keeps_its_filesystem_short_while_it_grows_is_over_its_disk_budget(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 23 item 4: within a budget of 1 TiB, a pair that grew by 9 MiB into a filesystem
+    short of its reserve is stopped once the grace is over; one that did not grow, or a host
+    short of space before the pair had room, is not."""
+    grew = _looks(monkeypatch, tmp_path, [(False, MIB), (True, 10 * MIB), (True, 10 * MIB)])
+    assert grew == [None, None, ("disk_bytes", 10 * MIB)]
+    still = _looks(monkeypatch, tmp_path, [(False, MIB), (True, MIB), (True, MIB)])
+    assert still == [None, None, None]
+    host = _looks(monkeypatch, tmp_path, [(True, MIB), (True, 10 * MIB), (True, 10 * MIB)])
+    assert host == [None, None, None]

@@ -1,6 +1,7 @@
 """The watchdog's tmpfs measure (lean_eval.supervise.procfs.private_tmpfs) counts the sandboxes' own
-tmpfs mounts and nothing else: not the disk that a sandbox being set up still reaches through
-``/proc/<pid>/root``, not a host tmpfs that a fresh namespace still shows.
+tmpfs mounts, wherever they are mounted, and nothing else: not the disk that a sandbox being set
+up still reaches through ``/proc/<pid>/root``, not a host tmpfs that a fresh namespace still
+shows.
 
 Found in CI: a correct probe pair ended ``resource_exhausted`` over the default 8 GiB, because
 one sample read a bwrap child's mountinfo before its pivot (a tmpfs at ``/tmp``) and its root
@@ -85,10 +86,14 @@ def test_a_tmpfs_the_harness_sees_too_is_not_the_pairs(tmp_path: Path, shm_file:
     assert procfs.private_tmpfs([7], proc=str(proc)) == 0
 
 
-def test_only_the_listed_mount_points_count(tmp_path: Path, shm_file: Path) -> None:
+@pytest.mark.parametrize("point", ["/scratch", "/home", "/root", "/srv/masked/out-parent"])
+def test_a_tmpfs_of_the_pair_counts_wherever_it_is_mounted(tmp_path: Path, shm_file: Path,
+                                                           point: str) -> None:
+    """Issue 23: Lake's ``/home`` and ``/root`` and the wrapper's masks are tmpfs mounts of the
+    pair's too; the old measure read five fixed names only and counted none of these."""
     root = tmp_path / "root"
-    root.mkdir()
-    (root / "scratch").symlink_to(shm_file)
-    proc = _fake_proc(tmp_path, own="", pair=_line(os.stat(shm_file).st_dev, "/scratch"),
+    (root / point.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+    (root / point.lstrip("/")).symlink_to(shm_file)
+    proc = _fake_proc(tmp_path, own="", pair=_line(os.stat(shm_file).st_dev, point),
                       root=root)
-    assert procfs.private_tmpfs([7], proc=str(proc)) == 0
+    assert procfs.private_tmpfs([7], proc=str(proc)) >= 1 << 20

@@ -1,4 +1,4 @@
-"""Per-pair memory and process limits (design §5.5 Limits): cgroup v2 where possible, else the
+"""Per-pair memory and process limits (design §5.5 Limits): cgroup v2, else cgroup v1, else the
 watchdog; a pair over a limit ends resource_exhausted and nothing of it survives."""
 
 from __future__ import annotations
@@ -15,22 +15,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from support import (
+    kernel_mechanism,
+    leftover_groups,
     processes_with,
+    require_kernel,
     unique_marker,
 )
 
 from lean_eval.errors import ProcessStartError
-from lean_eval.supervise import cgroup, process, procfs, resources
+from lean_eval.supervise import cgroup, cgroup_tree, process, procfs, resources
 from lean_eval.supervise.resources import PairLimits
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 
 PY = sys.executable
 ENV = {"PATH": "/usr/bin:/bin"}
-CGROUP = cgroup.cgroup_parent() is not None
-needs_cgroup = pytest.mark.skipif(not CGROUP, reason=f"no cgroup v2 group for the harness here: "
-                                  f"{cgroup.unavailable_reason()}")
-MECHANISMS = ["watchdog", pytest.param("cgroup_v2", marks=needs_cgroup)]
+MECHANISMS = ["watchdog", "cgroup_v2", "cgroup_v1"]
 
 
 def hog(marker: str, size: int = 1 << 30, hold: float = 30) -> str:
@@ -105,10 +105,10 @@ def _fake_group(base: Path, controllers: str = "memory pids cpu") -> Path:
 
 def test_parent_group_enables_memory_and_pids(tmp_path: Path) -> None:
     own = _fake_group(tmp_path / "own")
-    (own / f"lean-eval-{os.getpid()}").mkdir()
-    _fake_group(own / f"lean-eval-{os.getpid()}", "memory pids")
+    (own / cgroup_tree.parent_name()).mkdir()
+    _fake_group(own / cgroup_tree.parent_name(), "memory pids")
     parent = cgroup.make_parent(own)
-    assert parent == own / f"lean-eval-{os.getpid()}"
+    assert parent == own / cgroup_tree.parent_name()
     assert (own / "cgroup.subtree_control").read_text() == "+memory +pids"
     assert (parent / "cgroup.subtree_control").read_text() == "+memory +pids"
 
@@ -130,13 +130,13 @@ def _busy_until(monkeypatch: pytest.MonkeyPatch, own: Path, moved: bool) -> None
 def test_a_harness_in_a_busy_group_moves_itself_into_a_leaf(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     own = _fake_group(tmp_path / "own")
-    _fake_group(own / f"lean-eval-{os.getpid()}", "memory pids")
+    _fake_group(own / cgroup_tree.parent_name(), "memory pids")
     _busy_until(monkeypatch, own, moved=True)
     parent = cgroup.make_parent(own)
     leaf = own / f"lean-eval-harness-{os.getpid()}"
     assert (leaf / "cgroup.procs").read_text() == str(os.getpid())
     assert (own / "cgroup.subtree_control").read_text() == "+memory +pids"
-    assert parent == own / f"lean-eval-{os.getpid()}"
+    assert parent == own / cgroup_tree.parent_name()
 
 
 def test_a_group_shared_with_others_gives_up_and_moves_back(
@@ -146,7 +146,7 @@ def test_a_group_shared_with_others_gives_up_and_moves_back(
     with pytest.raises(OSError, match="busy"):
         cgroup.make_parent(own)
     assert (own / "cgroup.procs").read_text() == str(os.getpid())  # back where it was
-    assert not (own / f"lean-eval-{os.getpid()}").exists()
+    assert not (own / cgroup_tree.parent_name()).exists()
 
 
 def test_a_group_without_the_controllers_is_refused(tmp_path: Path) -> None:
@@ -158,7 +158,7 @@ def test_a_group_without_the_controllers_is_refused(tmp_path: Path) -> None:
 def test_pair_group_limits_and_events(tmp_path: Path) -> None:
     parent = tmp_path / "parent"
     parent.mkdir()
-    group = cgroup.make_pair_group(parent, 1 << 28, 64)
+    group = cgroup.make_pair_group(cgroup.Parent(cgroup.V2, (parent,)), 1 << 28, 64)
     assert (group.path / "memory.max").read_text() == str(1 << 28)
     assert (group.path / "pids.max").read_text() == "64"
     assert group.exceeded() is None
@@ -174,16 +174,21 @@ def test_pair_group_limits_and_events(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_a_memory_hog_is_killed_as_over_its_memory_limit(mechanism: str) -> None:
+    if mechanism != "watchdog":
+        require_kernel(mechanism)
     marker = unique_marker()
     out = _run(hog(marker), PairLimits(256 << 20, 64, mechanism))
     assert out.limit_exceeded == "memory"
     assert out.limits_mechanism == mechanism
     assert not out.timed_out  # ended by the limit, not by the deadline or its own end
     assert processes_with(marker) == []
+    assert leftover_groups() == []
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_a_fork_storm_is_stopped_at_its_process_limit(mechanism: str) -> None:
+    if mechanism != "watchdog":
+        require_kernel(mechanism)
     marker = unique_marker()
     out = _run(storm(marker), PairLimits(1 << 30, 50, mechanism))
     assert out.limit_exceeded == "processes"
@@ -194,6 +199,8 @@ def test_a_fork_storm_is_stopped_at_its_process_limit(mechanism: str) -> None:
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_a_tree_within_its_limits_is_left_alone(mechanism: str) -> None:
+    if mechanism != "watchdog":
+        require_kernel(mechanism)
     marker = unique_marker()
     out = _run(f"{hog(marker, 32 << 20, 0.5)} & {storm('0.3', 5)}",
                PairLimits(512 << 20, 64, mechanism))
@@ -223,10 +230,12 @@ def test_without_limits_the_same_hog_and_storm_run_to_the_end() -> None:
     assert time.monotonic() - start >= 1
 
 
-@pytest.mark.skipif(CGROUP, reason="cgroup v2 is usable here")
-def test_forcing_cgroup_v2_where_there_is_none_says_why() -> None:
-    with pytest.raises(ProcessStartError, match="cgroup v2"):
-        _run("true", PairLimits(1 << 30, 64, "cgroup_v2"))
+@pytest.mark.parametrize("forced", ["cgroup_v2", "cgroup_v1"])
+def test_forcing_a_kernel_mechanism_this_harness_does_not_use_says_why(forced: str) -> None:
+    if kernel_mechanism() == forced:
+        pytest.skip(f"{forced} is what this harness uses")
+    with pytest.raises(ProcessStartError, match=forced):
+        _run("true", PairLimits(1 << 30, 64, forced))
 
 
 def test_an_unknown_mechanism_is_a_programming_error() -> None:
@@ -256,12 +265,13 @@ def test_the_child_joins_its_pair_group_before_exec_and_the_group_is_removed(
     parent = own / f"lean-eval-test-{os.getpid()}-{secrets.token_hex(4)}"
     parent.mkdir()
     try:
-        def bare_group(under: Path, memory: int | None,
+        def bare_group(under: cgroup.Parent, memory: int | None,
                        processes: int | None) -> cgroup.PairGroup:
-            (under / "pair").mkdir()
-            return cgroup.PairGroup(under / "pair")
+            (under.paths[0] / "pair").mkdir()
+            return cgroup.PairGroup((under.paths[0] / "pair",))
 
-        monkeypatch.setattr(cgroup, "cgroup_parent", lambda: parent)
+        monkeypatch.setattr(cgroup, "cgroup_parent",
+                            lambda: cgroup.Parent(cgroup.V2, (parent,)))
         monkeypatch.setattr(cgroup, "make_pair_group", bare_group)
         out = process.run(("/bin/cat", "/proc/self/cgroup"), env={}, cwd=Path("/"), timeout=30,
                           limits=PairLimits(1 << 30, 64))
@@ -299,3 +309,15 @@ def test_shared_pages_a_process_touches_are_counted_and_were_invisible_before(
             assert procfs.statm_private(holder.pid) < size // 4  # what the old one saw
         finally:
             holder.kill()
+
+
+def test_the_watchdog_alone_makes_limits_best_effort(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 23 item 2: a warning whenever only the watchdog enforces memory and processes."""
+    assert resources.best_effort(PairLimits(None, None)) is None
+    forced = resources.best_effort(PairLimits(1 << 30, 64, "watchdog"))
+    assert forced is not None and forced.startswith(resources.BEST_EFFORT)
+    monkeypatch.setattr(cgroup, "cgroup_parent", lambda: None)
+    monkeypatch.setattr(cgroup, "unavailable_reason", lambda: "no cgroup here")
+    assert resources.best_effort(PairLimits()) == f"{resources.BEST_EFFORT}: no cgroup here"
+    monkeypatch.setattr(cgroup, "cgroup_parent", lambda: cgroup.Parent(cgroup.V1, ()))
+    assert resources.best_effort(PairLimits()) is None

@@ -4,7 +4,8 @@ one factory for verdicts and run outputs built from the models.
 A package, one module per concern: ``places`` (paths, names, the toolchain and bubblewrap of
 this machine), ``files`` (benchmarks, submissions, archives, keys), ``runs`` (the CLI run
 in-process), ``background`` (a run-eval in a child process, watched from outside), ``leftovers``
-(what a finished run left behind), ``documents`` (verdicts and run outputs built from the
+(what a finished run left behind), ``kernel_limits`` (which cgroup enforces limits here, and
+the groups a run left), ``documents`` (verdicts and run outputs built from the
 models), ``layout`` (which tests are end to end and must lie under tests/e2e/) and ``profiles``
 (Hypothesis example counts: all of them under CI, a tenth in the inner loop). Fixtures
 live in conftest.py; everything here is a plain function or constant, re-exported by this file
@@ -62,6 +63,13 @@ from support.files import (
     tgz,
     with_lines,
     write_tree,
+)
+from support.kernel_limits import (
+    kernel_mechanism,
+    leftover_groups,
+    own_parents,
+    reclaim_ended,
+    require_kernel,
 )
 from support.layout import E2E, e2e_needs, e2e_uses, in_e2e
 from support.leftovers import (
@@ -134,19 +142,24 @@ __all__ = [
     "harness_pid",
     "in_background",
     "in_e2e",
+    "kernel_mechanism",
     "keypair",
+    "leftover_groups",
     "make_identity",
     "make_submission",
     "make_summary",
     "make_verdict",
     "no_survivor",
     "outside_problem",
+    "own_parents",
     "pair_line",
     "processes_with",
     "real_toolchain",
+    "reclaim_ended",
     "rehash_trusted",
     "report_run",
     "report_verdict",
+    "require_kernel",
     "run_eval_argv",
     "sh_payload",
     "shards_of",
