@@ -162,12 +162,12 @@ def _candidates(run: run_report.Run, metadata: Mapping[str, MetadataEntry],
     errors: list[str] = []
     found: list[tuple[MetadataEntry, Result, PairSummary]] = []
     try:
-        accepted_at = utc_seconds(run.summary.finished_at)
+        accepted_at = utc_seconds(run.written.finished_at)
     except ValueError:
-        return [], [(f"{run.out_dir / out_layout.SUMMARY}: finished_at {run.summary.finished_at!r} "
+        return [], [(f"{run.out_dir / out_layout.SUMMARY}: finished_at {run.written.finished_at!r} "
                      "is not an ISO 8601 time")]
     missing: dict[str, list[str]] = {}
-    for pair, verdict in zip(run.summary.every_pair(), run.verdicts, strict=True):
+    for pair, verdict in zip(run.written.every_pair(), run.verdicts, strict=True):
         if pair.verdict != "accepted":
             continue
         where = run.out_dir / out_layout.place_of(pair.submission, pair.problem)
