@@ -51,8 +51,9 @@ def replay_command(record_dir: Path, submissions: tuple[Path, ...], out_dir: Pat
                    allow_drift: bool, paranoid: bool, benchmark_rev: str,
                    work_dir: Path | None, keep_work: bool, jobs: int | None,
                    timeout: float | None, memory_limit: int | None, max_processes: int | None,
-                   skip_probes: bool, benchmark: Path | None, toolchain: Path | None, bwrap_path: str | None,
-                   allow_bwrap: str | None, as_json: bool, verbose: int, quiet: bool) -> NoReturn:
+                   skip_probes: bool, benchmark: Path | None, toolchain: Path | None,
+                   bwrap_path: str | None, allow_bwrap: str | None, as_json: bool,
+                   verbose: int, quiet: bool) -> NoReturn:
     """Score the pairs recorded in OUT (a run-eval or merge output) again from SUBMISSION...
     and compare each new verdict and reason with the record.
 
