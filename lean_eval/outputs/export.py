@@ -221,7 +221,7 @@ def export(out_dir: Path, metadata_path: Path, results_dir: Path,
     metadata, invalid = read_metadata(metadata_path)
     candidates, errors = _candidates(run, metadata, invalid)
     errors = [line for lines in invalid.values() for line in lines] + errors
-    if not candidates:
+    if not candidates or errors:  # it writes nothing: no lock (and no store directory made)
         return _append(candidates, errors, results_dir, waited=False)
     held = StoreLock(results_dir, on_wait=on_wait)
     try:

@@ -29,26 +29,24 @@ def file_name(user: str) -> str:
     return f"{user.lower()}.json"
 
 
-STORE_LOCK = ".lean-eval-export.lock"  # flocked by the one export writing the store
 LOCK_WAIT = 300.0  # seconds an export waits for another before it gives up
 _POLL = 0.05
 
 
 class StoreLock:
-    """The exclusive right to read-modify-write one results store (its directory), waited
-    for at most ``wait`` seconds; release with ``close``. The lock file is never deleted, so
-    two exports can never lock two different files; the kernel frees a dead holder's lock.
-    ``on_wait`` is told once, with the holder, when the store is busy."""
+    """The exclusive right to read-modify-write one results store, waited for at most ``wait``
+    seconds; release with ``close``. The flock is on the store directory itself: no lock file
+    enters a store that is published (a git repository), and the kernel frees a dead
+    holder's lock. ``on_wait`` is told once when the store is busy."""
 
     def __init__(self, results_dir: Path, wait: float = LOCK_WAIT,
                  on_wait: Callable[[str], None] | None = None) -> None:
-        path = results_dir / STORE_LOCK
         try:
             results_dir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            fd = os.open(results_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as exc:
-            raise OutputError(f"cannot lock the results store {path}: {exc.strerror or exc}"
-                              ) from exc
+            raise OutputError(f"cannot lock the results store {results_dir}: "
+                              f"{exc.strerror or exc}") from exc
         deadline = time.monotonic() + wait
         self.waited = False
         while True:
@@ -56,27 +54,19 @@ class StoreLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                holder = _holder_of(fd)
                 if time.monotonic() >= deadline:
                     os.close(fd)
                     raise ExportRefusedError(
-                        f"the results store {results_dir} is still being written by {holder} "
-                        f"after {wait:.0f} s (lock {path}); nothing was written") from None
+                        f"the results store {results_dir} is still being written by another "
+                        f"export after {wait:.0f} s; nothing was written") from None
                 if not self.waited and on_wait is not None:
-                    on_wait(f"the results store {results_dir} is being written by {holder}; "
-                            "waiting for it to finish")
+                    on_wait(f"the results store {results_dir} is being written by another "
+                            "export; waiting for it to finish")
                 self.waited = True
                 time.sleep(_POLL)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
         self._fd: int | None = fd
 
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)  # closing the descriptor releases the flock
             self._fd = None
-
-
-def _holder_of(fd: int) -> str:
-    text = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
-    return f"another export ({text})" if text else "another export"
