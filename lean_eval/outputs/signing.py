@@ -214,7 +214,7 @@ class SigningKey:
         if subject.name != name:
             return f"its envelope is about {subject.name!r}, not this file"
         if subject.digest.get("sha256") != hashlib.sha256(data).hexdigest():
-            return "the file changed after it was signed"
+            return "the verdict file changed after it was signed"
         return None
 
 
