@@ -301,6 +301,9 @@ def test_an_edited_shard_summary_line_is_refused_by_merge_and_shown_as_filed_by_
     assert "summary.json says accepted/completed/accepted" in row
     table = _cli("report", str(edited))
     assert "warning: bob/two_plus_two: summary.json says accepted" in table.output
+    for fmt in ("markdown", "junit", "html"):  # every format names it
+        shown = _cli("report", str(edited), "--format", fmt).output
+        assert "summary.json says accepted/completed/accepted" in shown, fmt
     doc = json.loads(_cli("report", str(edited), "--format", "json").output)
     assert doc["counts"]["accepted"] == summary["counts"]["accepted"] - 1
     assert len(doc["disagreements"]) == 1
