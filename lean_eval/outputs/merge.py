@@ -214,17 +214,16 @@ def _carry_run(out: ShardOutput, root_fd: int, staging: Path) -> None:
     k, n = (out.summary.shard.k, out.summary.shard.n) if out.summary.shard else (1, 1)
     with outdir.directory(staging) as target:
         for name in outdir.run_envelopes(out.path):
-            fd = outdir.open_regular(out.path, root_fd, ".", name)
             new = out_layout.shard_envelope(k, n) if name == out_layout.RUN_ENVELOPE else name
+            if (fd := outdir.open_regular(out.path, root_fd, ".", name)) is None:
+                continue
             try:
-                if fd is not None:
-                    _place(fd, target, new)
+                _place(fd, target, new)
             except FileExistsError as exc:
                 raise MergeRefusedError(f"{out.path}: {name} would be {new}, which another "
                                         "shard already gave; refusing to merge") from exc
             finally:
-                if fd is not None:
-                    os.close(fd)
+                os.close(fd)
 
 
 def _expected(submissions: Sequence[SubmissionSummary]) -> list[Pair]:
