@@ -85,6 +85,9 @@ def report_end(summary: Summary, console: Console, quiet: bool) -> None:
         for line in sub.hidden:
             console.print(f"[yellow]warning:[/] {escape(sub.id)}: hidden by an intake limit: "
                           f"{escape(line)}", highlight=False, soft_wrap=True)
+    for line in summary.not_reused:  # even under -q: a verdict on --out was not what was signed
+        console.print(f"[yellow]warning:[/] not kept, scored again: {escape(line)}",
+                      highlight=False, soft_wrap=True)
     if quiet:
         return
     if summary.reused:

@@ -35,7 +35,8 @@ def export_results(out_dir: Path, metadata: Path, results_dir: Path, as_json: bo
     """
     from lean_eval.outputs import export
 
-    done = export.export(out_dir, metadata, results_dir)
+    done = export.export(out_dir, metadata, results_dir, on_wait=lambda text: click.echo(
+        f"lean-eval: export-results: {text}", err=True))
     if as_json:
         click.echo(export.export_report(results_dir, done).model_dump_json(indent=2))
     elif not quiet:

@@ -38,25 +38,31 @@ from lean_eval.cli.steps import load, preflight, tools_for
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Pairs scored at once (default as for run-eval).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=None,
-              help="Deadline per pair instead of the record's (drift: needs --allow-drift).")
+              help="Deadline per pair (default: run-eval's; differing from the record: drift).")
 @click.option("--memory-limit", type=ByteSize(minimum=64 << 20), default=None,
-              help="Memory of one pair's tree instead of the record's (drift).")
+              help="Memory of one pair's tree (default: run-eval's; differing: drift).")
 @click.option("--max-processes", type=click.IntRange(min=1), default=None,
-              help="Processes of one pair's tree instead of the record's (drift).")
+              help="Processes of one pair's tree (default: run-eval's; differing: drift).")
+@click.option("--skip-probes", is_flag=True,
+              help="Skip the preflight probes (never because the record did; differing from "
+                   "the record: drift).")
 @common_options
 def replay_command(record_dir: Path, submissions: tuple[Path, ...], out_dir: Path | None,
                    allow_drift: bool, paranoid: bool, benchmark_rev: str,
                    work_dir: Path | None, keep_work: bool, jobs: int | None,
                    timeout: float | None, memory_limit: int | None, max_processes: int | None,
-                   benchmark: Path | None, toolchain: Path | None, bwrap_path: str | None,
-                   allow_bwrap: str | None, as_json: bool, verbose: int, quiet: bool) -> NoReturn:
+                   skip_probes: bool, benchmark: Path | None, toolchain: Path | None,
+                   bwrap_path: str | None, allow_bwrap: str | None, as_json: bool,
+                   verbose: int, quiet: bool) -> NoReturn:
     """Score the pairs recorded in OUT (a run-eval or merge output) again from SUBMISSION...
     and compare each new verdict and reason with the record.
 
-    Scores with the options the record holds. Refuses (exit 2, naming each) when a pin differs
-    from the record: a submission's digest, the benchmark commit, trusted-file digests,
-    toolchain, bubblewrap digest, harness version or a verdict-changing option (--timeout,
-    --memory-limit, --max-processes given here); --allow-drift replays anyway. Exits 0 when
+    Scores with run-eval's defaults and the options given here, never with the record's, and
+    runs the probes unless --skip-probes. Refuses (exit 2, naming each) when a pin differs from
+    the record: a submission's digest, the benchmark commit, trusted-file digests, toolchain,
+    bubblewrap digest, harness version, a verdict-changing option (--timeout, --memory-limit,
+    --max-processes, --skip-probes), or a recorded verdict whose options, limits or resume key
+    disagree with the record's options; --allow-drift replays anyway. Exits 0 when
     every pair reproduced, 1 when any verdict or reason changed (or, under --paranoid, a
     checker rejected what the record accepted: kernel_disagreement).
     """
@@ -66,7 +72,7 @@ def replay_command(record_dir: Path, submissions: tuple[Path, ...], out_dir: Pat
     env = dict(os.environ)
     given = {"timeout": timeout, "memory_limit": memory_limit, "max_processes": max_processes}
     settings = replay.Settings(out_dir=out_dir, work_dir=work_dir, keep_work=keep_work,
-                               jobs=jobs, paranoid=paranoid,
+                               jobs=jobs, paranoid=paranoid, skip_probes=skip_probes,
                                overrides={k: v for k, v in given.items() if v is not None})
     record = replay.load_record(record_dir)
     cat = load(benchmark, benchmark_rev, quiet=quiet)

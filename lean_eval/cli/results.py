@@ -102,7 +102,8 @@ def report_command(out_dir: Path, fmt: str, output: Path | None,
         sys.exit(0)
     run = run_report.load_run(out_dir)
     if fmt == "table" and output is None:
-        console.print_summary(run.summary, Console(), hints=True)
+        console.print_summary(run.summary, Console(), hints=True,
+                              disagreements=run.disagreements)
     else:
         text = formats.render(run, cast("run_report.Format", fmt))
         if output is None:

@@ -2,13 +2,15 @@
 
 Invariants: only pairs whose verdict file says ``accepted`` become results; everything (the
 metadata, the run, every store file touched) is checked before anything is written, and any
-problem refuses the whole export; the store is append-only and sticky.
+problem refuses the whole export; the store is append-only and sticky; every store file is
+read and written under the store's lock (``results_store.StoreLock``), so two exports into one
+store both keep every record.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -19,7 +21,7 @@ from lean_eval.errors import CatalogError, ExportRefusedError, OutputError
 from lean_eval.files.atomic import write_text_atomic
 from lean_eval.files.decoding import strict_json, toml_table
 from lean_eval.outputs.report import run_report
-from lean_eval.outputs.results_store import file_name, result_id
+from lean_eval.outputs.results_store import StoreLock, file_name, result_id
 from lean_eval.records import out_layout
 from lean_eval.records.documents import ExportReport
 from lean_eval.records.results_store import STORE_SCHEMA_VERSION, MetadataEntry, Result, UserFile
@@ -40,6 +42,7 @@ class Exported(NamedTuple):
     added: tuple[Added, ...]
     kept: tuple[Added, ...]  # accepted pairs whose result id the store already had
     written: tuple[Path, ...]
+    waited: bool = False  # another export held the store first
 
 
 def export_report(results_dir: Path, done: Exported) -> ExportReport:
@@ -162,12 +165,12 @@ def _candidates(run: run_report.Run, metadata: Mapping[str, MetadataEntry],
     errors: list[str] = []
     found: list[tuple[MetadataEntry, Result, PairSummary]] = []
     try:
-        accepted_at = utc_seconds(run.summary.finished_at)
+        accepted_at = utc_seconds(run.written.finished_at)
     except ValueError:
-        return [], [(f"{run.out_dir / out_layout.SUMMARY}: finished_at {run.summary.finished_at!r} "
+        return [], [(f"{run.out_dir / out_layout.SUMMARY}: finished_at {run.written.finished_at!r} "
                      "is not an ISO 8601 time")]
     missing: dict[str, list[str]] = {}
-    for pair, verdict in zip(run.summary.every_pair(), run.verdicts, strict=True):
+    for pair, verdict in zip(run.written.every_pair(), run.verdicts, strict=True):
         if pair.verdict != "accepted":
             continue
         where = run.out_dir / out_layout.place_of(pair.submission, pair.problem)
@@ -210,12 +213,26 @@ def _existing(path: Path, user: str) -> tuple[dict[str, Any], list[str]]:
     return raw, problems
 
 
-def export(out_dir: Path, metadata_path: Path, results_dir: Path) -> Exported:
-    """Append the accepted pairs of ``out_dir`` to the store in ``results_dir``."""
+def export(out_dir: Path, metadata_path: Path, results_dir: Path,
+           on_wait: Callable[[str], None] | None = None) -> Exported:
+    """Append the accepted pairs of ``out_dir`` to the store in ``results_dir``, once no other
+    export writes it (``on_wait``: told when this one has to wait)."""
     run = run_report.load_run(out_dir)
     metadata, invalid = read_metadata(metadata_path)
     candidates, errors = _candidates(run, metadata, invalid)
     errors = [line for lines in invalid.values() for line in lines] + errors
+    if not candidates or errors:  # it writes nothing: no lock (and no store directory made)
+        return _append(candidates, errors, results_dir, waited=False)
+    held = StoreLock(results_dir, on_wait=on_wait)
+    try:
+        return _append(candidates, errors, results_dir, held.waited)
+    finally:
+        held.close()
+
+
+def _append(candidates: list[tuple[MetadataEntry, Result, PairSummary]], errors: list[str],
+            results_dir: Path, waited: bool) -> Exported:
+    """Read the store files ``candidates`` go to, append, write (under the store's lock)."""
     documents: dict[Path, dict[str, Any]] = {}
     changed: dict[Path, bool] = {}
     ids: dict[Path, set[str]] = {}
@@ -246,4 +263,4 @@ def export(out_dir: Path, metadata_path: Path, results_dir: Path) -> Exported:
             done = ", ".join(str(p) for p in written[:i]) or "none"
             raise OutputError(f"cannot write {path}: {exc.strerror or exc} (files already "
                               f"written: {done})") from exc
-    return Exported(tuple(added), tuple(kept), written)
+    return Exported(tuple(added), tuple(kept), written, waited)

@@ -3,6 +3,9 @@
 Invariants (a shard is read through ``outputs.outdir``):
 - Shards merge only with the same batch and shard count, identity, options, probe policy and
   signing key, and no pair scored twice; else nothing is written and the refusal names them.
+- A pair's verdict is its verdict file's: a summary line that says otherwise is refused.
+- A signed shard's run envelope is carried as ``run.K-of-N.intoto.json``, so ``verify`` checks
+  the merge as the one signed whole its shards make (SECURITY.md invariant 20).
 - The output appears whole or not at all (assembled in a hidden sibling, renamed into place);
   an existing non-empty ``--out`` is never touched.
 - Pairs no shard scored are listed, not guessed (``missing_shards``, ``not_scored_pairs``), and
@@ -29,6 +32,7 @@ from lean_eval.outputs import outdir
 from lean_eval.records import out_layout
 from lean_eval.records.verdict import (
     INFRASTRUCTURE_FAILURES,
+    SUMMARY_SCHEMA_VERSION,
     TALLY,
     PairRef,
     PairSummary,
@@ -166,6 +170,9 @@ def _carry(out: ShardOutput, root_fd: int, entry: PairSummary, staging: Path) ->
                                         f"({out_layout.place_of(sid, pid)})")
             try:
                 verdict = outdir.read_verdict(out.path, fd, (sid, pid))
+                if (why := outdir.disagreement(entry, verdict)) is not None:
+                    raise MergeRefusedError(f"{out.path}: {sid}/{pid}: {why}; refusing to "
+                                            "merge (nothing was written)")
                 _place(fd, target, out_layout.place_of(sid, pid).name)
             finally:
                 os.close(fd)
@@ -198,13 +205,29 @@ def _assemble(outputs: Sequence[ShardOutput], staging: Path
                 verdicts.append(_carry(out, root_fd, entry, staging))
                 pairs.append(entry.model_copy(update={
                     "path": str(out_layout.place_of(entry.submission, entry.problem))}))
+            _carry_run(out, root_fd, staging)
     return pairs, verdicts
+
+
+def _carry_run(out: ShardOutput, root_fd: int, staging: Path) -> None:
+    """Carry ``out``'s run envelope(s) under the shard's name (module invariants)."""
+    k, n = (out.summary.shard.k, out.summary.shard.n) if out.summary.shard else (1, 1)
+    with outdir.directory(staging) as target:
+        for name in outdir.run_envelopes(out.path):
+            new = out_layout.shard_envelope(k, n) if name == out_layout.RUN_ENVELOPE else name
+            if (fd := outdir.open_regular(out.path, root_fd, ".", name)) is None:
+                continue
+            try:
+                _place(fd, target, new)
+            except FileExistsError as exc:
+                raise MergeRefusedError(f"{out.path}: {name} would be {new}, which another "
+                                        "shard already gave; refusing to merge") from exc
+            finally:
+                os.close(fd)
 
 
 def _expected(submissions: Sequence[SubmissionSummary]) -> list[Pair]:
     return [(s.id, p) for s in submissions for p in s.problems]
-
-
 
 
 def _summary(outputs: Sequence[ShardOutput], submissions: list[SubmissionSummary],
@@ -226,7 +249,7 @@ def _summary(outputs: Sequence[ShardOutput], submissions: list[SubmissionSummary
     # every shard's unchanged pairs, listed by id again under their submission
     kept, unchanged = compact_pairs(tuple(pairs))
     data.update({
-        "started_at": started, "finished_at": finished,
+        "schema_version": SUMMARY_SCHEMA_VERSION, "started_at": started, "finished_at": finished,
         "submissions": [{**s.model_dump(), "tally": tallies[s.id],
                          "unchanged": unchanged.get(s.id, ())}
                         for s in submissions],
@@ -238,6 +261,7 @@ def _summary(outputs: Sequence[ShardOutput], submissions: list[SubmissionSummary
         "interrupted": any(o.summary.interrupted for o in outputs),
         "not_scored": len(missing),
         "reused": sum(o.summary.reused for o in outputs),
+        "not_reused": tuple(line for o in outputs for line in o.summary.not_reused),
         "missing_shards": tuple(absent),
         "not_scored_pairs": tuple(PairRef(submission=s, problem=p) for s, p in missing),
     })

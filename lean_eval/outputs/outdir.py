@@ -212,6 +212,24 @@ def read_verdict(where: Path, fd: int, pair: tuple[str, str], *,
     return verdict
 
 
+def disagreement(pair: PairSummary, verdict: Verdict) -> str | None:
+    """How ``pair``'s summary line differs from its verdict file (verdict, execution, reason
+    code), or None; the file decides (merge refuses the line, report shows the file's)."""
+    said = (verdict.verdict, verdict.execution, verdict.reason.code)
+    line = (pair.verdict, pair.execution, pair.reason)
+    if line == said:
+        return None
+    return (f"summary.json says {show('/'.join(line))}, the verdict file says "
+            f"{show('/'.join(said))}")
+
+
+def run_envelopes(where: Path) -> list[str]:
+    """The names of the run envelopes at the top of the output (``run.intoto.json`` and, in a
+    merge, one per carried shard); open each with ``open_regular`` (root descriptor, ".")."""
+    return [out_layout.RUN_ENVELOPE,
+            *sorted(p.name for p in where.glob(out_layout.SHARD_ENVELOPE_GLOB))]
+
+
 class PairFiles(NamedTuple):
     """What an output directory holds for one pair of its summary."""
 

@@ -3,14 +3,18 @@
 Invariants (the pins and statuses: design §5.6):
 - Nothing is scored while a pin of the record differs from the replay's, unless
   ``allow_drift``; then every differing pin is named in the report.
-- Pairs are scored by ``scoring.batch.run_batch`` with the record's options, every pair afresh,
-  into a directory that overlaps neither the record nor an input; the record is only read.
+- A record is data, never settings: pairs are scored with the replayer's own options (flags
+  given, else run-eval's defaults) and probes, unless the replayer says ``skip_probes``. The
+  record's options, every recorded verdict's options and limits, and each verdict's resume key
+  recomputed from its own fields under the record's options, are compared with those: each
+  difference is drift (SECURITY.md invariant 19).
+- Pairs are scored by ``scoring.batch.run_batch``, every pair afresh, into a directory that
+  overlaps neither the record nor an input; the record is only read.
 - ``paranoid`` adds ``lake comparator --paranoid`` and nothing else.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
 import tempfile
@@ -19,14 +23,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pydantic import ValidationError
-
 from lean_eval.benchmark.catalog import Catalog
 from lean_eval.errors import ReplayRefusedError, UsageError
 from lean_eval.files.atomic import write_model
 from lean_eval.files.paths import overlap
 from lean_eval.intake import reader
-from lean_eval.intake.bounds import IntakeLimits
 from lean_eval.outputs import outdir
 from lean_eval.outputs.report import run_report
 from lean_eval.records import out_layout
@@ -62,16 +63,18 @@ class Record(NamedTuple):
 
 
 class Settings(NamedTuple):
-    """How to replay; only ``paranoid`` (the audit) and ``overrides`` can change a verdict."""
+    """How to replay; ``paranoid`` (the audit), ``overrides`` and ``skip_probes`` can change a
+    verdict, and only what the replayer gives here (never the record) is used."""
 
     out_dir: Path | None = None  # None: a temporary directory, removed afterwards
     work_dir: Path | None = None
     keep_work: bool = False
     jobs: int | None = None
     paranoid: bool = False
-    # Verdict-changing options to use instead of the record's (timeout, memory_limit,
-    # max_processes, max_written_file_bytes): each one that differs is drift.
+    # Verdict-changing options to use instead of run-eval's defaults (timeout, memory_limit,
+    # max_processes, max_written_file_bytes): each one that differs from the record is drift.
     overrides: Mapping[str, float | int] = {}
+    skip_probes: bool = False  # --skip-probes: the replayer's choice (the record's is a pin)
 
 
 class Plan(NamedTuple):
@@ -79,9 +82,9 @@ class Plan(NamedTuple):
     record: Record
     submissions: tuple[Submission, ...]
     catalog: Catalog  # restricted to the record's problems
-    options: RunOptions  # the record's, out_dir still to be set
+    options: RunOptions  # the replayer's, out_dir still to be set
     drift: tuple[Drift, ...]
-    skip_probes: bool  # what the record's run did: the replay's preflight must do the same
+    skip_probes: bool  # the replayer's choice: the replay's preflight must do the same
 
 
 def load_record(path: Path) -> Record:
@@ -100,33 +103,48 @@ def load_record(path: Path) -> Record:
     return Record(path, run.summary, verdicts)
 
 
-def _options(recorded: Mapping[str, Any] | None, settings: Settings,
-             shard: Shard | None) -> RunOptions:
-    """The record's verdict-changing options (run-eval's defaults where unreadable: drift)."""
+def _options(settings: Settings, shard: Shard | None) -> RunOptions:
+    """The replay's verdict-changing options: run-eval's defaults and the replayer's own
+    ``overrides``; never the record's (module invariants)."""
     base = RunOptions(out_dir=Path(), timeout=FALLBACK_TIMEOUT, work_dir=settings.work_dir,
                       keep_work=settings.keep_work, jobs=settings.jobs, rescore=True,
                       shard=shard, paranoid=settings.paranoid)
-    if recorded is not None:
-        with contextlib.suppress(KeyError, TypeError, ValueError, ValidationError):
-            base = base._replace(
-                timeout=float(recorded["timeout"]),
-                limits=IntakeLimits.model_validate(recorded["limits"]),
-                max_written_file_bytes=int(recorded["max_written_file_bytes"]),
-                pair_limits=base.pair_limits._replace(
-                    memory_limit=int(recorded["memory_limit"]),
-                    max_processes=int(recorded["max_processes"])))
-        with contextlib.suppress(KeyError, TypeError, ValueError):
-            base = base._replace(pair_limits=base.pair_limits._replace(
-                disk_limit=_optional_int(recorded["disk_limit"]),
-                disk_files=_optional_int(recorded["disk_files"])))
     tree = {k: v for k, v in settings.overrides.items() if k in resources.PairLimits._fields}
     run = {k: v for k, v in settings.overrides.items() if k not in tree}
     return base._replace(pair_limits=base.pair_limits._replace(**tree),  # type: ignore[arg-type]
                          **run)  # type: ignore[arg-type]
 
 
-def _optional_int(value: object) -> int | None:
-    return None if value is None else int(value)  # type: ignore[call-overload]
+# A verdict's ``limits`` field for each limit option of the record
+_LIMIT_FIELDS = (("memory_limit", "memory_bytes"), ("max_processes", "max_processes"),
+                 ("disk_limit", "disk_bytes"), ("disk_files", "disk_files"))
+
+
+def _verdict_drift(verdict: Verdict, recorded: Mapping[str, Any] | None,
+                   subject: str) -> list[Drift]:
+    """How the recorded verdict disagrees with the record's options: its own options, its
+    limits, and its resume key recomputed under them."""
+    if recorded is None:
+        return []
+    own = verdict.options or {}
+    found = [Drift(pin=f"option {key}", subject=subject, recorded=_compact(recorded.get(key)),
+                   current=f"the verdict says {_compact(own.get(key))}")
+             for key in (sorted({*own, *recorded}) if own else ())
+             if own.get(key) != recorded.get(key)]
+    for option, field in _LIMIT_FIELDS if verdict.limits is not None else ():
+        said = getattr(verdict.limits, field)
+        if option in recorded and recorded[option] != said:
+            found.append(Drift(pin=f"limit {option}", subject=subject,
+                               recorded=_compact(recorded[option]),
+                               current=f"the verdict says {_compact(said)}"))
+    if verdict.resume_key is not None:
+        key = resume.key_of(verdict.submission.digest, verdict.problem.id,
+                            verdict.problem.statement_revision, verdict.trusted_files,
+                            verdict.identity, recorded)
+        if key != verdict.resume_key:
+            found.append(Drift(pin="resume_key", subject=subject, recorded=verdict.resume_key,
+                               current=f"{key} under the record's options"))
+    return found
 
 
 def _compact(value: object) -> str:
@@ -168,8 +186,8 @@ def plan(record: Record, submissions: Sequence[Path], catalog: Catalog, tools: T
         raise ReplayRefusedError(f"--out {settings.out_dir} and the record {record.path} "
                                  "overlap; the replay writes elsewhere")
     shard = Shard(summary.shard.k, summary.shard.n) if summary.shard else None
-    options = _options(summary.options, settings, shard)
-    skip = bool((summary.options or {}).get("skip_probes", summary.preflight.skipped))
+    options = _options(settings, shard)
+    skip = settings.skip_probes
     drift: list[Drift] = []
     current = identity(catalog, tools)
     drift += _identity_drift(summary.identity, current, "run")
@@ -196,6 +214,7 @@ def plan(record: Record, submissions: Sequence[Path], catalog: Catalog, tools: T
         if sid not in given:
             continue
         drift += _identity_drift(verdict.identity, current, f"{sid}/{pid}", summary.identity)
+        drift += _verdict_drift(verdict, summary.options, f"{sid}/{pid}")
         workspace = catalog.problems.get(pid)
         if workspace is None:
             drift.append(Drift(pin="problem", subject=pid, recorded="in the benchmark",

@@ -14,6 +14,15 @@ VERDICT_SUFFIX = ".json"
 LOG_SUFFIX = ".log"  # the capped raw log of a pair Lake ran for
 ENVELOPE_SUFFIX = ".intoto.json"  # the signed statement over the verdict beside it
 BESIDE_VERDICT = (LOG_SUFFIX, ENVELOPE_SUFFIX)  # a pair's other files, carried with its verdict
+RUN_ENVELOPE = "run.intoto.json"  # --sign-key: the signed statement over the whole run
+
+
+def shard_envelope(k: int, n: int) -> str:
+    """Where a merge keeps the run envelope of the shard ``k`` of ``n`` it carried."""
+    return f"run.{k}-of-{n}{ENVELOPE_SUFFIX}"
+
+
+SHARD_ENVELOPE_GLOB = f"run.*-of-*{ENVELOPE_SUFFIX}"
 
 
 def place_of(submission_id: str, problem_id: str, suffix: str = VERDICT_SUFFIX) -> PurePosixPath:

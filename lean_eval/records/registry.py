@@ -29,6 +29,7 @@ def schemas() -> dict[str, dict[str, Any]]:
         "submission-check.schema.json": documents.SubmissionCheck.model_json_schema(),
         "results-store.schema.json": results_store.UserFile.model_json_schema(),
         "verdict-statement.schema.json": statement.Statement.model_json_schema(),
+        "run-statement.schema.json": statement.RunStatement.model_json_schema(),
         "verify-report.schema.json": documents.VerifyReport.model_json_schema(),
         "export-report.schema.json": documents.ExportReport.model_json_schema(),
         "problem-list.schema.json": documents.ProblemList.model_json_schema(),

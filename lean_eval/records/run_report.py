@@ -40,7 +40,7 @@ class SubmissionReport(Record):
 class RunReport(Record):
     """An output directory (one run or a merge) as ``report --format json`` gives it."""
 
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2  # 2: disagreements
     started_at: str
     finished_at: str
     exit_code: int
@@ -49,3 +49,6 @@ class RunReport(Record):
     pairs: tuple[PairReport, ...]
     not_scored: tuple[PairRef, ...] = ()  # pairs no run scored (none has a verdict)
     missing_shards: tuple[str, ...] = ()  # merge: shards "K/N" none of its outputs scored
+    # "<submission>/<problem>: summary.json says ..., the verdict file says ...": each pair whose
+    # summary line differs from its verdict file, which every format shows instead
+    disagreements: tuple[str, ...] = ()

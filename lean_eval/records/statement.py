@@ -1,6 +1,7 @@
-"""The in-toto Statement v1 in a signed verdict's DSSE envelope (``<problem>.intoto.json``,
-design §5.5 "Signing"): built and signed by ``outputs.signing``; ``outputs.verify`` checks each
-predicate field against the verdict file."""
+"""The in-toto Statements v1 of a signed run (design §5.5 "Signing"): one in each verdict's DSSE
+envelope (``<problem>.intoto.json``), and the run's own (``run.intoto.json``) binding them into
+one whole. Built and signed by ``outputs.signing``; ``outputs.verify`` checks each predicate
+field against the files."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from lean_eval.records.base import Record
-from lean_eval.records.verdict import Checker, Execution, Outcome, ProblemRef
+from lean_eval.records.verdict import Checker, Execution, Identity, Outcome, ProblemRef
 
 
 class Subject(Record):
@@ -56,8 +57,8 @@ class Predicate(Record):
     bubblewrap: BubblewrapClaim
     harness_version: str
     probes_skipped: bool
-    # Every run-eval option that can change a verdict (resume.verdict_options): the signer's
-    # word only, as the verdict file does not record them.
+    # Every run-eval option that can change a verdict (resume.verdict_options), as the verdict
+    # file records them (empty: a version-1 verdict, which recorded none).
     options: dict[str, Any]
 
 
@@ -69,3 +70,33 @@ class Statement(Record):
     subject: tuple[Subject, Subject]  # the verdict file, then the submission
     predicate_type: Literal["urn:lean-eval:predicate:verdict:v1"] = Field(alias="predicateType")
     predicate: Predicate
+
+
+class ShardClaim(Record):
+    """Which shard of which batch the run scored (``--shard K/N``)."""
+
+    k: int
+    n: int
+    batch_digest: str
+    options_digest: str | None
+
+
+class RunPredicate(Record):
+    """The run as a whole: what every verdict it lists must have been scored under."""
+
+    identity: Identity
+    options: dict[str, Any] | None  # the run's verdict-changing options (summary ``options``)
+    shard: ShardClaim | None  # None: the run scored the whole batch
+    started_at: str
+    finished_at: str
+    signing_key: str  # the fingerprint of the key that signed it and every verdict it lists
+
+
+class RunStatement(Record):
+    """An in-toto Statement v1 about a whole run: ``summary.json``, then every verdict file
+    the run recorded (each by its name relative to the output directory and its SHA-256)."""
+
+    type: Literal["https://in-toto.io/Statement/v1"] = Field(alias="_type")
+    subject: tuple[Subject, ...] = Field(min_length=1)
+    predicate_type: Literal["urn:lean-eval:predicate:run:v1"] = Field(alias="predicateType")
+    predicate: RunPredicate

@@ -9,8 +9,10 @@ from lean_eval.records import out_layout
 from lean_eval.records.base import Record
 from lean_eval.records.probe_result import ProbeOutcome
 
-SCHEMA_VERSION = 1
-SUMMARY_SCHEMA_VERSION = 2  # 2: unchanged pairs listed by id per submission, not in ``pairs``
+# 2: every verdict holds the settings it was given under (``options``); 1 is read, never resumed
+SCHEMA_VERSION = 2
+# 2: unchanged pairs listed by id per submission, not in ``pairs``; 3: ``not_reused`` (2 is read)
+SUMMARY_SCHEMA_VERSION = 3
 
 Execution = Literal[
     "completed", "timed_out", "resource_exhausted", "crashed", "sandbox_error", "not_run",
@@ -130,7 +132,7 @@ class Mounts(Record):
 class Verdict(Record):
     """The judgement of one (submission, problem) pair."""
 
-    schema_version: Literal[1] = 1
+    schema_version: Literal[1, 2] = 2
     submission: SubmissionRef
     problem: ProblemRef
     verdict: Outcome
@@ -153,6 +155,10 @@ class Verdict(Record):
     # same --out reuses the file when its key matches (design §5.5 "Resume")
     resume_key: str | None = None
     limits: ResourceLimits | None = None  # None: the pair never ran (refused, unchanged)
+    # Every setting that can change this verdict, whatever its source (flag, variable, config
+    # file): ``resume.verdict_options``, the options its ``resume_key`` covers, so the verdict
+    # read alone says under what it was given (design §3). None: a version-1 verdict.
+    options: dict[str, Any] | None = None
 
 
 class PairSummary(Record):
@@ -241,7 +247,7 @@ def is_compact(pair: PairSummary) -> bool:
 class Summary(Record):
     """The run as a whole; ``exit_code`` is what ``run-eval`` exits with."""
 
-    schema_version: Literal[2] = 2
+    schema_version: Literal[2, 3] = 3
     started_at: str
     finished_at: str
     identity: Identity
@@ -272,6 +278,9 @@ class Summary(Record):
     # Only the polling watchdog enforced the pairs' memory and process limits (no writable
     # cgroup offered memory and pids): best-effort, SECURITY.md says what it cannot see.
     limits_best_effort: bool = False
+    # --sign-key: verdicts on --out whose resume key matched but which were scored again, each
+    # "<submission>/<problem>: why" (their envelope did not verify under the key; design §5.5)
+    not_reused: tuple[str, ...] = ()
 
     def every_pair(self) -> tuple[PairSummary, ...]:
         """Every recorded pair, unchanged ones included, in input order (submissions as listed,

@@ -77,7 +77,8 @@ def execute(batch: Batch, caller_env: Mapping[str, str], preflight: Preflight | 
     plan's."""
     planned = batch.planned if preflight is None else batch.planned._replace(
         preflight=preflight)
-    options, ident, preflight, plans, items, digest, shards, kept, unchanged, _ = planned
+    options, ident, preflight, plans, items, digest, shards, kept, unchanged, _, distrusted = \
+        planned
     catalog, out_dir = batch.catalog, batch.out_dir
     with signals(batch.stop):
         run_dir = _run_dir(options)
@@ -100,7 +101,7 @@ def execute(batch: Batch, caller_env: Mapping[str, str], preflight: Preflight | 
             k=options.shard.k, n=options.shard.n, batch_digest=digest, batch=shards,
             options_digest=options_digest(recorded))
         return write_summary(batch.started_at, ident, preflight, catalog, plans, items,
-                             results, out_dir, run, shard, recorded)
+                             results, out_dir, run, shard, recorded, distrusted)
 
 
 def run_batch(submissions: Sequence[Submission], catalog: Catalog, tools: Tools,

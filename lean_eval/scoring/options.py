@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from lean_eval import __version__
 from lean_eval.benchmark.catalog import Catalog
@@ -19,13 +18,20 @@ from lean_eval.supervise import disk, resources
 
 
 class Signer(Protocol):
-    """What a run needs of a signing key (``attest.SigningKey``): an envelope per verdict."""
+    """What a run needs of a signing key (``outputs.signing.SigningKey``): an envelope per
+    verdict, one over the run, and the check a resumed run makes before keeping a verdict."""
 
     @property
     def fingerprint(self) -> str: ...
 
-    def sign(self, verdict_file: Path, out_dir: Path, options: Mapping[str, Any]) -> str | None:
+    def sign(self, verdict_file: Path, out_dir: Path) -> str | None:
         """Write the envelope beside ``verdict_file``; a fault message, or None."""
+
+    def sign_run(self, out_dir: Path) -> str | None:
+        """Write the run's envelope over ``summary.json`` and its verdicts; a fault, or None."""
+
+    def check(self, verdict_file: Path, out_dir: Path) -> str | None:
+        """Why ``verdict_file`` is not exactly what this key signed there, or None."""
 
 
 class RunOptions(NamedTuple):

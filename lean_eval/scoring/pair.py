@@ -69,6 +69,8 @@ class RunContext(NamedTuple):
     keep_work: bool = False
     space: disk.SpaceWatch | None = None  # samples the scoring and output filesystems
     limits: ResourceLimits | None = None  # the run's limits, for pairs that never ran
+    # Every verdict-changing setting of the run (resume.verdict_options), in every verdict
+    options: Mapping[str, object] | None = None
 
 
 def named_problems(sub: reader.Intake) -> tuple[str, ...]:
@@ -104,7 +106,8 @@ def _verdict(job: PairJob, ctx: RunContext, outcome: Outcome, execution: Executi
         submission_files={f.relpath: f.sha256 for f in entry.files} if entry else {},
         ignored=entry.ignored if entry else (), log=log if log is not None else LogRef(path=None),
         probes_skipped=ctx.probes_skipped, mounts=ctx.mounts, resume_key=job.resume_key,
-        limits=_limits(job, limits or ctx.limits))
+        limits=_limits(job, limits or ctx.limits),
+        options=dict(ctx.options) if ctx.options is not None else None)
 
 
 def _limits(job: PairJob, record: ResourceLimits | None) -> ResourceLimits | None:

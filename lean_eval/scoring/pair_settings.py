@@ -12,7 +12,7 @@ from pathlib import Path
 from lean_eval.benchmark.catalog import Catalog
 from lean_eval.records.verdict import Identity, Preflight
 from lean_eval.sandbox import masks
-from lean_eval.scoring import driver, pair
+from lean_eval.scoring import driver, pair, resume
 from lean_eval.scoring.options import RunOptions, Tools
 from lean_eval.supervise import disk
 
@@ -42,4 +42,5 @@ def run_context(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options:
     return pair.RunContext(problems=catalog.problems, settings=settings, ident=ident,
                            scoring_root=root, out_dir=out_dir, shared_packages=shared,
                            mounts=mounts, probes_skipped=preflight.skipped,
-                           keep_work=options.keep_work, space=space, limits=limits)
+                           keep_work=options.keep_work, space=space, limits=limits,
+                           options=resume.verdict_options(options, preflight))

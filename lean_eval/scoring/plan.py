@@ -3,8 +3,12 @@
 Invariants (design §5.5):
 - Planning keeps no submission bytes (``Intake.without_data``); a submission's unchanged pairs
   are decided here, while its bytes are read (``pair.is_unchanged``).
-- A verdict on disk whose ``resume_key`` equals the pair's key and which is not ``error`` is
-  reused untouched (``--rescore``: none is); what is kept is decided once, here, before the probes.
+- A verdict on disk whose ``resume_key`` equals the pair's key, of this version and not
+  ``error``, is reused untouched (``--rescore``: none is); what is kept is decided once, here,
+  before the probes. Under ``--sign-key`` it is kept only when its envelope verifies under the
+  same key and attests exactly its bytes at its place; else it is scored again and
+  ``not_reused`` says why, so a resumed run never signs what it did not score (SECURITY.md
+  invariant 20). Without a key, resume trusts whoever can write ``--out``.
 - ``--shard K/N``: the whole batch is planned (its digest and map go in the summary), then only
   the shard's pairs are kept.
 """
@@ -21,7 +25,7 @@ from lean_eval.benchmark.catalog import Catalog
 from lean_eval.intake import reader
 from lean_eval.intake.bounds import max_path_bytes_under
 from lean_eval.records import out_layout
-from lean_eval.records.verdict import Identity, Preflight, Verdict
+from lean_eval.records.verdict import SCHEMA_VERSION, Identity, Preflight, Verdict
 from lean_eval.scoring import pair, resume
 from lean_eval.scoring.options import Planned, RunOptions, Tools, identity, not_probed
 from lean_eval.scoring.shard import batch_digest, batch_map, in_shard
@@ -43,6 +47,7 @@ class Prepared(NamedTuple):
     kept: dict[int, Verdict]  # by Planned.order: verdicts on disk that resume reuses
     unchanged: dict[str, frozenset[str]]  # by submission: problems planning found unchanged
     needs_sandbox: bool  # a pair is neither kept nor decided at intake: the probes must run
+    not_reused: tuple[str, ...] = ()  # "<sid>/<pid>: why": a matching key, but not kept signed
 
 
 def prepare(ids: Sequence[tuple[str, Path]], catalog: Catalog, tools: Tools,
@@ -58,13 +63,20 @@ def prepare(ids: Sequence[tuple[str, Path]], catalog: Catalog, tools: Tools,
     batch = batch_map((i.sid, i.problem_id) for i in items) if options.shard is not None else {}
     if options.shard is not None:
         items = [i for i in items if in_shard(i.sid, i.problem_id, options.shard)]
-    kept = {} if options.rescore else {
-        i.order: v for i in items
-        if (v := _reusable(out_layout.verdict_path(out_dir, i.sid, i.problem_id), i.key))
-        is not None}
+    kept: dict[int, Verdict] = {}
+    not_reused: list[str] = []
+    for i in [] if options.rescore else items:
+        path = out_layout.verdict_path(out_dir, i.sid, i.problem_id)
+        verdict = _reusable(path, i.key)
+        why = (options.sign_key.check(path, out_dir)
+               if verdict is not None and options.sign_key is not None else None)
+        if why is not None:
+            not_reused.append(f"{i.sid}/{i.problem_id}: {why}")
+        elif verdict is not None:
+            kept[i.order] = verdict
     sandboxed = any(i.order not in kept and _runs_lake(i, unchanged) for i in items)
     return Prepared(options, ident, preflight, plans, items, digest, batch, kept, unchanged,
-                    sandboxed)
+                    sandboxed, tuple(not_reused))
 
 
 def _plan(ids: Sequence[tuple[str, Path]], catalog: Catalog, options: RunOptions,
@@ -95,7 +107,8 @@ def _reusable(path: Path, key: str) -> Verdict | None:
         verdict = Verdict.model_validate_json(path.read_bytes())
     except (OSError, ValueError):
         return None
-    return verdict if verdict.resume_key == key and verdict.verdict != "error" else None
+    return verdict if (verdict.resume_key == key and verdict.schema_version == SCHEMA_VERSION
+                       and verdict.verdict != "error") else None
 
 
 def _bound_paths(options: RunOptions) -> RunOptions:

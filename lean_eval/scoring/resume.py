@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 
 from lean_eval.benchmark.catalog import ProblemWorkspace
 from lean_eval.intake import reader
@@ -35,13 +36,23 @@ def verdict_options(options: RunOptions, preflight: Preflight) -> dict[str, obje
 def pair_key(plan: reader.Intake, problem: ProblemWorkspace, ident: Identity,
              options: RunOptions, preflight: Preflight) -> str:
     """The resume key of one pair (module doc)."""
+    return key_of(plan.digest, problem.problem.id, problem.problem.statement_revision,
+                  problem.digests, ident, verdict_options(options, preflight))
+
+
+def key_of(submission_digest: str, problem_id: str, statement_revision: int,
+           trusted_files: Mapping[str, str], ident: Identity,
+           options: Mapping[str, object]) -> str:
+    """The key of a pair from what its verdict records (``replay`` recomputes a recorded
+    verdict's key from its own fields, so a record's options that are not the ones its
+    verdicts were given under are named)."""
     material = {
-        "submission_digest": plan.digest,
-        "problem": problem.problem.id,
-        "statement_revision": problem.problem.statement_revision,
-        "trusted_files": dict(sorted(problem.digests.items())),
+        "submission_digest": submission_digest,
+        "problem": problem_id,
+        "statement_revision": statement_revision,
+        "trusted_files": dict(sorted(trusted_files.items())),
         "identity": ident.model_dump(mode="json"),
-        "options": verdict_options(options, preflight),
+        "options": dict(options),
     }
     text = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode("ascii")).hexdigest()

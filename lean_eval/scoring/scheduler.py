@@ -27,7 +27,7 @@ from lean_eval.errors import OutputError
 from lean_eval.intake import reader
 from lean_eval.records import out_layout
 from lean_eval.records.verdict import Identity, PairSummary, Preflight, Verdict
-from lean_eval.scoring import pair, resume, sizing
+from lean_eval.scoring import pair, sizing
 from lean_eval.scoring.options import Planned, RunOptions, Tools
 from lean_eval.scoring.pair_settings import run_context
 from lean_eval.supervise import disk
@@ -77,7 +77,6 @@ class RunState:
         self.kept: dict[int, Verdict] = {}  # by Planned.order: verdicts resume reuses
         self.unsynced = False  # durable=False verdicts since the last sync (summary.write_summary)
         self.unchanged_ids: dict[str, frozenset[str]] = {}  # by submission, decided at planning
-        self.signed_options = resume.verdict_options(options, preflight)  # what envelopes attest
         self.filesystems = disk.distinct_filesystems((str(root), str(out_dir)))
 
     def room_ok(self) -> bool:
@@ -153,7 +152,7 @@ class Scheduler:
         self.counts[verdict.verdict] += 1
         key, run = self.run.options.sign_key, self.run
         if key is not None:  # --sign-key: sign every verdict recorded, scored or reused
-            fault = key.sign(run.verdict_path(item), run.out_dir, run.signed_options)
+            fault = key.sign(run.verdict_path(item), run.out_dir)
             if fault is not None and run.stop.fault is None:
                 run.stop.fault = fault
                 run.stop.event.set()

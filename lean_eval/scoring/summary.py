@@ -5,6 +5,8 @@ Invariants:
 - Verdicts written without their own fsync (unchanged pairs) are made durable by one
   ``sync_filesystem`` before ``summary.json`` is written, so a summary on disk never names a
   verdict a power loss could take back.
+- A run's envelope (``run.intoto.json``) is removed before its summary is written and, under
+  ``--sign-key``, signed again after it: it never outlives the run it names.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from lean_eval.benchmark.catalog import Catalog
 from lean_eval.errors import OutputError
 from lean_eval.files.atomic import sync_filesystem, write_model
 from lean_eval.intake import reader
-from lean_eval.records.out_layout import REFUSED_SUMMARY, SUMMARY
+from lean_eval.records.out_layout import REFUSED_SUMMARY, RUN_ENVELOPE, SUMMARY
 from lean_eval.records.verdict import (
     INFRASTRUCTURE_FAILURES,
     TALLY,
@@ -39,7 +41,8 @@ from lean_eval.supervise import lock, resources
 def write_summary(started_at: str, ident: Identity, preflight: Preflight, catalog: Catalog,
                   plans: Sequence[reader.Intake], items: Sequence[Planned],
                   results: Mapping[int, PairSummary], out_dir: Path, run: RunState,
-                  shard: ShardInfo | None, options: dict[str, object] | None = None) -> Summary:
+                  shard: ShardInfo | None, options: dict[str, object] | None = None,
+                  not_reused: tuple[str, ...] = ()) -> Summary:
     """Write ``summary.json`` of a run that planned, and return it; raises ``OutputError`` when
     it cannot be written or the run met a fault writing ``--out``."""
     every = tuple(results[i.order] for i in items if i.order in results)
@@ -70,17 +73,23 @@ def write_summary(started_at: str, ident: Identity, preflight: Preflight, catalo
         reused=run.reused, jobs=run.jobs, options=options,
         limits_best_effort=bool(every) and resources.best_effort(
             run.options.pair_limits) is not None,
-        signing_key=run.options.sign_key.fingerprint if run.options.sign_key else None)
+        signing_key=run.options.sign_key.fingerprint if run.options.sign_key else None,
+        not_reused=not_reused)
     try:
         if run.unsynced:
             sync_filesystem(out_dir)
             run.unsynced = False
+        (out_dir / RUN_ENVELOPE).unlink(missing_ok=True)
         write_model(out_dir / SUMMARY, summary)
         (out_dir / REFUSED_SUMMARY).unlink(missing_ok=True)  # this run supersedes a refusal
     except OSError as exc:
         raise OutputError(f"cannot write {out_dir / SUMMARY}: {exc}") from exc
     if run.stop.fault is not None:
         raise OutputError(run.stop.fault)
+    if run.options.sign_key is not None:
+        fault = run.options.sign_key.sign_run(out_dir)
+        if fault is not None:
+            raise OutputError(fault)
     return summary
 
 

@@ -72,7 +72,7 @@ def test_a_fork_batch_lists_unchanged_compactly_and_every_consumer_counts_them(
     assert summary.counts["unchanged"] == len(others) + len(PROBLEMS)
     assert [s.tally.unchanged for s in summary.submissions] == [len(others), len(PROBLEMS)]
     raw = json.loads((run.out / "summary.json").read_bytes())
-    assert raw["schema_version"] == 2
+    assert raw["schema_version"] == 3
     assert all(p["verdict"] != "unchanged" for p in raw["pairs"])
     # every pair, unchanged ones included, has its verdict file and is seen by pair_files
     every = summary.every_pair()

@@ -31,6 +31,8 @@ from lean_eval.scoring import classification
 from lean_eval.supervise import process
 
 PROBLEMS = "two_plus_two,double_def"
+# The record's verdict-changing settings, which a replay never takes from it: given here
+AS_RECORDED = ("--timeout", "60", "--skip-probes")
 SORRY = "namespace Submission\ntheorem two_plus_two : 2 + 2 = 4 := by sorry\nend Submission\n"
 Copied = tuple[Path, list[Path]]  # a test's copy of the recorded run: its output, submissions
 GIT_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",
@@ -95,6 +97,12 @@ def _cli(*args: str) -> Result:
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
+def _replay(*args: str) -> Result:
+    """``replay`` with the record's own verdict-changing settings, which it never takes from
+    the record itself."""
+    return _cli("replay", *AS_RECORDED, *args)
+
+
 def _tools(bench: Path) -> tuple[str, ...]:
     return ("--benchmark", str(bench), "--toolchain", str(STANDIN),
             "--allow-bwrap-version", BWRAP_FLOOR)
@@ -141,7 +149,7 @@ def test_an_unchanged_run_reproduces_every_pair(bench: Path, outside: Path,
         argv = _argv(log)
         assert argv[1:3] == ["comparator", "--config"] and "--paranoid" not in argv
     out = outside / "replayed"
-    result = _cli("replay", str(record), *map(str, subs), "--out", str(out), *_tools(bench))
+    result = _replay(str(record), *map(str, subs), "--out", str(out), *_tools(bench))
     assert result.exit_code == 0, result.output
     assert "Traceback" not in result.output
     doc = _replay_json(out)
@@ -173,7 +181,7 @@ def test_a_new_benchmark_commit_is_refused_then_named_with_allow_drift(
     _git(bench, "commit", "-qam", "later")
     now = _git(bench, "rev-parse", "HEAD")
     out = outside / "replayed"
-    refused = _cli("replay", str(record), *map(str, subs), "--out", str(out), *_tools(bench))
+    refused = _replay(str(record), *map(str, subs), "--out", str(out), *_tools(bench))
     assert refused.exit_code == 2, refused.output
     assert f"benchmark_commit of run: recorded {recorded!r}, now {now!r}" in refused.output
     assert (f"trusted_files of two_plus_two: recorded 'Challenge.lean {old[:16]}', "
@@ -181,7 +189,7 @@ def test_a_new_benchmark_commit_is_refused_then_named_with_allow_drift(
     assert "double_def" not in refused.output  # its trusted files did not change
     assert "nothing was scored" in refused.output and "Traceback" not in refused.output
     assert not out.exists()
-    allowed = _cli("replay", str(record), *map(str, subs), "--out", str(out), "--allow-drift",
+    allowed = _replay(str(record), *map(str, subs), "--out", str(out), "--allow-drift",
                    *_tools(bench))
     assert allowed.exit_code == 0, allowed.output
     doc = _replay_json(out)
@@ -201,7 +209,8 @@ def test_tampered_identity_and_changed_submission_are_refused_by_name(
     data["identity"]["bwrap_sha256"] = "0" * 64  # one verdict says another bubblewrap
     verdict_path.write_text(json.dumps(data))
     (subs[0] / "double_def" / "Submission.lean").write_text(correct("double_def") + "\n-- x\n")
-    refused = _cli("replay", str(record), *map(str, subs), "--timeout", "99", *_tools(bench))
+    refused = _cli("replay", str(record), *map(str, subs), "--timeout", "99", "--skip-probes",
+                   *_tools(bench))
     assert refused.exit_code == 2, refused.output
     assert "bwrap_sha256 of bad/two_plus_two: recorded '" + "0" * 64 in refused.output
     assert "submission_digest of good: recorded" in refused.output
@@ -215,7 +224,7 @@ def test_paranoid_turns_a_checker_rejection_into_a_flagged_disagreement(
         bench: Path, outside: Path, copied: Copied) -> None:
     record, subs = copied
     out = outside / "audit"
-    result = _cli("replay", str(record), *map(str, subs), "--out", str(out), "--paranoid",
+    result = _replay(str(record), *map(str, subs), "--out", str(out), "--paranoid",
                   *_tools(bench))
     assert result.exit_code == 1, result.output
     doc = _replay_json(out)
@@ -255,21 +264,21 @@ def test_replay_usage_errors(bench: Path, outside: Path, copied: Copied) -> None
     record, subs = copied
     stranger = make_submission(outside / "other", "stranger", {
         "two_plus_two": {"Submission.lean": correct("two_plus_two")}})
-    result = _cli("replay", str(record), str(stranger), *_tools(bench))
+    result = _replay(str(record), str(stranger), *_tools(bench))
     assert result.exit_code == 2 and "(id 'stranger') is not in the record" in result.output
-    inside = _cli("replay", str(record), str(subs[0]), "--out", str(record / "x"),
+    inside = _replay(str(record), str(subs[0]), "--out", str(record / "x"),
                   *_tools(bench))
     assert inside.exit_code == 2 and "overlap" in inside.output
     empty = outside / "empty"
     empty.mkdir()
-    missing = _cli("replay", str(empty), str(subs[0]), *_tools(bench))
+    missing = _replay(str(empty), str(subs[0]), *_tools(bench))
     assert missing.exit_code == 2 and "summary.json" in missing.output
     junit = _cli("report", str(record), "--format", "junit")  # a record is still a run
     assert junit.exit_code == 0
     # without --out the report is printed and nothing is left behind
-    printed = _cli("replay", str(record), str(subs[2]), *_tools(bench))
+    printed = _replay(str(record), str(subs[2]), *_tools(bench))
     assert printed.exit_code == 0 and "1 reproduced; exit 0" in printed.output
-    as_json = _cli("replay", str(record), str(subs[2]), "--json", "-q", *_tools(bench))
+    as_json = _replay(str(record), str(subs[2]), "--json", "-q", *_tools(bench))
     doc = ReplayReport.model_validate_json(as_json.stdout)
     assert (as_json.exit_code, doc.out, doc.counts["reproduced"]) == (0, None, 1)
     assert doc.pairs[0].path is None

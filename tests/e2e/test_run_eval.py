@@ -32,7 +32,7 @@ def test_every_starter_problem_is_accepted_with_a_correct_proof(run_eval: RunEva
             "accepted", "completed", "accepted"), (problem, run.log("correct", problem))
         assert [c["name"] for c in v["checkers"]] == ["nanoda", "Lean default"]
         assert all(c["result"] == "accepted" for c in v["checkers"])
-        assert v["schema_version"] == 1 and v["problem"]["statement_revision"] == 1
+        assert v["schema_version"] == 2 and v["problem"]["statement_revision"] == 1
         assert "Challenge.lean" in v["trusted_files"] and "Submission.lean" in v["submission_files"]
         assert {"resolve", "build_solution", "kernel:nanoda"} <= set(v["timings"]["phases"])
     summary = run.summary()
@@ -161,7 +161,7 @@ def test_problem_filter_and_json_summary(run_eval: RunEval) -> None:
     run = run_eval(CORRECT, extra=("--problem", "two_plus_two,double_def", "--json"))
     assert run.code == 0
     assert sorted(p["problem"] for p in run.summary()["pairs"]) == ["double_def", "two_plus_two"]
-    assert '"schema_version": 2' in run.result.stdout  # summary schema 2 (compact unchanged)
+    assert '"schema_version": 3' in run.result.stdout  # summary schema 3 (not_reused)
 
 
 def test_sandbox_that_cannot_start_is_sandbox_error(run_eval: RunEval, outside: Path) -> None:

@@ -118,10 +118,8 @@ def test_a_re_signed_forgery_fails_under_the_real_key(run_eval: RunEval, outside
     path = out / "bad" / "two_plus_two.json"
     path.write_text(path.read_text().replace('"verdict": "rejected"', '"verdict": "accepted"'))
     envelope_file = out_layout.envelope_path(path)
-    old = json.loads(envelope_file.read_text())
-    options = json.loads(base64.b64decode(old["payload"]))["predicate"]["options"]
     envelope_file.write_text(json.dumps(
-        forger.envelope("bad/two_plus_two.json", path.read_bytes(), options)))
+        forger.envelope("bad/two_plus_two.json", path.read_bytes())))
     result = _verify(out, public)
     assert result.exit_code == 1
     assert "FAILED bad/two_plus_two.intoto.json: no signature verifies" in result.output
@@ -163,7 +161,10 @@ def test_merge_of_signed_shards_keeps_envelopes_and_verifies(run_eval: RunEval,
     assert not (outside / "merged2").exists()
 
 
-def test_a_resumed_run_signs_the_verdicts_it_reuses(run_eval: RunEval, outside: Path) -> None:
+def test_a_resumed_signed_run_keeps_only_what_its_key_signed(run_eval: RunEval,
+                                                             outside: Path) -> None:
+    """Verdicts of an unsigned run are scored again under --sign-key (never signed unscored),
+    and the next signed run on the same --out keeps them."""
     private, public = keypair(outside)
     subs = _inputs(outside / "in")
     first = run_eval(*subs, out=outside / "out")
@@ -171,6 +172,13 @@ def test_a_resumed_run_signs_the_verdicts_it_reuses(run_eval: RunEval, outside: 
     assert not list((outside / "out").glob("*/*.intoto.json"))
     again = run_eval(*subs, out=outside / "out", extra=("--sign-key", str(private)))
     assert again.code == 0, again.result.output
-    assert again.summary()["reused"] == 3
+    assert again.summary()["reused"] == 0
+    assert len(again.summary()["not_reused"]) == 3
+    assert ("not kept, scored again: bad/two_plus_two: its envelope: two_plus_two.intoto.json "
+            "is missing") in again.result.output
+    assert _verify(outside / "out", public).exit_code == 0
+    third = run_eval(*subs, out=outside / "out", extra=("--sign-key", str(private)))
+    assert third.code == 0, third.result.output
+    assert third.summary()["reused"] == 3 and third.summary()["not_reused"] == []
     result = _verify(outside / "out", public)
     assert result.exit_code == 0, result.output

@@ -99,7 +99,7 @@ def test_json_document(tmp_path: Path) -> None:
                                 catch_exceptions=False)
     assert result.exit_code == 0
     doc = RunReport.model_validate_json(result.output)
-    assert doc.schema_version == 1
+    assert doc.schema_version == 2
     assert [(p.submission, p.problem) for p in doc.pairs] == [(r[0], r[1]) for r in REPORT_PAIRS]
     assert {s.id: s.solved for s in doc.submissions}["good"] == 1
     assert json.loads(result.output)["pairs"][0]["wall_seconds"] == 0.7

@@ -75,16 +75,16 @@ def test_verify_refuses_a_key_that_is_not_an_ed25519_public_key(tmp_path: Path) 
 
 
 def _verdict_bytes() -> bytes:
-    return make_verdict("alice", "two_plus_two").model_dump_json(indent=2).encode()
+    return make_verdict("alice", "two_plus_two", options={
+        "timeout": 60.0, "skip_probes": False}).model_dump_json(indent=2).encode()
 
 
 def test_envelope_is_dsse_over_an_in_toto_statement_and_deterministic(tmp_path: Path) -> None:
     private, public = keypair(tmp_path)
     key = signing.load_signing_key(private)
     data = _verdict_bytes()
-    options = {"timeout": 60.0, "skip_probes": False}
-    one = key.envelope("alice/two_plus_two.json", data, options)
-    assert one == key.envelope("alice/two_plus_two.json", data, options)
+    one = key.envelope("alice/two_plus_two.json", data)
+    assert one == key.envelope("alice/two_plus_two.json", data)
     assert one["payloadType"] == "application/vnd.in-toto+json"
     assert [s["keyid"] for s in one["signatures"]] == [key.fingerprint]
     statement = json.loads(base64.b64decode(one["payload"]))
@@ -111,13 +111,16 @@ def test_verify_names_an_orphan_envelope_and_a_verdict_missing_from_disk(
     key = signing.load_signing_key(private)
     out = write_output(tmp_path / "out", [("alice", "two_plus_two"), ("alice", "double_def")])
     for name in ("two_plus_two", "double_def"):
-        assert key.sign(out / "alice" / f"{name}.json", out, {}) is None
+        assert key.sign(out / "alice" / f"{name}.json", out) is None
+    assert key.sign_run(out) is None
     assert _verify(out, public).exit_code == 0
     (out / "alice" / "double_def.json").unlink()
     shutil.copy(out / "alice" / "two_plus_two.intoto.json", out / "alice" / "x.intoto.json")
     result = _verify(out, public)
     assert result.exit_code == 1
-    assert "FAILED alice/double_def.json: listed in summary.json but unreadable" in result.output
+    assert ("FAILED alice/double_def.json: run.intoto.json lists it, but it is missing or "
+            "unreadable (No such file or directory): a pair of the signed run was dropped"
+            in result.output)
     assert "FAILED alice/x.intoto.json: an envelope without its verdict" in result.output
     assert "alice/two_plus_two" not in result.output
 
@@ -126,7 +129,8 @@ def test_verify_json_report_lists_every_failure(tmp_path: Path) -> None:
     private, public = keypair(tmp_path)
     key = signing.load_signing_key(private)
     out = write_output(tmp_path / "out", [("alice", "two_plus_two"), ("bob", "two_plus_two")])
-    assert key.sign(out / "alice" / "two_plus_two.json", out, {}) is None
+    assert key.sign(out / "alice" / "two_plus_two.json", out) is None
+    assert key.sign_run(out) is None
     result = CliRunner().invoke(main, ["verify", str(out), "--key", str(public), "--json"],
                                 catch_exceptions=False)
     assert result.exit_code == 1
@@ -143,7 +147,8 @@ def test_a_garbled_envelope_is_named_and_the_others_still_checked(tmp_path: Path
     out = write_output(tmp_path / "out", [("alice", "two_plus_two"), ("bob", "two_plus_two"),
                                           ("carol", "two_plus_two")])
     for sid in ("alice", "bob", "carol"):
-        assert key.sign(out / sid / "two_plus_two.json", out, {}) is None
+        assert key.sign(out / sid / "two_plus_two.json", out) is None
+    assert key.sign_run(out) is None
     (out / "alice" / "two_plus_two.intoto.json").write_text('{"payload": "!!", "x": 1}')
     carol = out / "carol" / "two_plus_two.intoto.json"
     carol.write_text(carol.read_text().replace("application/vnd.in-toto+json", "text/plain"))

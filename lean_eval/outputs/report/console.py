@@ -4,6 +4,7 @@ strings are escaped as ``report.run_report`` says."""
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -58,9 +59,14 @@ def summary_table(summary: Summary) -> Table:
     return table
 
 
-def print_summary(summary: Summary, console: Console, hints: bool = False) -> None:
+def print_summary(summary: Summary, console: Console, hints: bool = False,
+                  disagreements: Sequence[str] = ()) -> None:
     """The table, whole-submission rejections, counts and exit code; ``hints``: also each
-    submission without a problem directory (run-eval prints those itself)."""
+    submission without a problem directory (run-eval prints those itself); each pair whose
+    summary line ``disagreements`` names (shown as its verdict file says)."""
+    for line in disagreements:
+        console.print(Text.assemble(("warning", "bold yellow"), ": ", printable(line),
+                                    " (shown as the verdict file says)"))
     missing = not_scored(summary)
     if summary.pairs or any(s.unchanged for s in summary.submissions) or missing:
         console.print(summary_table(summary))
@@ -115,7 +121,8 @@ def render_table(run: Run, width: int = 120, hints: bool = False) -> str:
     """The console table of a run as plain text (for ``--output FILE`` and pipes)."""
     buffer = io.StringIO()
     print_summary(run.summary, Console(file=buffer, width=width, color_system=None,
-                                       force_terminal=False), hints=hints)
+                                       force_terminal=False), hints=hints,
+                  disagreements=run.disagreements)
     return buffer.getvalue()
 
 

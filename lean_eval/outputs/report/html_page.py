@@ -197,6 +197,9 @@ def render_html(run: Run) -> str:
         (f'<p id="totals">{len(doc.pairs)} pair(s): {h(counts)}'
         f"{h('; ' + unscored) if unscored else ''}; exit code {doc.exit_code}.</p>"),
         f'<ul id="missing-shards">{"".join(missing)}</ul>' if missing else "",
+        (f'<h2>summary.json disagrees with the verdict files (shown as the files say)</h2>'
+         f'<ul id="disagreements">{"".join(f"<li>{h(d)}</li>" for d in doc.disagreements)}'
+         "</ul>") if doc.disagreements else "",
         ('<div class="controls"><label>Filter <input id="filter" type="search" '
         'placeholder="submission, problem, verdict or reason" autocomplete="off"></label> '
         f'<select id="kind" aria-label="verdict"><option value="">every verdict</option>'

@@ -86,6 +86,11 @@ def render_junit(run: Run) -> str:
         suites.append((suite, [_junit_error(suite, "(missing shards)", k, "missing_shard",
                                             f"shard {k} is missing: none of the merged outputs "
                                             "scored it") for k in doc.missing_shards], 0.0))
+    if doc.disagreements:  # a summary line its verdict file contradicts: red, as the file says
+        suite = ET.SubElement(root, "testsuite", name="(summary disagreements)")
+        suites.append((suite, [_junit_error(suite, "(summary disagreements)", d.split(": ")[0],
+                                            "summary_disagrees", d)
+                               for d in doc.disagreements], 0.0))
     for suite, added, wall in suites:
         n = {"tests": len(added), **{k: added.count(k) for k in totals if k != "tests"}}
         for key, value in n.items():

@@ -115,7 +115,10 @@ def render_markdown(run: Run, budget: int = STEP_SUMMARY_BUDGET) -> str:
     counts = ", ".join(f"{n} {md(name)}" for name, n in doc.counts.items() if n) or "no pairs"
     unscored = unscored_count(run.summary, doc.not_scored)
     total = f"{len(doc.pairs)} pair(s): {counts}{'; ' + unscored if unscored else ''}"
+    told = [f"- {md(d)}" for d in doc.disagreements]
     head = ["## lean-eval results", "", f"{total}; exit code {doc.exit_code}.", "",
+            *(["### summary.json disagrees with the verdict files (shown as the files say)",
+               "", *told, ""] if told else []),
             *_not_scored_section(run.summary, doc)]
     failing = [p for p in doc.pairs if p.verdict in FAILING]
     passing = [p for p in doc.pairs if p.verdict not in FAILING]

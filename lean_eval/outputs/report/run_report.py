@@ -8,6 +8,9 @@ Invariants (SECURITY.md invariant 13):
 - Pairs no run scored and submissions without a problem directory (with intake's hint) are
   shown in every format, never silently absent.
 - ``failures`` alone decides which pairs trip ``--fail-on``, for ``run-eval`` and ``report``.
+- A pair's verdict, execution and reason are its verdict file's (``Run.summary``); a summary
+  line that says otherwise is named in ``disagreements`` and beside the pair (SECURITY.md
+  invariant 21); ``Run.recorded`` is the summary as written, for ``verify`` and ``export``.
 """
 
 from __future__ import annotations
@@ -23,7 +26,15 @@ from lean_eval.errors import UsageError
 from lean_eval.outputs import outdir
 from lean_eval.records import out_layout
 from lean_eval.records.run_report import PairReport, RunReport, SubmissionReport
-from lean_eval.records.verdict import TALLY, PairRef, Summary, Verdict
+from lean_eval.records.verdict import (
+    TALLY,
+    PairRef,
+    PairSummary,
+    Summary,
+    Tally,
+    Verdict,
+    compact_pairs,
+)
 from lean_eval.scoring.shard import shard_of
 
 Format = Literal["table", "markdown", "junit", "json", "csv", "html"]
@@ -101,13 +112,19 @@ def no_problem_directory(summary: Summary) -> tuple[tuple[str, str | None], ...]
 
 class Run(NamedTuple):
     out_dir: Path
-    summary: Summary
+    summary: Summary  # as its verdict files say (module invariants)
     verdicts: tuple[Verdict | None, ...]  # aligned with every_pair(); None: unreadable
     logs: tuple[bool, ...] = ()  # aligned with every_pair(): a log is beside it
+    recorded: Summary | None = None  # summary.json as written (None: ``summary``)
+    disagreements: tuple[str, ...] = ()  # "<sid>/<pid>: how its line differs from its file"
+
+    @property
+    def written(self) -> Summary:
+        return self.recorded or self.summary
 
 
-def load_run(out_dir: Path) -> Run:
-    """The run in ``out_dir``, checked by ``outputs.outdir``."""
+def read_summary(out_dir: Path) -> Summary:
+    """``out_dir``'s ``summary.json`` as recorded, checked by ``outputs.outdir``."""
     try:
         summary = Summary.model_validate_json((out_dir / out_layout.SUMMARY).read_bytes())
     except OSError as exc:
@@ -117,8 +134,42 @@ def load_run(out_dir: Path) -> Run:
         raise UsageError(f"{out_dir / out_layout.SUMMARY} is not a summary this lean-eval can "
                          f"read: {exc.errors()[0]['msg']}") from exc
     outdir.check_summary(out_dir, summary)
+    return summary
+
+
+def load_run(out_dir: Path) -> Run:
+    """The run in ``out_dir``, checked by ``outputs.outdir``."""
+    summary = read_summary(out_dir)
     files = outdir.pair_files(out_dir, summary)
-    return Run(out_dir, summary, tuple(f.verdict for f in files), tuple(f.log for f in files))
+    verdicts = tuple(f.verdict for f in files)
+    pairs, disagreements = [], []
+    for line, verdict in zip(summary.every_pair(), verdicts, strict=True):
+        why = outdir.disagreement(line, verdict) if verdict is not None else None
+        if why is not None and verdict is not None:
+            disagreements.append(f"{line.submission}/{line.problem}: {why}")
+            line = line.model_copy(update={"verdict": verdict.verdict,  # noqa: PLW2901
+                                           "execution": verdict.execution,
+                                           "reason": verdict.reason.code})
+        pairs.append(line)
+    said = _as_files_say(summary, pairs) if disagreements else summary
+    return Run(out_dir, said, verdicts, tuple(f.log for f in files), summary,
+               tuple(disagreements))
+
+
+def _as_files_say(summary: Summary, every: list[PairSummary]) -> Summary:
+    """``summary`` with ``every`` pair line (its files' verdicts), counts and tallies."""
+    pairs, unchanged = compact_pairs(tuple(every))
+    counts = dict.fromkeys(summary.counts, 0)
+    tallies: dict[str, dict[str, int]] = {}
+    for p in every:
+        counts[p.verdict] = counts.get(p.verdict, 0) + 1
+        tally = tallies.setdefault(p.submission, {})
+        tally[TALLY[p.verdict]] = tally.get(TALLY[p.verdict], 0) + 1
+    return summary.model_copy(update={
+        "pairs": pairs, "counts": counts,
+        "submissions": tuple(s.model_copy(update={
+            "unchanged": unchanged.get(s.id, ()), "tally": Tally(**tallies.get(s.id, {}))})
+            for s in summary.submissions)})
 
 
 def run_report(run: Run) -> RunReport:
@@ -128,6 +179,7 @@ def run_report(run: Run) -> RunReport:
     pairs = []
     logs = run.logs or (False,) * len(run.verdicts)
     every = run.summary.every_pair()
+    told = dict(d.split(": ", 1) for d in run.disagreements)
     for pair, verdict, beside in zip(every, run.verdicts, logs, strict=True):
         tally = tallies.setdefault(pair.submission, dict.fromkeys(TALLY.values(), 0))
         tally[TALLY[pair.verdict]] += 1
@@ -138,7 +190,9 @@ def run_report(run: Run) -> RunReport:
         pairs.append(PairReport(
             submission=pair.submission, problem=pair.problem, verdict=pair.verdict,
             execution=pair.execution, reason=visible(pair.reason),
-            message=visible(verdict.reason.message) if verdict else "(verdict file unreadable)",
+            message=visible(_told(told.get(f"{pair.submission}/{pair.problem}"))
+                            + verdict.reason.message) if verdict
+            else "(verdict file unreadable)",
             wall_seconds=verdict.timings.wall_seconds if verdict else None,
             verdict_path=pair.path, log_path=visible(log) if log is not None else None))
     rejections = {s.id: s.rejection for s in run.summary.submissions}
@@ -152,7 +206,12 @@ def run_report(run: Run) -> RunReport:
                                            hint=visible(hints.get(sid) or "") or None)
                           for sid, t in tallies.items()),
         pairs=tuple(pairs), not_scored=not_scored(run.summary),
-        missing_shards=run.summary.missing_shards)
+        missing_shards=run.summary.missing_shards,
+        disagreements=tuple(visible(d) for d in run.disagreements))
+
+
+def _told(disagreement: str | None) -> str:
+    return f"[{disagreement}; shown as the file says] " if disagreement else ""
 
 
 def render_json(run: Run) -> str:
