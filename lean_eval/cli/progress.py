@@ -74,9 +74,10 @@ class Display:
         self.bar.update(self.task, completed=event.done, total=event.total, status=status)
 
 
-def report_end(summary: Summary, console: Console, quiet: bool) -> None:
+def report_end(summary: Summary, console: Console, quiet: bool, listed: bool) -> None:
     """How to resume an interrupted run and what an intake limit hid (both even under -q), kept
-    pairs, and each submission without a problem directory."""
+    pairs, and each submission without a problem directory unless the table (``listed``)
+    names it."""
     if summary.interrupted:
         console.print(f"lean-eval: interrupted: {summary.not_scored} pair(s) not scored; run "
                       "the same command again to resume (verdicts already written are kept)",
@@ -91,7 +92,7 @@ def report_end(summary: Summary, console: Console, quiet: bool) -> None:
         console.print(f"{summary.reused} pair(s) kept: their verdicts from an earlier run on "
                       "this --out still apply (--rescore scores them again)",
                       markup=False, highlight=False)
-    for sub in summary.submissions:
+    for sub in () if listed else summary.submissions:
         if not sub.problems and sub.rejection is None:
             console.print(f"[yellow]warning:[/] {escape(sub.id)}: no problem directory found"
                           + (f": {escape(sub.hint)}" if sub.hint else ""), highlight=False)

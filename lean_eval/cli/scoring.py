@@ -137,8 +137,11 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
             private=private, sign_key=sign_key)
         summary = api.run_request(request, dict(os.environ), on_progress=show,
                                   on_probes=lambda entries: show_probes(entries, quiet, verbose),
-                                  on_warning=lambda text: warn(text, quiet))
-    progress.report_end(summary, err, quiet)
+                                  on_warning=lambda text: warn(text, quiet),
+                                  fail_on=fail_on)
+    progress.report_end(summary, err, quiet, listed=not as_json)
+    # The gate's message before the table: the last line says the exit code the process returns.
+    code = failing_exit(summary, fail_on, summary.exit_code)
     if keep_work:
         say_kept(scoring_dirs(work_dir) - kept_before, quiet)
     if as_json:
@@ -146,8 +149,8 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     elif not quiet:
         from lean_eval.outputs.report import console as report_console
 
-        report_console.print_summary(summary, Console())
-    sys.exit(failing_exit(summary, fail_on, summary.exit_code))
+        report_console.print_summary(summary, Console(), hints=True)
+    sys.exit(code)
 
 
 @click.command("probe")
