@@ -27,7 +27,7 @@ from lean_eval.cli.options import (
     without_tool_options,
 )
 from lean_eval.cli.steps import benchmark_root, default_benchmark, load
-from lean_eval.errors import StepFailedError
+from lean_eval.errors import PrerequisitesError, StepFailedError
 
 # --- start-problem (submitters) ---------------------------------------------------------------
 
@@ -222,7 +222,8 @@ def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
     if verbose and not as_json and not quiet:
         for line in prepare.plan_details(settings):
             click.echo(line)
-    failed: StepFailedError | None = None
+    failed: StepFailedError | PrerequisitesError | None = None
+    done: tuple[prepare.Step, ...] = ()
     try:
         pinned = settings.benchmark / "lean-toolchain"
         if pinned.is_file():
@@ -230,20 +231,33 @@ def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
         done = prepare.prepare(settings)
     except StepFailedError as exc:  # name the step; show what was finished before it
         failed, done = exc, exc.done
+    except PrerequisitesError as exc:
+        failed = exc
+    missing = failed.missing if isinstance(failed, PrerequisitesError) else ()
+    failed_step, cause = (failed.step, failed.cause) if isinstance(failed, StepFailedError) \
+        else ("prerequisites", str(failed)) if failed else (None, None)
     if as_json:
         click.echo(documents.PrepareReport(
             dry_run=dry_run, steps=tuple(documents.PrepareStep(**s._asdict()) for s in done),
-            ok=failed is None, failed_step=failed.step if failed else None,
-            error=failed.cause if failed else None).model_dump_json(indent=2))
-    elif not quiet:
+            ok=failed is None, failed_step=failed_step, error=cause).model_dump_json(indent=2))
+    elif not quiet:  # each failure is said once: here, and the error line only points here
         for step in done:
             click.echo(f"{step.name:<13} {step.status:<8} {step.detail}")
-        if failed is not None:
+        for name, what in missing:
+            click.echo(f"{name:<13} {'MISSING':<8} {what}")
+        if isinstance(failed, StepFailedError):
             click.echo(f"{failed.step:<13} {'FAILED':<8} {failed.cause}")
-        elif dry_run:
+        elif dry_run and failed is None:
             click.echo("dry run: nothing was changed")
     if failed is not None:
-        fail(f"prepare {failed}")
+        if as_json or quiet:
+            fail(f"prepare: {failed}")
+        if missing:
+            fail(f"prepare: {len(missing)} prerequisite(s) missing (listed above); nothing was "
+                 "downloaded or changed")
+        assert isinstance(failed, StepFailedError)
+        before = ", ".join(f"{s.name} ({s.status})" for s in failed.done) or "none"
+        fail(f"prepare: step {failed.step} failed (above); steps already finished: {before}")
     sys.exit(0)
 
 

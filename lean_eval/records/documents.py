@@ -116,7 +116,7 @@ class PrepareReport(Record):
     dry_run: bool
     steps: tuple[PrepareStep, ...]  # on failure: the steps finished before the failing one
     ok: bool = True
-    failed_step: str | None = None  # elan, lean, bubblewrap or dependencies
+    failed_step: str | None = None  # elan, lean, bubblewrap, dependencies or prerequisites
     error: str | None = None  # why failed_step failed
 
 

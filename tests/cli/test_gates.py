@@ -16,7 +16,7 @@ INCORRECT = {("incorrect", "two_plus_two"): "rejected_sorry",
 
 
 @pytest.fixture
-def run_eval(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeRunEval:
+def fake_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeRunEval:
     return FakeRunEval(FakeRunner(pick=by_pair(INCORRECT)), tmp_path, monkeypatch)
 
 
@@ -24,22 +24,22 @@ def _last_line(text: str) -> str:
     return text.rstrip("\n").splitlines()[-1]
 
 
-def test_the_exit_line_and_summary_say_the_code_fail_on_returns(run_eval: FakeRunEval,
+def test_the_exit_line_and_summary_say_the_code_fail_on_returns(fake_run: FakeRunEval,
                                                                 tmp_path: Path) -> None:
     batch = (EXAMPLES / "correct", EXAMPLES / "incorrect")
-    gated = run_eval(*batch, out=tmp_path / "gated", extra=("--fail-on", "rejected"),
+    gated = fake_run(*batch, out=tmp_path / "gated", extra=("--fail-on", "rejected"),
                      quiet=False)
     assert gated.code == 1, gated.result.output
     assert gated.summary()["exit_code"] == 1
     assert _last_line(gated.result.stdout).endswith("; exit 1"), gated.result.stdout
     assert "failed the gate" in gated.result.stderr and "; exit 1" in gated.result.stderr
-    plain = run_eval(*batch, out=tmp_path / "plain", quiet=False)
+    plain = fake_run(*batch, out=tmp_path / "plain", quiet=False)
     assert plain.code == 0 and plain.summary()["exit_code"] == 0
     assert _last_line(plain.result.stdout).endswith("; exit 0")
 
 
 def test_fail_on_invalid_covers_a_submission_without_a_problem_directory(
-        run_eval: FakeRunEval, tmp_path: Path) -> None:
+        fake_run: FakeRunEval, tmp_path: Path) -> None:
     """An empty submission and the top-level Submission.lean mistake score nothing: red under
     ``--fail-on rejected,invalid,error``, and named by run-eval's own console."""
     subs = tmp_path / "subs"
@@ -49,7 +49,7 @@ def test_fail_on_invalid_covers_a_submission_without_a_problem_directory(
     flat = subs / "flat"
     flat.mkdir()
     (flat / "Submission.lean").write_text(correct("two_plus_two"))
-    run = run_eval(good, subs / "empty", flat, out=tmp_path / "o",
+    run = fake_run(good, subs / "empty", flat, out=tmp_path / "o",
                    extra=("--fail-on", "rejected,invalid,error"), quiet=False)
     assert run.code == 1, run.result.output
     assert run.summary()["exit_code"] == 1
@@ -60,5 +60,5 @@ def test_fail_on_invalid_covers_a_submission_without_a_problem_directory(
     assert "flat: no problem directory found" in out
     assert _last_line(out) == "1 accepted; 2 submission(s) scored nothing; exit 1"
     assert "no problem directory found" not in run.result.stderr  # said once, in the listing
-    plain = run_eval(good, subs / "empty", out=tmp_path / "p", extra=("--fail-on", "rejected"))
+    plain = fake_run(good, subs / "empty", out=tmp_path / "p", extra=("--fail-on", "rejected"))
     assert plain.code == 0 and plain.summary()["exit_code"] == 0
