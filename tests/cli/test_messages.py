@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support import REPO, make_submission
+from click.testing import CliRunner
+from support import BATCH, REPO, make_submission, shards_of, write_output
 
+from lean_eval.cli import main
 from lean_eval.errors import UsageError
 from lean_eval.scoring import arguments
 
@@ -24,3 +26,14 @@ def test_every_argument_problem_of_run_eval_is_in_one_message(tmp_path: Path) ->
     assert "'nope'" in str(caught.value)
     sub = make_submission(tmp_path, "sub", {"two_plus_two": {"Submission.lean": "x"}})
     arguments.check_run([sub], tmp_path / "o", None, {"two_plus_two"}, REPO)  # all fine
+
+
+def test_merge_of_a_run_made_without_shard_says_so(tmp_path: Path) -> None:
+    parts = shards_of(tmp_path)
+    plain = write_output(tmp_path / "plain", BATCH)
+    result = CliRunner().invoke(main, ["merge", str(parts[0]), str(plain), "--out",
+                                       str(tmp_path / "m")], catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    assert f"{plain}: not a shard (that run was made without --shard K/N)" in result.stderr
+    assert "options_digest" not in result.stderr
+    assert not (tmp_path / "m").exists()
