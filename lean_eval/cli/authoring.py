@@ -187,7 +187,7 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
         say(False, f"ignored: {line}")
     for line in result.hidden:
         say(True, f"hidden by a limit: {line}")
-    if not result.named:
+    if not result.named and result.rejection is None:
         say(True, f"{result.submission_id}: no problem directory found",
             f": {result.hint}" if result.hint else "")
     for fault, text in lines:

@@ -3,6 +3,7 @@ once, naming what was found and the option that applies."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -37,3 +38,20 @@ def test_merge_of_a_run_made_without_shard_says_so(tmp_path: Path) -> None:
     assert f"{plain}: not a shard (that run was made without --shard K/N)" in result.stderr
     assert "options_digest" not in result.stderr
     assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("data", [b"\x1f\x8b\x08\x00garbage", b"\x01" * 4096, b""])
+def test_a_corrupt_archive_has_its_own_code_and_no_layout_hint(tmp_path: Path,
+                                                               data: bytes) -> None:
+    (tmp_path / "bad.tgz").write_bytes(data)
+    result = CliRunner().invoke(main, ["validate-submission", str(tmp_path / "bad.tgz"),
+                                       "--benchmark", str(REPO), "--json"],
+                                catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    assert report["rejection_code"] == "archive_corrupt"
+    assert report["rejection"].startswith("archive: corrupt ")
+    assert report["hint"] is None
+    text = CliRunner().invoke(main, ["validate-submission", str(tmp_path / "bad.tgz"),
+                                     "--benchmark", str(REPO)], catch_exceptions=False)
+    assert "(archive_corrupt)" in text.output and "no problem directory" not in text.output
