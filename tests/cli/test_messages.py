@@ -55,3 +55,20 @@ def test_a_corrupt_archive_has_its_own_code_and_no_layout_hint(tmp_path: Path,
     text = CliRunner().invoke(main, ["validate-submission", str(tmp_path / "bad.tgz"),
                                      "--benchmark", str(REPO)], catch_exceptions=False)
     assert "(archive_corrupt)" in text.output and "no problem directory" not in text.output
+
+
+@pytest.mark.parametrize("command", ["list-problems", "validate-submission"])
+@pytest.mark.parametrize(("flag", "value", "wanted"), [
+    ("--problem", "two_plus_tw", "'two_plus_tw' (did you mean two_plus_two?)"),
+    ("--status", "activ", "--status 'activ' (did you mean active?) matches no problem: the "
+                          "benchmark's are active"),
+    ("--tag", "nope", "--tag 'nope' matches no problem: the benchmark's are arithmetic, "),
+])
+def test_an_unknown_selection_value_gets_close_matches_and_the_known_ones(
+        command: str, flag: str, value: str, wanted: str) -> None:
+    args = [command, *([str(REPO / "examples" / "submissions" / "correct")]
+                       if command != "list-problems" else []),
+            flag, value, "--benchmark", str(REPO)]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    assert wanted in result.stderr, result.stderr
