@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from support import BATCH, REPO, make_submission, shards_of, write_output
+from fake_runner import FakeRunEval, FakeRunner
+from support import BATCH, REPO, correct, keypair, make_submission, shards_of, write_output
 
 from lean_eval.cli import main
 from lean_eval.errors import UsageError
@@ -72,3 +73,21 @@ def test_an_unknown_selection_value_gets_close_matches_and_the_known_ones(
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 2, result.output
     assert wanted in result.stderr, result.stderr
+
+
+def test_verify_without_submission_says_nothing_about_submissions(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_fake = FakeRunEval(FakeRunner(), tmp_path, monkeypatch)
+    private, public = keypair(tmp_path)
+    sub = make_submission(tmp_path / "in", "good", {"two_plus_two": {
+        "Submission.lean": correct("two_plus_two")}})
+    run = run_fake(sub, extra=("--sign-key", str(private)))
+    assert run.code == 0, run.result.output
+    plain = CliRunner().invoke(main, ["verify", str(run.out), "--key", str(public)],
+                               catch_exceptions=False)
+    assert plain.exit_code == 0, plain.output
+    assert plain.stdout.startswith(f"verified {run.out}: ")
+    assert "match" not in plain.stdout.replace(str(run.out), "")
+    named = CliRunner().invoke(main, ["verify", str(run.out), "--key", str(public),
+                                      "--submission", str(sub)], catch_exceptions=False)
+    assert named.exit_code == 0 and "; 1 submission(s) match" in named.stdout
