@@ -213,8 +213,7 @@ def _preflight(planned: batch.Batch, request: ScoreRequest, setup: Setup,
     if request.skip_probes:
         _warn(on_warning, [preflight.SKIPPED_PROBES])
         return not_probed(setup.tools)
-    if not planned.planned.needs_sandbox:
-        _warn(on_warning, [f"probes not run: {preflight.NOTHING_TO_SCORE}"])
+    if not planned.planned.needs_sandbox:  # not a warning: preflight.reason says so
         return preflight.not_needed(setup.tools)
     # Outside the run's signal handlers: Ctrl-C stops the probes at once.
     return preflight.preflight(setup.tools, env, request.work_dir, on_probes)

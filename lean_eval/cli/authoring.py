@@ -252,12 +252,11 @@ def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
     if failed is not None:
         if as_json or quiet:
             fail(f"prepare: {failed}")
-        if missing:
-            fail(f"prepare: {len(missing)} prerequisite(s) missing (listed above); nothing was "
-                 "downloaded or changed")
-        assert isinstance(failed, StepFailedError)
-        before = ", ".join(f"{s.name} ({s.status})" for s in failed.done) or "none"
-        fail(f"prepare: step {failed.step} failed (above); steps already finished: {before}")
+        if isinstance(failed, StepFailedError):
+            before = ", ".join(f"{s.name} ({s.status})" for s in failed.done) or "none"
+            fail(f"prepare: step {failed.step} failed (above); steps already finished: {before}")
+        fail(f"prepare: {len(missing)} prerequisite(s) missing (listed above); nothing was "
+             "downloaded or changed")
     sys.exit(0)
 
 

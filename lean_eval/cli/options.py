@@ -186,7 +186,8 @@ def fail_on_option(command: F) -> F:
         "--fail-on", "fail_on", type=FailOn(), default="", show_default=False,
         help=f"Exit 1 when any pair's verdict is one of these ({FAIL_ON_KINDS}; comma-"
              "separated; verdict names such as invalid_submission too); a submission that "
-             "scored nothing (rejected as a whole, or no problem directory) counts as invalid. Default: none; the usual exit codes apply.",
+             "scored nothing (rejected as a whole, or no problem directory) counts as "
+             "invalid. Default: none; the usual exit codes apply.",
     )(command)
 
 

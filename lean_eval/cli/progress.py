@@ -19,6 +19,7 @@ from rich.progress import (
 from rich.text import Text
 
 from lean_eval.outputs.report import console as report_console
+from lean_eval.probes.preflight import NOTHING_TO_SCORE
 from lean_eval.records.verdict import Summary
 from lean_eval.scoring import scheduler
 
@@ -88,6 +89,9 @@ def report_end(summary: Summary, console: Console, quiet: bool, listed: bool) ->
                           f"{escape(line)}", highlight=False, soft_wrap=True)
     if quiet:
         return
+    if summary.preflight.reason == NOTHING_TO_SCORE:  # an ordinary resume: a note
+        console.print(f"note: probes not run: {NOTHING_TO_SCORE}", markup=False,
+                      highlight=False, soft_wrap=True)
     if summary.reused:
         console.print(f"{summary.reused} pair(s) kept: their verdicts from an earlier run on "
                       "this --out still apply (--rescore scores them again)",
