@@ -236,14 +236,16 @@ def test(workspace: Path | None, timeout: float, keep_work: bool, toolchain: Pat
     """Run the WorkspaceTest driver on WORKSPACE (default: the current directory) as it stands.
 
     The workspace's own config.json is used, so a pass here proves nothing about the trusted
-    benchmark. Exits 0 when accepted, 1 otherwise.
+    benchmark. Exits 0 when accepted, 1 when not, 2 when it cannot run (no workspace there,
+    no toolchain or bubblewrap).
     """
     env = dict(os.environ)
     ws = (workspace or Path.cwd()).resolve()
     state: Path | None = None
     try:
         if not (ws / "config.json").is_file():
-            raise UsageError(f"{ws} has no config.json; is it a lean-eval workspace?")
+            raise UsageError(f"{ws} has no config.json, so it is not a lean-eval workspace"
+                             + _workspace_hint(ws))
         config = problem.parse_config((ws / "config.json").read_bytes(), f"{ws}/config.json")
         name = (ws / "lean-toolchain").read_text(encoding="utf-8").strip() \
             if (ws / "lean-toolchain").is_file() else ""
@@ -281,6 +283,16 @@ def test(workspace: Path | None, timeout: float, keep_work: bool, toolchain: Pat
             f"kept: harness files and raw log in {kept} (log: {kept / 'test.log'})",
             markup=False, highlight=False, soft_wrap=True)
     sys.exit(0 if c.verdict == "accepted" else EXIT_FAULT)
+
+
+def _workspace_hint(ws: Path) -> str:
+    """Where the workspaces are, when ``ws`` holds some (a benchmark checkout, say)."""
+    found = sorted(p.parent.name for p in ws.glob("workspaces/*/config.json"))
+    if found:
+        return (f"; pass one of its workspaces, e.g. `lean-eval test workspaces/{found[0]}` "
+                f"({len(found)} under {ws / 'workspaces'})")
+    return ("; pass a workspace directory (one `lean-eval start-problem` made, or "
+            "workspaces/<problem id> of a benchmark checkout)")
 
 
 COMMANDS = (run_eval, probe_command, CHECK_INSTALLATION, CHECK_WORKFLOW, test)
