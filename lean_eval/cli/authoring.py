@@ -24,6 +24,7 @@ from lean_eval.cli.options import (
     intake_limit_options,
     intake_limits,
     selection_options,
+    verbose_help,
     without_tool_options,
 )
 from lean_eval.cli.steps import benchmark_root, default_benchmark, load
@@ -33,6 +34,7 @@ from lean_eval.errors import PrerequisitesError, StepFailedError
 
 
 @without_tool_options
+@verbose_help("Also list every file written, editable or read-only.")
 @click.command("start-problem")
 @click.argument("problem_id")
 @click.argument("dest", required=False, default="submission",
@@ -85,6 +87,7 @@ def start_problem_command(problem_id: str, dest: Path, benchmark_rev: str,
 
 
 @without_tool_options
+@verbose_help("Also name every problem checked.")
 @click.command("validate-catalog")
 @common_options
 def validate_catalog_command(benchmark: Path | None, as_json: bool, verbose: int,
@@ -199,6 +202,7 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
 # --- prepare (maintainers: make a machine ready) ----------------------------------------------
 
 
+@verbose_help("First show the pinned archives and the directories used.")
 @click.command("prepare")
 @click.option("--offline", type=click.Path(path_type=Path, file_okay=False, exists=True),
               help="Take the elan archive and the bubblewrap release tarball from DIR instead "

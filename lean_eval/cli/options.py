@@ -76,13 +76,25 @@ def _options(func: F, benchmark: bool) -> F:
         click.option("--json", "as_json", is_flag=True,
                      help="Machine output (JSON with schema_version) on stdout."),
         click.option("-v", "--verbose", count=True,
-                     help="More detail: every probe check, every finding, file locations."),
+                     help="More detail (each command says which: `verbose_help`)."),
         click.option("-q", "--quiet", is_flag=True,
                      help="Print nothing but errors (and the --json document, if asked for)."),
     ]
     for decorator in reversed(decorators):
         func = decorator(func)
     return func
+
+
+def verbose_help(text: str) -> Callable[[click.Command], click.Command]:
+    """What ``-v`` adds for one command; put it above ``@click.command`` (it edits the
+    command's ``params``)."""
+    def apply(command: click.Command) -> click.Command:
+        for param in command.params:
+            if param.name == "verbose" and isinstance(param, click.Option):
+                param.help = text
+        return command
+
+    return apply
 
 
 def common_options(func: F) -> F:

@@ -25,6 +25,7 @@ from lean_eval.cli.options import (
     intake_limits,
     selection_options,
     tool_options,
+    verbose_help,
 )
 from lean_eval.cli.steps import (
     print_probes,
@@ -42,6 +43,7 @@ RUN_STOPPED = Wording(fault="; the run stopped, verdicts already written stay va
                       stopped="; verdicts already written stay valid")
 
 
+@verbose_help("Also every check of every preflight probe (a failing one's always).")
 @click.command("run-eval", cls=Worded, wording=RUN_STOPPED)
 @click.argument("submissions", nargs=-1, required=True,
                 type=click.Path(path_type=Path, exists=False))
@@ -153,6 +155,7 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     sys.exit(code)
 
 
+@verbose_help("Every check of every probe (a failing probe's failing checks always).")
 @click.command("probe")
 @click.option("--work-dir", type=click.Path(path_type=Path, file_okay=False),
               help="Where the probes' scratch directory goes (default: the system temp dir).")
@@ -183,6 +186,7 @@ def probe_command(work_dir: Path | None, names: tuple[str, ...], benchmark: Path
 
 
 def _selfcheck_command(name: str, check_name: str, summary: str) -> click.Command:
+    @verbose_help("Also the toolchain and bwrap used, and where the generated files are.")
     @click.command(name, help=summary)
     @click.option("--work-dir", type=click.Path(path_type=Path, file_okay=False),
                   help="Where the generated submissions and verdicts go.")
@@ -223,6 +227,8 @@ CHECK_WORKFLOW = _selfcheck_command(
     "the expected ones. Exits 1 with a diff when they differ.")
 
 
+@verbose_help("Also the execution, last phase, exit code and kernels; the log when not "
+              "accepted (-vv: always).")
 @click.command("test")
 @click.argument("workspace", required=False, type=click.Path(path_type=Path, file_okay=False))
 @click.option("--timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,

@@ -91,3 +91,13 @@ def test_verify_without_submission_says_nothing_about_submissions(
     named = CliRunner().invoke(main, ["verify", str(run.out), "--key", str(public),
                                       "--submission", str(sub)], catch_exceptions=False)
     assert named.exit_code == 0 and "; 1 submission(s) match" in named.stdout
+
+
+def test_every_commands_verbose_help_says_what_it_adds_there() -> None:
+    """Each command's own -v text; only the commands that run probes mention them."""
+    probing = {"run-eval", "probe", "replay", "probe-script"}
+    for name, command in main.commands.items():
+        text = " ".join(str(getattr(p, "help", "")) for p in command.params
+                        if p.name == "verbose")
+        assert "each command says" not in text, name
+        assert ("probe" in text) == (name in probing), (name, text)
