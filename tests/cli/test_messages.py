@@ -12,6 +12,7 @@ from fake_runner import FakeRunEval, FakeRunner
 from support import BATCH, REPO, correct, keypair, make_submission, shards_of, write_output
 
 from lean_eval.cli import main
+from lean_eval.cli.group import SECTIONS
 from lean_eval.errors import UsageError
 from lean_eval.scoring import arguments
 
@@ -101,3 +102,18 @@ def test_every_commands_verbose_help_says_what_it_adds_there() -> None:
                         if p.name == "verbose")
         assert "each command says" not in text, name
         assert ("probe" in text) == (name in probing), (name, text)
+
+
+def test_help_lists_each_command_once_in_a_whole_sentence_grouped_by_who_uses_it() -> None:
+    result = CliRunner().invoke(main, ["--help"], catch_exceptions=False)
+    text = " ".join(result.output.split())
+    listed = [name for _, rows in SECTIONS for name, _ in rows]
+    visible = sorted(name for name, command in main.commands.items() if not command.hidden)
+    assert sorted(listed) == visible and len(set(listed)) == len(listed)
+    commands = result.output[result.output.index("Submitters:"):]
+    assert "..." not in commands and "Other commands" not in commands
+    assert text.index("Submitters:") < text.index("Maintainers:") < text.index("CI and results:")
+    for _, rows in SECTIONS:
+        for name, sentence in rows:
+            assert sentence[0].isupper() and sentence.endswith("."), sentence
+            assert f"{name} {sentence}" in text.replace("known- good", "known-good"), name
