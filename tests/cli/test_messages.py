@@ -117,3 +117,20 @@ def test_help_lists_each_command_once_in_a_whole_sentence_grouped_by_who_uses_it
         for name, sentence in rows:
             assert sentence[0].isupper() and sentence.endswith("."), sentence
             assert f"{name} {sentence}" in text.replace("known- good", "known-good"), name
+
+
+def test_report_refuses_a_missing_output_directory_and_takes_quiet(tmp_path: Path) -> None:
+    out = write_output(tmp_path / "run", BATCH)
+    target = tmp_path / "missing" / "dir" / "x.html"
+    result = CliRunner().invoke(main, ["report", str(out), "--format", "html", "--output",
+                                       str(target)], catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    assert f"the directory {target.parent} does not exist" in result.stderr
+    assert not (tmp_path / "missing").exists()
+    quiet = CliRunner().invoke(main, ["report", str(out), "-q"], catch_exceptions=False)
+    assert (quiet.exit_code, quiet.output) == (0, "")
+    written = CliRunner().invoke(main, ["report", str(out), "-q", "--format", "csv",
+                                        "--output", str(tmp_path / "r.csv")],
+                                 catch_exceptions=False)
+    assert (written.exit_code, written.output) == (0, "")
+    assert (tmp_path / "r.csv").read_text().startswith("submission,")
