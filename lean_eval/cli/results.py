@@ -115,7 +115,8 @@ def report_command(out_dir: Path, fmt: str, output: Path | None,
     elif fmt == "table" and output is None:
         console.print_summary(run.summary, Console(), hints=True)
     else:
-        text = formats.render(run, cast("run_report.Format", fmt))
+        text = formats.render(run, cast("run_report.Format", fmt),
+                              output.absolute().parent if output else Path.cwd())
         if output is None:
             click.echo(text, nl=False)
         else:
