@@ -179,6 +179,8 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
         else:
             marked = (f + (" (changed)" if f in item.changed else "") for f in item.files)
             say(False, f"{where}: would be scored: ", ", ".join(marked))
+            for text in item.warnings:  # the comparator would reject it: a fault, on stderr
+                say(True, f"  warning: {text}")
             for name in item.files if verbose else ():
                 say(False, f"  {name}: ", "differs from the starter" if name in item.changed
                     else "the starter's bytes")

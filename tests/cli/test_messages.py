@@ -134,3 +134,32 @@ def test_report_refuses_a_missing_output_directory_and_takes_quiet(tmp_path: Pat
                                  catch_exceptions=False)
     assert (written.exit_code, written.output) == (0, "")
     assert (tmp_path / "r.csv").read_text().startswith("submission,")
+
+
+def test_validate_submission_warns_of_a_changed_statement_and_a_trusted_import(
+        tmp_path: Path) -> None:
+    """Both are rejected by the comparator and both show without Lean; a correct submission
+    gets no warning."""
+    starter = (REPO / "workspaces" / "two_plus_two" / "Submission.lean").read_text()
+    changed = starter.replace("2 + 2 = 4", "2 + 2 = 2 + 2").replace("sorry", "rfl")
+    cyclic = "import Solution\n" + correct("two_plus_two")
+    cases = {"changed": changed, "cyclic": cyclic, "fine": correct("two_plus_two")}
+    found = {}
+    for name, text in cases.items():
+        sub = make_submission(tmp_path, name, {"two_plus_two": {"Submission.lean": text}})
+        result = CliRunner().invoke(main, ["validate-submission", str(sub), "--benchmark",
+                                           str(REPO), "--json"], catch_exceptions=False)
+        (problem,) = json.loads(result.stdout)["problems"]
+        assert problem["outcome"] == "scored", result.output
+        found[name] = problem["warnings"]
+        if name != "fine":  # on the console too, under "would be scored"
+            text_run = CliRunner().invoke(main, ["validate-submission", str(sub),
+                                                 "--benchmark", str(REPO)],
+                                          catch_exceptions=False)
+            assert "  warning: " in text_run.stderr
+    assert found["fine"] == []
+    (statement,) = found["changed"]
+    assert ("Submission.two_plus_two's statement `: 2 + 2 = 2 + 2` differs from the starter's "
+            "`: 2 + 2 = 4`") in statement and "(statement_mismatch)" in statement
+    (imported,) = found["cyclic"]
+    assert imported.startswith("Submission.lean imports Solution, the solution module")
