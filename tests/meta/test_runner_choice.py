@@ -48,12 +48,9 @@ def _defines_run(node: ast.ClassDef) -> bool:
 def runner_classes(tree: ast.Module) -> list[str]:
     """Every class that could serve as a runner: one with a ``run`` (the protocol is
     structural) or a subclass of the sandboxed runner or of the protocol, however named."""
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and (_defines_run(node) or any(
-                ast.unparse(base).rsplit(".", 1)[-1] in RUNNER_BASES for base in node.bases)):
-            found.append(node.name)
-    return found
+    return [node.name for node in ast.walk(tree)
+            if isinstance(node, ast.ClassDef) and (_defines_run(node) or any(
+                ast.unparse(base).rsplit(".", 1)[-1] in RUNNER_BASES for base in node.bases))]
 
 
 def test_the_runner_check_sees_every_form_of_a_second_runner() -> None:
@@ -78,9 +75,8 @@ def test_no_other_runner_is_defined_or_passed_in_the_package() -> None:
     for path, tree in _trees():
         rel = path.relative_to(REPO).as_posix()
         runners += [f"{rel}:{name}" for name in runner_classes(tree)]
-        for node in ast.walk(tree):
-            if isinstance(node, ast.keyword) and node.arg == "runner":
-                passed.append(f"{rel}: runner={ast.unparse(node.value)}")
+        passed += [f"{rel}: runner={ast.unparse(node.value)}" for node in ast.walk(tree)
+                   if isinstance(node, ast.keyword) and node.arg == "runner"]
     assert runners == ["lean_eval/sandbox/runner.py:ComparatorRunner",
                        "lean_eval/sandbox/runner.py:SandboxedRunner"]
     # forwarded, never chosen
