@@ -63,8 +63,8 @@ __all__ = [
     "CatalogError", "ConfigError", "DigestMismatchError", "ExportRefusedError", "IntakeLimits",
     "LeanEvalError", "MergeRefusedError", "OutputError", "OutputRefusedError", "PairSummary",
     "PrepareError", "PrerequisitesError", "ProbeResult", "ProbesFailedError", "ProblemCheck",
-    "ProcessStartError", "Progress", "ReplayRefusedError", "Run", "SandboxUnavailableError", "ScoreRequest",
-    "SetupError", "SigningKeyError", "StepFailedError", "SubmissionCheck", "Summary",
+    "ProcessStartError", "Progress", "ReplayRefusedError", "Run", "SandboxUnavailableError",
+    "ScoreRequest", "SetupError", "SigningKeyError", "StepFailedError", "SubmissionCheck", "Summary",
     "ToolchainError", "TrustedConfigError", "UsageError", "Verdict", "load_catalog",
     "read_output", "score", "validate_submission",
 ]
