@@ -64,8 +64,8 @@ __all__ = [
     "LeanEvalError", "MergeRefusedError", "OutputError", "OutputRefusedError", "PairSummary",
     "PrepareError", "PrerequisitesError", "ProbeResult", "ProbesFailedError", "ProblemCheck",
     "ProcessStartError", "Progress", "ReplayRefusedError", "Run", "SandboxUnavailableError",
-    "ScoreRequest", "SetupError", "SigningKeyError", "StepFailedError", "SubmissionCheck", "Summary",
-    "ToolchainError", "TrustedConfigError", "UsageError", "Verdict", "load_catalog",
+    "ScoreRequest", "SetupError", "SigningKeyError", "StepFailedError", "SubmissionCheck",
+    "Summary", "ToolchainError", "TrustedConfigError", "UsageError", "Verdict", "load_catalog",
     "read_output", "score", "validate_submission",
 ]
 
