@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import BWRAP_FLOOR, REPO, STANDIN, UNPRIVILEGED, good, unprivileged_python
+from support import BWRAP_FLOOR, REPO, STANDIN, UNPRIVILEGED, good, harness_env, unprivileged_python
 from support import PROBLEM as P
 
 from lean_eval.supervise import lock
@@ -68,10 +68,19 @@ while not os.path.exists(stop):
 
 
 def test_the_suite_ignores_what_other_processes_put_in_the_system_temp_dir(
-        tmp_path: Path) -> None:
+        tmp_path: Path, bench_copy: Path, bwrap: str) -> None:
     """The README's test command (here on one small module, with xdist workers) passes while
-    another process writes lean-eval entries into /tmp, as a user's own run-eval would."""
+    a user's own run-eval scores in /tmp (its default --work-dir) and another process keeps
+    writing lean-eval scoring directories and crash files there."""
+    del bwrap
     stop = tmp_path / "stop"
+    user_env = {**harness_env(), "TMPDIR": "/tmp"}  # a user's shell: the system temp dir
+    user_run = subprocess.Popen(
+        [sys.executable, "-m", "lean_eval", "run-eval", str(REPO / "examples" / "submissions" /
+                                                             "correct"),
+         "--out", str(tmp_path / "user-out"), "--benchmark", str(bench_copy), "--toolchain",
+         str(STANDIN), "--skip-probes", "-q", "--allow-bwrap-version", BWRAP_FLOOR],
+        env=user_env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(stop)],
                               stdout=subprocess.PIPE, text=True, env={"PATH": "/usr/bin:/bin"})
     try:
@@ -85,11 +94,14 @@ def test_the_suite_ignores_what_other_processes_put_in_the_system_temp_dir(
             timeout=170, check=False)
         stop.touch()
         rest, _ = writer.communicate(timeout=30)
+        user_output, _ = user_run.communicate(timeout=300)
     finally:
         stop.touch()
-        if writer.poll() is None:
-            writer.kill()
-        writer.wait()
+        for child in (writer, user_run):
+            if child.poll() is None:
+                child.kill()
+            child.wait()
+    assert user_run.returncode == 0, user_output
     made = [name for line in [first, *rest.splitlines()] for name in line.split()]
     for name in made:  # the other process's entries: removed here, by the test that made them
         path = Path(name)
