@@ -27,6 +27,7 @@ from lean_eval.errors import (
     OutputError,
     OutputRefusedError,
     PrepareError,
+    PrerequisitesError,
     ProbesFailedError,
     ProcessStartError,
     ReplayRefusedError,
@@ -51,7 +52,7 @@ from lean_eval.scoring.options import RunOptions, Signer, not_probed
 from lean_eval.scoring.request import DEFAULT_TIMEOUT, ScoreRequest, keyword_names
 from lean_eval.scoring.scheduler import Progress
 from lean_eval.scoring.setup import Setup, checked_setup
-from lean_eval.scoring.summary import write_refusal
+from lean_eval.scoring.summary import record_exit_code, write_refusal
 from lean_eval.supervise import resources
 from lean_eval.supervise.disk import DEFAULT_DISK_BYTES as DEFAULT_DISK_LIMIT
 from lean_eval.supervise.disk import DEFAULT_DISK_FILES, DEFAULT_DISK_RESERVE
@@ -62,10 +63,10 @@ __all__ = [
     "DEFAULT_MAX_WRITTEN_FILE_BYTES", "DEFAULT_MEMORY_LIMIT", "DEFAULT_TIMEOUT", "Catalog",
     "CatalogError", "ConfigError", "DigestMismatchError", "ExportRefusedError", "IntakeLimits",
     "LeanEvalError", "MergeRefusedError", "OutputError", "OutputRefusedError", "PairSummary",
-    "PrepareError", "ProbeResult", "ProbesFailedError", "ProblemCheck", "ProcessStartError",
-    "Progress", "ReplayRefusedError", "Run", "SandboxUnavailableError", "ScoreRequest",
-    "SetupError", "SigningKeyError", "StepFailedError", "SubmissionCheck", "Summary",
-    "ToolchainError", "TrustedConfigError", "UsageError", "Verdict", "load_catalog",
+    "PrepareError", "PrerequisitesError", "ProbeResult", "ProbesFailedError", "ProblemCheck",
+    "ProcessStartError", "Progress", "ReplayRefusedError", "Run", "SandboxUnavailableError",
+    "ScoreRequest", "SetupError", "SigningKeyError", "StepFailedError", "SubmissionCheck",
+    "Summary", "ToolchainError", "TrustedConfigError", "UsageError", "Verdict", "load_catalog",
     "read_output", "score", "validate_submission",
 ]
 
@@ -154,8 +155,11 @@ def score(submissions: Sequence[StrPath] | ScoreRequest, out: StrPath | None = N
 def run_request(request: ScoreRequest, env: Mapping[str, str],
                 on_progress: Callable[[Progress], None] | None = None,
                 on_probes: Callable[[tuple[ProbeResult, ...]], None] | None = None,
-                on_warning: Callable[[str], None] | None = None) -> Summary:
-    """:func:`score` with errors worded for the command line, which calls it (design §2.2)."""
+                on_warning: Callable[[str], None] | None = None,
+                fail_on: frozenset[str] = frozenset()) -> Summary:
+    """:func:`score` with errors worded for the command line, which calls it (design §2.2);
+    ``fail_on`` (``run_report.FAIL_ON`` kinds): the gate, whose exit code ``summary.json``
+    records too."""
     caller_env = dict(env)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     setup = checked_setup(request, caller_env, _load_key)
@@ -171,7 +175,10 @@ def run_request(request: ScoreRequest, env: Mapping[str, str],
         except ProbesFailedError as exc:
             raise ProbesFailedError(_refusal(request.out, setup, exc, started_at),
                                     exc.preflight) from None
-        return batch.execute(planned, caller_env, record, on_progress=on_progress)
+        summary = batch.execute(planned, caller_env, record, on_progress=on_progress)
+        if fail_on and summary.exit_code == 0 and run_report.failures(summary, fail_on):
+            summary = record_exit_code(request.out, summary, 1)  # still under the OutLock
+        return summary
     finally:
         setup.held.close()
 
@@ -211,8 +218,7 @@ def _preflight(planned: batch.Batch, request: ScoreRequest, setup: Setup,
     if request.skip_probes:
         _warn(on_warning, [preflight.SKIPPED_PROBES])
         return not_probed(setup.tools)
-    if not planned.planned.needs_sandbox:
-        _warn(on_warning, [f"probes not run: {preflight.NOTHING_TO_SCORE}"])
+    if not planned.planned.needs_sandbox:  # not a warning: preflight.reason says so
         return preflight.not_needed(setup.tools)
     # Outside the run's signal handlers: Ctrl-C stops the probes at once.
     return preflight.preflight(setup.tools, env, request.work_dir, on_probes)

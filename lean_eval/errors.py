@@ -48,6 +48,15 @@ class PrepareError(SetupError):
     """`lean-eval prepare` cannot make the machine ready (a refused download, a failed step)."""
 
 
+class PrerequisitesError(PrepareError):
+    """``prepare`` found prerequisites missing before any step ran: each ``(step, what)``."""
+
+    def __init__(self, missing: tuple[tuple[str, str], ...]) -> None:
+        super().__init__(f"{len(missing)} prerequisite(s) missing, nothing was downloaded or "
+                         "changed: " + "; ".join(f"{step}: {what}" for step, what in missing))
+        self.missing = missing
+
+
 class StepFailedError(PrepareError):
     """A ``prepare`` step could not finish: which one, why, and the steps finished before it."""
 

@@ -21,12 +21,15 @@ readonly PROFILE_TEMPLATE="${SCRIPT_DIR}/apparmor/${PROFILE_NAME}"
 usage() {
   cat <<EOF
 usage: ${PROG} [--prefix DIR] [--dry-run] [--no-apparmor]
+       ${PROG} --check
        ${PROG} [--prefix DIR] --apparmor-only
        ${PROG} [--prefix DIR] --print-apparmor-profile
        ${PROG} --help
 
 Install bubblewrap ${BWRAP_VERSION} as DIR/bin/bwrap (DIR defaults to /usr/local).
 
+  0. Check every tool the steps below need, before anything is downloaded or read; name
+     every missing one at once (with the Debian/Ubuntu packages), exit 1.
   1. Take the tarball from BWRAP_TARBALL (a local file, for offline runners) or, only when
      BWRAP_TARBALL is unset or empty, download it from BWRAP_URL (default: ${DEFAULT_URL}).
   2. Copy it into a private temporary directory and check its SHA-256 against the pinned
@@ -48,6 +51,8 @@ Options:
                             names exactly one file
   --dry-run                 verify the tarball and the build tools, print the plan, stop
                             before unpacking
+  --check                   step 0 only: exit 0 when every tool is there (lean-eval prepare
+                            asks this before it downloads anything)
   --no-apparmor             skip step 4 even where the restriction is on
   --apparmor-only           run only step 4 for an existing DIR/bin/bwrap; refused unless
                             the restriction is on
@@ -55,7 +60,8 @@ Options:
   -h, --help                show this help and exit
 
 Needs: sha256sum, tar, xz, meson, ninja, a C compiler, pkg-config and the libcap development
-files; curl or wget only when downloading; root and apparmor_parser only for step 4.
+files; curl or wget only when downloading; root and apparmor_parser only for step 4. On
+Debian/Ubuntu: apt-get install xz-utils meson ninja-build gcc pkg-config libcap-dev curl
 Exit status: 0 success, 1 refusal or failure, 2 usage error.
 EOF
 }
@@ -91,6 +97,7 @@ while (($# > 0)); do
       shift
       ;;
     --dry-run) dry_run=1; shift ;;
+    --check) mode="check"; shift ;;
     --no-apparmor) apparmor=no; shift ;;
     --apparmor-only) mode="apparmor-only"; shift ;;
     --print-apparmor-profile) mode="print-profile"; shift ;;
@@ -187,9 +194,42 @@ if [[ "$mode" == apparmor-only ]]; then
   exit 0
 fi
 
+# --- every tool, checked before anything is downloaded or read --------------------------------
+# Each missing one is named at once with its Debian/Ubuntu package, so one try shows them all.
+missing=()
+packages=()
+need() {
+  missing+=("$1")
+  [[ " ${packages[*]} " == *" $2 "* ]] || packages+=("$2")
+}
+for tool in sha256sum:coreutils mktemp:coreutils tar:tar xz:xz-utils meson:meson \
+  ninja:ninja-build pkg-config:pkg-config; do
+  command -v "${tool%%:*}" >/dev/null 2>&1 || need "${tool%%:*}" "${tool#*:}"
+done
+if [[ -n "${CC:-}" ]]; then
+  command -v "${CC%% *}" >/dev/null 2>&1 || need "a C compiler (CC=${CC})" gcc
+elif ! command -v cc >/dev/null 2>&1 && ! command -v gcc >/dev/null 2>&1 \
+  && ! command -v clang >/dev/null 2>&1; then
+  need "a C compiler (cc, gcc or clang)" gcc
+fi
+if command -v pkg-config >/dev/null 2>&1 && ! pkg-config --exists libcap 2>/dev/null; then
+  need "the libcap development files (pkg-config libcap)" libcap-dev
+elif ! command -v pkg-config >/dev/null 2>&1; then
+  need "the libcap development files" libcap-dev
+fi
+if [[ -z "${BWRAP_TARBALL:-}" ]] && ! command -v curl >/dev/null 2>&1 \
+  && ! command -v wget >/dev/null 2>&1; then
+  need "curl or wget (or set BWRAP_TARBALL to a downloaded ${TARBALL_NAME})" curl
+fi
+if ((${#missing[@]} > 0)); then
+  list="$(printf '%s, ' "${missing[@]}")"
+  die "missing required tools: ${list%, }; on Debian/Ubuntu: apt-get install ${packages[*]}"
+fi
+if [[ "$mode" == check ]]; then
+  exit 0
+fi
+
 # --- obtain and verify the tarball (nothing is unpacked before this passes) -------------------
-command -v sha256sum >/dev/null 2>&1 || die "missing required tool: sha256sum"
-command -v mktemp >/dev/null 2>&1 || die "missing required tool: mktemp"
 
 work=""
 cleanup() {
@@ -219,8 +259,6 @@ else
     curl -fsSL --retry 3 -o "$tarball" -- "$url" || die "download of ${url} failed"
   elif command -v wget >/dev/null 2>&1; then
     wget -q -O "$tarball" -- "$url" || die "download of ${url} failed"
-  else
-    die "missing required tool: curl or wget (or set BWRAP_TARBALL to a downloaded ${TARBALL_NAME})"
   fi
 fi
 
@@ -229,13 +267,6 @@ if [[ "$actual" != "$TARBALL_SHA256" ]]; then
   die "refusing ${source_desc}: sha256 ${actual} does not match the pinned ${TARBALL_SHA256} of ${TARBALL_NAME}; nothing unpacked"
 fi
 note "verified ${TARBALL_NAME} sha256 ${actual}"
-
-# --- build tools (checked only now, so a wrong tarball is refused even without them) ---------
-missing=()
-for tool in tar xz meson ninja; do
-  command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
-done
-((${#missing[@]} == 0)) || die "missing required tools: ${missing[*]}"
 
 if ((dry_run)); then
   if [[ "$apparmor" == no ]]; then

@@ -24,6 +24,7 @@ from lean_eval.benchmark.problem import (
     parse_config,
 )
 from lean_eval.benchmark.sets import SETS_DIR, ProblemSet, load_sets, set_files
+from lean_eval.benchmark.suggestions import guesses, known_values
 from lean_eval.errors import CatalogError, DigestMismatchError
 from lean_eval.files.decoding import strict_json, toml_table
 from lean_eval.lean.header import HeaderError, parse_header
@@ -214,7 +215,8 @@ def load_catalog(root: Path, *, revision: str | None = "HEAD",
     if only is not None:
         unknown = sorted(only - set(ids))
         if unknown:
-            raise CatalogError(f"unknown problem id(s): {', '.join(unknown)}")
+            raise CatalogError(f"unknown problem id(s): {guesses(unknown, ids)}; the benchmark "
+                               f"has {known_values(ids)}")
         ids = [pid for pid in ids if pid in only]
     root_digests = index.get("root", {})
     root_digests = root_digests if isinstance(root_digests, dict) else {}

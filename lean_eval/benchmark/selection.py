@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from lean_eval.benchmark.catalog import Catalog
 from lean_eval.benchmark.sets import Described, Selection, memberships, select
+from lean_eval.benchmark.suggestions import guesses, known_values
 from lean_eval.errors import UsageError
 from lean_eval.records.documents import ListedHole, ListedProblem, ProblemList
 
@@ -18,7 +19,8 @@ def select_catalog(cat: Catalog, selection: Selection,
     if only is not None:
         unknown = sorted(only - set(cat.problems))
         if unknown:
-            raise UsageError(f"unknown problem id(s): {', '.join(unknown)}")
+            raise UsageError(f"unknown problem id(s): {guesses(unknown, cat.problems)}; the "
+                             f"benchmark has {known_values(cat.problems)}")
     if selection.is_everything and only is None:
         return cat
     described = {pid: Described(status=ws.problem.status, tags=ws.problem.tags,
@@ -27,13 +29,21 @@ def select_catalog(cat: Catalog, selection: Selection,
     chosen = select(selection, described, cat.sets) & (only if only is not None
                                                          else frozenset(cat.problems))
     if not chosen:
+        statuses = {d.status for d in described.values()}
+        tags = {t for d in described.values() for t in d.tags}
         raise UsageError("no problem matches the selection ("
                          + ", ".join(part for part in (
                              f"set {selection.set_name}" if selection.set_name else "",
                              f"status {'/'.join(selection.statuses)}" if selection.statuses
                              else "",
                              f"tag {'/'.join(selection.tags)}" if selection.tags else "")
-                                     if part) + ")")
+                                     if part) + ")"
+                         + "".join(f"; {flag} {guesses(unknown, known)} matches no problem: "
+                                   f"the benchmark's are {known_values(known)}"
+                                   for flag, asked, known in (("--status", selection.statuses,
+                                                               statuses),
+                                                              ("--tag", selection.tags, tags))
+                                   if (unknown := sorted(set(asked) - known))))
     return cat.model_copy(update={"problems": {pid: ws for pid, ws in cat.problems.items()
                                                if pid in chosen}})
 

@@ -24,15 +24,17 @@ from lean_eval.cli.options import (
     intake_limit_options,
     intake_limits,
     selection_options,
+    verbose_help,
     without_tool_options,
 )
 from lean_eval.cli.steps import benchmark_root, default_benchmark, load
-from lean_eval.errors import StepFailedError
+from lean_eval.errors import PrerequisitesError, StepFailedError
 
 # --- start-problem (submitters) ---------------------------------------------------------------
 
 
 @without_tool_options
+@verbose_help("Also list every file written, editable or read-only.")
 @click.command("start-problem")
 @click.argument("problem_id")
 @click.argument("dest", required=False, default="submission",
@@ -85,6 +87,7 @@ def start_problem_command(problem_id: str, dest: Path, benchmark_rev: str,
 
 
 @without_tool_options
+@verbose_help("Also name every problem checked.")
 @click.command("validate-catalog")
 @common_options
 def validate_catalog_command(benchmark: Path | None, as_json: bool, verbose: int,
@@ -176,6 +179,8 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
         else:
             marked = (f + (" (changed)" if f in item.changed else "") for f in item.files)
             say(False, f"{where}: would be scored: ", ", ".join(marked))
+            for text in item.warnings:  # the comparator would reject it: a fault, on stderr
+                say(True, f"  warning: {text}")
             for name in item.files if verbose else ():
                 say(False, f"  {name}: ", "differs from the starter" if name in item.changed
                     else "the starter's bytes")
@@ -187,7 +192,7 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
         say(False, f"ignored: {line}")
     for line in result.hidden:
         say(True, f"hidden by a limit: {line}")
-    if not result.named:
+    if not result.named and result.rejection is None:
         say(True, f"{result.submission_id}: no problem directory found",
             f": {result.hint}" if result.hint else "")
     for fault, text in lines:
@@ -199,6 +204,7 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
 # --- prepare (maintainers: make a machine ready) ----------------------------------------------
 
 
+@verbose_help("First show the pinned archives and the directories used.")
 @click.command("prepare")
 @click.option("--offline", type=click.Path(path_type=Path, file_okay=False, exists=True),
               help="Take the elan archive and the bubblewrap release tarball from DIR instead "
@@ -222,7 +228,8 @@ def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
     if verbose and not as_json and not quiet:
         for line in prepare.plan_details(settings):
             click.echo(line)
-    failed: StepFailedError | None = None
+    failed: StepFailedError | PrerequisitesError | None = None
+    done: tuple[prepare.Step, ...] = ()
     try:
         pinned = settings.benchmark / "lean-toolchain"
         if pinned.is_file():
@@ -230,20 +237,32 @@ def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
         done = prepare.prepare(settings)
     except StepFailedError as exc:  # name the step; show what was finished before it
         failed, done = exc, exc.done
+    except PrerequisitesError as exc:
+        failed = exc
+    missing = failed.missing if isinstance(failed, PrerequisitesError) else ()
+    failed_step, cause = (failed.step, failed.cause) if isinstance(failed, StepFailedError) \
+        else ("prerequisites", str(failed)) if failed else (None, None)
     if as_json:
         click.echo(documents.PrepareReport(
             dry_run=dry_run, steps=tuple(documents.PrepareStep(**s._asdict()) for s in done),
-            ok=failed is None, failed_step=failed.step if failed else None,
-            error=failed.cause if failed else None).model_dump_json(indent=2))
-    elif not quiet:
+            ok=failed is None, failed_step=failed_step, error=cause).model_dump_json(indent=2))
+    elif not quiet:  # each failure is said once: here, and the error line only points here
         for step in done:
             click.echo(f"{step.name:<13} {step.status:<8} {step.detail}")
-        if failed is not None:
+        for name, what in missing:
+            click.echo(f"{name:<13} {'MISSING':<8} {what}")
+        if isinstance(failed, StepFailedError):
             click.echo(f"{failed.step:<13} {'FAILED':<8} {failed.cause}")
-        elif dry_run:
+        elif dry_run and failed is None:
             click.echo("dry run: nothing was changed")
     if failed is not None:
-        fail(f"prepare {failed}")
+        if as_json or quiet:
+            fail(f"prepare: {failed}")
+        if isinstance(failed, StepFailedError):
+            before = ", ".join(f"{s.name} ({s.status})" for s in failed.done) or "none"
+            fail(f"prepare: step {failed.step} failed (above); steps already finished: {before}")
+        fail(f"prepare: {len(missing)} prerequisite(s) missing (listed above); nothing was "
+             "downloaded or changed")
     sys.exit(0)
 
 

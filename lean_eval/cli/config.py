@@ -112,22 +112,29 @@ def load(group: click.Group, ctx: click.Context, path: Path, table: str) -> Load
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: [{table.rstrip('.')}] must be a table of command tables")
     default_map = {}
+    problems: list[str] = []  # every bad table, key and value of the file, in one error
     for name, values in data.items():
         command = group.commands.get(name)
         if command is None and not isinstance(values, dict):
             having = [f"[{table}{c}]" for c, cmd in sorted(group.commands.items())
                       if normalise(name) in settings(cmd)]
-            raise ConfigError(f"{path}: {table}{name} = {show_value(values)} is outside any table; "
-                              "a setting goes in the table of its command"
-                              + (f": {', '.join(having)}" if having else ""))
-        if command is None:
-            raise ConfigError(
+            problems.append(f"{path}: {table}{name} = {show_value(values)} is outside any "
+                            "table; a setting goes in the table of its command"
+                            + (f": {', '.join(having)}" if having else ""))
+        elif command is None:
+            problems.append(
                 f"{path}: unknown table [{table}{name}]{did_you_mean(name, group.commands)}; "
                 f"each table is named after a command: {', '.join(sorted(group.commands))}")
-        if not isinstance(values, dict):
-            raise ConfigError(f"{path}: {table}{name} = {show_value(values)} is not a table: "
-                              f"write the settings of {name} under [{table}{name}]")
-        default_map[name] = check_table(command, ctx, path, f"{table}{name}", values)
+        elif not isinstance(values, dict):
+            problems.append(f"{path}: {table}{name} = {show_value(values)} is not a table: "
+                            f"write the settings of {name} under [{table}{name}]")
+        else:
+            try:
+                default_map[name] = check_table(command, ctx, path, f"{table}{name}", values)
+            except ConfigError as exc:
+                problems.append(str(exc))
+    if problems:
+        raise ConfigError(". Also, ".join(problems))
     return Loaded(path, table, default_map)
 
 
@@ -143,23 +150,29 @@ def check_table(command: click.Command, parent: click.Context, path: Path, table
     ctx = click.Context(command, info_name=table.rsplit(".", 1)[-1], parent=parent)
     checked: dict[str, Any] = {}
     spelled: dict[str, str] = {}
+    problems: list[str] = []
     for key, written in values.items():
         option = known.get(normalise(key))
         if option is None or not option.name:
-            raise ConfigError(
+            problems.append(
                 f"{path}: [{table}] has no setting {key!r}{did_you_mean(normalise(key), known)}"
                 f"; the settings are: {', '.join(sorted(known))} (`-` or `_` alike)")
-        if option.name in checked:
-            raise ConfigError(f"{path}: [{table}] sets {spelled[option.name]!r} twice "
-                              f"(also as {key!r})")
+            continue
+        if option.name in spelled:
+            problems.append(f"{path}: [{table}] sets {spelled[option.name]!r} twice "
+                            f"(also as {key!r})")
+            continue
+        spelled[option.name] = key
         value = _relative_to(option, written, path.parent)
         problem = _problem(option, ctx, value)
         if problem is not None:
-            raise ConfigError(f"{path}: [{table}] {key} = {show_value(written)}: {problem}; "
-                              f"allowed: {allowed(option)}")
+            problems.append(f"{path}: [{table}] {key} = {show_value(written)}: {problem}; "
+                            f"allowed: {allowed(option)}")
+            continue
         many = option.multiple or option.nargs != 1
         checked[option.name] = [value] if many and not isinstance(value, list) else value
-        spelled[option.name] = key
+    if problems:
+        raise ConfigError(". Also, ".join(problems))
     return checked
 
 

@@ -23,6 +23,10 @@ from lean_eval.cli.config import (
 from lean_eval.cli.deferred import documents
 from lean_eval.cli.exits import EXIT_SETUP, fail
 
+# Taken as config's own after COMMAND too; the command's own -q, -v and --json then show as
+# their defaults. The count is what each adds to --verbose.
+OWN_FLAGS = {"--json": 0, "-q": 0, "--quiet": 0, "-v": 1, "-vv": 2, "--verbose": 1}
+
 SOURCES = {ParameterSource.COMMANDLINE: "flag", ParameterSource.ENVIRONMENT: "env",
            ParameterSource.DEFAULT_MAP: "config", ParameterSource.DEFAULT: "default",
            ParameterSource.PROMPT: "flag"}
@@ -80,8 +84,15 @@ def config_command(ctx: click.Context, command_name: str | None, args: tuple[str
     flag, env (LEAN_EVAL_<OPTION>), the config file, or the built-in default.
 
     With COMMAND [ARGS]..., only that command, as `lean-eval COMMAND ARGS...` would see it
-    (so flags show as `flag`). Exits 2 naming the variable when an environment value is bad.
+    (so flags show as `flag`); config's own --json, -q and -v are taken wherever they stand.
+    Exits 2 naming every bad environment value (and prints no table) when there is one.
     """
+    # config's own flags are its own wherever they stand (`config run-eval --json` too)
+    own = [a for a in args if a in OWN_FLAGS]
+    args = tuple(a for a in args if a not in OWN_FLAGS)
+    as_json = as_json or "--json" in own
+    quiet = quiet or "-q" in own or "--quiet" in own
+    verbose += sum(OWN_FLAGS[a] for a in own if a.startswith("-v") or a == "--verbose")
     group_ctx, group = ctx.find_root(), group_of(ctx)
     explicit = group_ctx.params.get("config_file")
     names = sorted(group.commands) if command_name is None else [command_name]
@@ -99,6 +110,10 @@ def config_command(ctx: click.Context, command_name: str | None, args: tuple[str
                               args if command_name else (), loaded)
         rows.extend(found)
         errors.extend(bad)
+    if errors:  # every bad value at once, and no table that would hide them
+        for error in errors:
+            click.echo(f"lean-eval: error: {error}", err=True)
+        sys.exit(EXIT_SETUP)
     if as_json:
         click.echo(documents.ConfigReport(
             config_file=str(loaded.path) if loaded.path else None,
@@ -113,9 +128,7 @@ def config_command(ctx: click.Context, command_name: str | None, args: tuple[str
             shown = "unset" if row.value is None else show_value(row.value)
             origin = f" {row.origin}" if row.source in ("env", "config") else ""
             click.echo(f"{row.command} {row.option} = {shown}  ({row.source}{origin}{env})")
-    for error in errors:
-        click.echo(f"lean-eval: error: {error}", err=True)
-    sys.exit(EXIT_SETUP if errors else 0)
+    sys.exit(0)
 
 
 COMMANDS = (config_command,)

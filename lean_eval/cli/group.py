@@ -41,8 +41,41 @@ def warn(message: str, quiet: bool = False) -> None:
     Console(stderr=True, quiet=quiet).print(f"[yellow]warning:[/] {message}")
 
 
+# ``lean-eval --help``: each command once, under who uses it, in one complete sentence (click
+# would cut a docstring's first sentence at 45 characters). tests/cli/test_messages.py checks
+# every visible command is here.
+SECTIONS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("Submitters", (
+        ("list-problems", "List the benchmark's problems with their holes, sets and tags."),
+        ("start-problem", "Copy a problem's workspace to write a proof in."),
+        ("validate-submission", "Check a submission's layout and files, without Lean."),
+        ("test", "Build and judge one workspace as it stands, for local reproduction."),
+    )),
+    ("Maintainers", (
+        ("prepare", "Install what scoring needs: elan, Lean, bubblewrap, shared packages."),
+        ("run-eval", "Score submissions against the benchmark, each pair in a sandbox."),
+        ("probe", "Run the sandbox and environment probes that guard every run."),
+        ("check-comparator-installation", ("Check that this installation accepts a known-good "
+                                          "proof and rejects a wrong one.")),
+        ("check-eval-workflow", ("Score a generated batch and compare it with the expected "
+                                "verdicts.")),
+        ("validate-catalog", "Check the benchmark's catalog, pins and workspaces."),
+        ("import-catalog", "Turn a checkout in another benchmark layout into this one."),
+        ("config", "Show every setting's value and where it comes from."),
+    )),
+    ("CI and results", (
+        ("report", "Render a finished run as a table, Markdown, JUnit, JSON, CSV or HTML."),
+        ("merge", "Combine the outputs of one batch's shards into one output."),
+        ("verify", "Check offline that a run's verdicts carry valid signatures."),
+        ("replay", "Score a run's recorded pairs again and compare the verdicts."),
+        ("export-results", "Append a run's accepted pairs to a results store."),
+    )),
+)
+
+
 class LeanEvalGroup(click.Group):
-    """One error style, ``exits.handled`` applied once, and every option's envvar."""
+    """One error style, ``exits.handled`` applied once, every option's envvar, and the command
+    list in ``SECTIONS``."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -51,6 +84,20 @@ class LeanEvalGroup(click.Group):
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
         super().add_command(cmd, name)
         add_envvars(self)  # a command registered later gets its variables too
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        del ctx
+        listed = {name for _, rows in SECTIONS for name, _ in rows}
+        for title, rows in SECTIONS:
+            shown = [(name, text) for name, text in rows if name in self.commands]
+            if shown:
+                with formatter.section(title):
+                    formatter.write_dl(shown)
+        other = [(name, cmd.get_short_help_str(200)) for name, cmd in sorted(self.commands.items())
+                 if name not in listed and not cmd.hidden]
+        if other:
+            with formatter.section("Other commands"):
+                formatter.write_dl(other)
 
     def resolve_command(self, ctx: click.Context, args: list[str]
                         ) -> tuple[str | None, click.Command | None, list[str]]:

@@ -76,13 +76,25 @@ def _options(func: F, benchmark: bool) -> F:
         click.option("--json", "as_json", is_flag=True,
                      help="Machine output (JSON with schema_version) on stdout."),
         click.option("-v", "--verbose", count=True,
-                     help="More detail: every probe check, every finding, file locations."),
+                     help="More detail (each command says which: `verbose_help`)."),
         click.option("-q", "--quiet", is_flag=True,
                      help="Print nothing but errors (and the --json document, if asked for)."),
     ]
     for decorator in reversed(decorators):
         func = decorator(func)
     return func
+
+
+def verbose_help(text: str) -> Callable[[click.Command], click.Command]:
+    """What ``-v`` adds for one command; put it above ``@click.command`` (it edits the
+    command's ``params``)."""
+    def apply(command: click.Command) -> click.Command:
+        for param in command.params:
+            if param.name == "verbose" and isinstance(param, click.Option):
+                param.help = text
+        return command
+
+    return apply
 
 
 def common_options(func: F) -> F:
@@ -185,17 +197,19 @@ def fail_on_option(command: F) -> F:
     return click.option(
         "--fail-on", "fail_on", type=FailOn(), default="", show_default=False,
         help=f"Exit 1 when any pair's verdict is one of these ({FAIL_ON_KINDS}; comma-"
-             "separated; verdict names such as invalid_submission too); a submission rejected "
-             "as a whole counts as invalid. Default: none; the usual exit codes apply.",
+             "separated; verdict names such as invalid_submission too); a submission that "
+             "scored nothing (rejected as a whole, or no problem directory) counts as "
+             "invalid. Default: none; the usual exit codes apply.",
     )(command)
 
 
 def failing_exit(summary: verdict.Summary, fail_on: frozenset[str], code: int) -> int:
-    """``code``, or 1 when it is 0 and ``run_report.failures`` finds a pair (named on stderr)."""
+    """``code``, or 1 when it is 0 and ``run_report.failures`` finds a pair (named on stderr);
+    ``code`` 1 that the gate itself set (run-eval records it in the summary) is named too."""
     found = run_report.failures(summary, fail_on) if fail_on else ()
-    if found and code == 0:
+    if found and code in (0, 1):
         shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
         click.echo(f"lean-eval: --fail-on {','.join(sorted(fail_on))}: {len(found)} "
-                   f"pair(s) failed the gate: {run_report.printable(shown)}", err=True)
+                   f"pair(s) failed the gate: {run_report.printable(shown)}; exit 1", err=True)
         return 1
     return code

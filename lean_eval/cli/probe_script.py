@@ -14,11 +14,12 @@ import click
 
 from lean_eval.cli.deferred import registry
 from lean_eval.cli.exits import EXIT_FAULT, EXIT_SETUP
-from lean_eval.cli.options import PROBE_NAMES, tool_options
+from lean_eval.cli.options import PROBE_NAMES, tool_options, verbose_help
 from lean_eval.cli.steps import resolve_tools
 from lean_eval.errors import LeanEvalError
 
 
+@verbose_help("Accepted for symmetry: every check of the probe is printed anyway.")
 @click.command("probe-script", hidden=True)
 @click.argument("name", metavar="NAME", type=click.Choice(PROBE_NAMES))
 @click.option("--scratch", type=click.Path(path_type=Path, file_okay=False),

@@ -19,6 +19,7 @@ from rich.progress import (
 from rich.text import Text
 
 from lean_eval.outputs.report import console as report_console
+from lean_eval.probes.preflight import NOTHING_TO_SCORE
 from lean_eval.records.verdict import Summary
 from lean_eval.scoring import scheduler
 
@@ -74,9 +75,10 @@ class Display:
         self.bar.update(self.task, completed=event.done, total=event.total, status=status)
 
 
-def report_end(summary: Summary, console: Console, quiet: bool) -> None:
+def report_end(summary: Summary, console: Console, quiet: bool, listed: bool) -> None:
     """How to resume an interrupted run and what an intake limit hid (both even under -q), kept
-    pairs, and each submission without a problem directory."""
+    pairs, and each submission without a problem directory unless the table (``listed``)
+    names it."""
     if summary.interrupted:
         console.print(f"lean-eval: interrupted: {summary.not_scored} pair(s) not scored; run "
                       "the same command again to resume (verdicts already written are kept)",
@@ -90,11 +92,14 @@ def report_end(summary: Summary, console: Console, quiet: bool) -> None:
                       highlight=False, soft_wrap=True)
     if quiet:
         return
+    if summary.preflight.reason == NOTHING_TO_SCORE:  # an ordinary resume: a note
+        console.print(f"note: probes not run: {NOTHING_TO_SCORE}", markup=False,
+                      highlight=False, soft_wrap=True)
     if summary.reused:
         console.print(f"{summary.reused} pair(s) kept: their verdicts from an earlier run on "
                       "this --out still apply (--rescore scores them again)",
                       markup=False, highlight=False)
-    for sub in summary.submissions:
+    for sub in () if listed else summary.submissions:
         if not sub.problems and sub.rejection is None:
             console.print(f"[yellow]warning:[/] {escape(sub.id)}: no problem directory found"
                           + (f": {escape(sub.hint)}" if sub.hint else ""), highlight=False)

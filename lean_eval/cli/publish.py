@@ -86,7 +86,8 @@ def verify_command(out_dir: Path, key_file: Path, submissions: tuple[Path, ...],
         if result.ok:
             out.print(f"verified {out_dir}: {len(result.verdict_files)} verdict(s), "
                       f"{result.envelopes_verified} envelope(s) signed by "
-                      f"{result.key_fingerprint}; {result.submissions} submission(s) match",
+                      f"{result.key_fingerprint}"
+                      + (f"; {result.submissions} submission(s) match" if submissions else ""),
                       markup=False, highlight=False, soft_wrap=True)
         else:
             click.echo(f"lean-eval: verify: {len(result.failures)} failure(s) in {out_dir} "

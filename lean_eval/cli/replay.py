@@ -12,10 +12,11 @@ import click
 
 from lean_eval.cli.exits import Worded, Wording
 from lean_eval.cli.group import Console
-from lean_eval.cli.options import ByteSize, common_options
+from lean_eval.cli.options import ByteSize, common_options, verbose_help
 from lean_eval.cli.steps import load, preflight, tools_for
 
 
+@verbose_help("Also every check of every preflight probe (a failing one's always).")
 @click.command("replay", cls=Worded, wording=Wording(fault="; the replay stopped"))
 @click.argument("record_dir", metavar="OUT",
                 type=click.Path(path_type=Path, file_okay=False, exists=True))

@@ -75,10 +75,13 @@ def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool, ve
                    "document with every pair; csv: a row per pair; html: one self-contained "
                    "page (matrix coloured by verdict, filter, each pair's details).")
 @click.option("--output", type=click.Path(path_type=Path, dir_okay=False),
-              help="Write to FILE (atomically) instead of stdout.")
+              help="Write to FILE (atomically) instead of stdout; its directory must exist.")
 @fail_on_option
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print nothing but errors (--output is still written; with --fail-on, "
+                   "the gate alone).")
 def report_command(out_dir: Path, fmt: str, output: Path | None,
-                   fail_on: frozenset[str]) -> NoReturn:
+                   fail_on: frozenset[str], quiet: bool) -> NoReturn:
     """Render the output directory OUT of `run-eval`, `merge` or `replay` for people and CI
     systems (a replay's: recorded and new verdict per pair, kernel disagreements, drift).
 
@@ -91,9 +94,15 @@ def report_command(out_dir: Path, fmt: str, output: Path | None,
     from lean_eval.outputs import replay_report
     from lean_eval.outputs.report import console, formats
 
+    if output is not None and not output.absolute().parent.is_dir():
+        raise UsageError(f"--output {output}: the directory {output.absolute().parent} does "
+                         "not exist; create it first (report creates no directories)")
+
     if (out_dir / out_layout.REPLAY).is_file():  # a replay's --out: the replay
         replayed = replay_report.load(out_dir)
-        if fmt == "table" and output is None:
+        if output is None and quiet:
+            pass
+        elif fmt == "table" and output is None:
             replay_report.print_replay(replayed, Console())
         elif output is None:
             click.echo(replay_report.render(replayed, fmt), nl=False)
@@ -101,11 +110,14 @@ def report_command(out_dir: Path, fmt: str, output: Path | None,
             _write(output, replay_report.render(replayed, fmt))
         sys.exit(0)
     run = run_report.load_run(out_dir)
-    if fmt == "table" and output is None:
+    if output is None and quiet:
+        pass
+    elif fmt == "table" and output is None:
         console.print_summary(run.summary, Console(), hints=True,
                               disagreements=run.disagreements)
     else:
-        text = formats.render(run, cast("run_report.Format", fmt))
+        text = formats.render(run, cast("run_report.Format", fmt),
+                              output.absolute().parent if output else Path.cwd())
         if output is None:
             click.echo(text, nl=False)
         else:

@@ -25,6 +25,7 @@ from lean_eval.cli.options import (
     intake_limits,
     selection_options,
     tool_options,
+    verbose_help,
 )
 from lean_eval.cli.steps import (
     print_probes,
@@ -42,6 +43,7 @@ RUN_STOPPED = Wording(fault="; the run stopped, verdicts already written stay va
                       stopped="; verdicts already written stay valid")
 
 
+@verbose_help("Also every check of every preflight probe (a failing one's always).")
 @click.command("run-eval", cls=Worded, wording=RUN_STOPPED)
 @click.argument("submissions", nargs=-1, required=True,
                 type=click.Path(path_type=Path, exists=False))
@@ -137,8 +139,11 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
             private=private, sign_key=sign_key)
         summary = api.run_request(request, dict(os.environ), on_progress=show,
                                   on_probes=lambda entries: show_probes(entries, quiet, verbose),
-                                  on_warning=lambda text: warn(text, quiet))
-    progress.report_end(summary, err, quiet)
+                                  on_warning=lambda text: warn(text, quiet),
+                                  fail_on=fail_on)
+    progress.report_end(summary, err, quiet, listed=not as_json)
+    # The gate's message before the table: the last line says the exit code the process returns.
+    code = failing_exit(summary, fail_on, summary.exit_code)
     if keep_work:
         say_kept(scoring_dirs(work_dir) - kept_before, quiet)
     if as_json:
@@ -146,10 +151,11 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     elif not quiet:
         from lean_eval.outputs.report import console as report_console
 
-        report_console.print_summary(summary, Console())
-    sys.exit(failing_exit(summary, fail_on, summary.exit_code))
+        report_console.print_summary(summary, Console(), hints=True)
+    sys.exit(code)
 
 
+@verbose_help("Every check of every probe (a failing probe's failing checks always).")
 @click.command("probe")
 @click.option("--work-dir", type=click.Path(path_type=Path, file_okay=False),
               help="Where the probes' scratch directory goes (default: the system temp dir).")
@@ -180,6 +186,7 @@ def probe_command(work_dir: Path | None, names: tuple[str, ...], benchmark: Path
 
 
 def _selfcheck_command(name: str, check_name: str, summary: str) -> click.Command:
+    @verbose_help("Also the toolchain and bwrap used, and where the generated files are.")
     @click.command(name, help=summary)
     @click.option("--work-dir", type=click.Path(path_type=Path, file_okay=False),
                   help="Where the generated submissions and verdicts go.")
@@ -220,6 +227,8 @@ CHECK_WORKFLOW = _selfcheck_command(
     "the expected ones. Exits 1 with a diff when they differ.")
 
 
+@verbose_help("Also the execution, last phase, exit code and kernels; the log when not "
+              "accepted (-vv: always).")
 @click.command("test")
 @click.argument("workspace", required=False, type=click.Path(path_type=Path, file_okay=False))
 @click.option("--timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
@@ -233,14 +242,16 @@ def test(workspace: Path | None, timeout: float, keep_work: bool, toolchain: Pat
     """Run the WorkspaceTest driver on WORKSPACE (default: the current directory) as it stands.
 
     The workspace's own config.json is used, so a pass here proves nothing about the trusted
-    benchmark. Exits 0 when accepted, 1 otherwise.
+    benchmark. Exits 0 when accepted, 1 when not, 2 when it cannot run (no workspace there,
+    no toolchain or bubblewrap).
     """
     env = dict(os.environ)
     ws = (workspace or Path.cwd()).resolve()
     state: Path | None = None
     try:
         if not (ws / "config.json").is_file():
-            raise UsageError(f"{ws} has no config.json; is it a lean-eval workspace?")
+            raise UsageError(f"{ws} has no config.json, so it is not a lean-eval workspace"
+                             + _workspace_hint(ws))
         config = problem.parse_config((ws / "config.json").read_bytes(), f"{ws}/config.json")
         name = (ws / "lean-toolchain").read_text(encoding="utf-8").strip() \
             if (ws / "lean-toolchain").is_file() else ""
@@ -278,6 +289,16 @@ def test(workspace: Path | None, timeout: float, keep_work: bool, toolchain: Pat
             f"kept: harness files and raw log in {kept} (log: {kept / 'test.log'})",
             markup=False, highlight=False, soft_wrap=True)
     sys.exit(0 if c.verdict == "accepted" else EXIT_FAULT)
+
+
+def _workspace_hint(ws: Path) -> str:
+    """Where the workspaces are, when ``ws`` holds some (a benchmark checkout, say)."""
+    found = sorted(p.parent.name for p in ws.glob("workspaces/*/config.json"))
+    if found:
+        return (f"; pass one of its workspaces, e.g. `lean-eval test workspaces/{found[0]}` "
+                f"({len(found)} under {ws / 'workspaces'})")
+    return ("; pass a workspace directory (one `lean-eval start-problem` made, or "
+            "workspaces/<problem id> of a benchmark checkout)")
 
 
 COMMANDS = (run_eval, probe_command, CHECK_INSTALLATION, CHECK_WORKFLOW, test)

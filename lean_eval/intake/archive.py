@@ -60,7 +60,7 @@ def read_archive(fd: int, budget: Budget, digest: _Hash, root: Node) -> None:
     try:
         _Parser(stream, budget, root).parse()
     except (zlib.error, ValueError) as exc:  # nothing expected; never let one escape
-        raise RejectError(f"archive: corrupt {stream.where}: {show(str(exc))}") from None
+        raise corrupt(stream.where, show(str(exc))) from None
 
 
 def stream_cap(limits: IntakeLimits) -> int:

@@ -14,7 +14,7 @@ import re
 import zlib
 from typing import TYPE_CHECKING
 
-from lean_eval.intake.bounds import CHUNK, Budget, LimitError, RejectError
+from lean_eval.intake.bounds import CHUNK, Budget, CorruptArchiveError, LimitError
 
 if TYPE_CHECKING:
     from hashlib import _Hash
@@ -43,8 +43,8 @@ def read_raw(fd: int, budget: Budget, digest: _Hash) -> bytes:
     return b"".join(kept)
 
 
-def corrupt(where: str, why: str) -> RejectError:
-    return RejectError(f"archive: corrupt {where}: {why}")
+def corrupt(where: str, why: str) -> CorruptArchiveError:
+    return CorruptArchiveError(f"archive: corrupt {where}: {why}")
 
 
 class Stream:

@@ -28,7 +28,7 @@ UNREADABLE = "unreadable"  # kind of a leaf the harness could not read (a host f
 SKIP_FACTOR = 4  # archive data skipped for files over max_file_bytes: at most this x the archive
 LAKE_BUILD_MARGIN = 64  # Lake's build outputs sit deeper than the sources they come from
 
-RejectionCode = Literal["path_rejected", "limit_exceeded", "import_rejected"]
+RejectionCode = Literal["path_rejected", "limit_exceeded", "import_rejected", "archive_corrupt"]
 
 
 class IntakeLimits(Record):
@@ -59,6 +59,12 @@ class RejectError(Exception):
     """Whole-submission rejection; the message names the offending entry."""
 
     code: RejectionCode = "path_rejected"
+
+
+class CorruptArchiveError(RejectError):
+    """Whole-submission rejection because the archive cannot be read as gzip or tar."""
+
+    code: RejectionCode = "archive_corrupt"
 
 
 class LimitError(RejectError):

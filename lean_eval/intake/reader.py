@@ -158,7 +158,8 @@ def read_submission(
     return Intake(submission_id=sid, source=source, digest=digest.hexdigest(),
                   problems=problems, rejection=rejection, ignored=ignored,
                   rejection_code=code, named=named, hidden=hidden,
-                  hint=None if named else layout.hint(root, problem_ids))
+                  # a whole-submission rejection says why itself: no unrelated layout hint
+                  hint=None if named or rejection is not None else layout.hint(root, problem_ids))
 
 
 def _refuse_duplicates(found: layout.Found) -> None:

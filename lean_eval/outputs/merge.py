@@ -115,6 +115,11 @@ def check_compatible(outputs: Sequence[ShardOutput]) -> None:
             raise MergeRefusedError(f"{seen[real]} and {out.path} are the same directory")
         seen[real] = out.path
     _refuse_if_differ(outputs, "identity", _IDENTITY_FIELDS, lambda s: s.identity)
+    plain = [str(out.path) for out in outputs if out.summary.shard is None]
+    if plain and len(plain) < len(outputs):
+        raise MergeRefusedError(f"{', '.join(plain)}: not a shard (that run was made without "
+                                "--shard K/N), refusing to merge it with shards; merge only "
+                                "the outputs of one batch's `run-eval --shard K/N` runs")
     _refuse_if_differ(outputs, "options", ("options_digest",), lambda s: s.shard)
     _refuse_if_differ(outputs, "probe policy", ("skipped",), lambda s: s.preflight)
     _refuse_if_differ(outputs, "signing key", ("signing_key",), lambda s: s)

@@ -116,7 +116,7 @@ class PrepareReport(Record):
     dry_run: bool
     steps: tuple[PrepareStep, ...]  # on failure: the steps finished before the failing one
     ok: bool = True
-    failed_step: str | None = None  # elan, lean, bubblewrap or dependencies
+    failed_step: str | None = None  # elan, lean, bubblewrap, dependencies or prerequisites
     error: str | None = None  # why failed_step failed
 
 
@@ -161,6 +161,9 @@ class ProblemCheck(Record):
     # submission, as `start-problem` writes them: never read (scoring uses the benchmark's own),
     # and not repeated in `ignored`. Matched by name only, since they are not read.
     reference: tuple[str, ...] = ()
+    # What the comparator would reject that is visible without Lean (a changed hole statement,
+    # an import of the challenge or solution module): the pair would still be scored.
+    warnings: tuple[str, ...] = ()
 
 
 class SubmissionCheck(Record):

@@ -7,9 +7,10 @@ resolved tools) and open nothing beyond ``lstat``; :func:`check_ids` is the only
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -134,13 +135,32 @@ def check_problems(selected: Iterable[str], known: Sequence[str]) -> None:
                          f"{len(known)} problem(s), e.g. {', '.join(known[:5])}")
 
 
-def check_run(submissions: Sequence[Path], out_dir: Path, work_dir: Path | None,
-              selected: Iterable[str] | None, benchmark: Path) -> None:
-    """Every check of ``run-eval``'s arguments that needs neither Lean nor bubblewrap."""
-    for path in submissions:
-        check_submission(path)
-    check_out(out_dir, submissions, work_dir)
+def joined(texts: Sequence[str]) -> str:
+    """Several messages as one, each named, in the order found."""
+    return " Also, ".join(t if t.endswith((".", ")")) or i == len(texts) - 1 else t + "."
+                          for i, t in enumerate(texts))
+
+
+def _work_dir(work_dir: Path | None) -> None:
     if work_dir is not None and work_dir.exists() and not work_dir.is_dir():
         raise UsageError(f"--work-dir {work_dir} is a file; it must be a directory")
+
+
+def check_run(submissions: Sequence[Path], out_dir: Path, work_dir: Path | None,
+              selected: Iterable[str] | None, benchmark: Path) -> None:
+    """Every check of ``run-eval``'s arguments that needs neither Lean nor bubblewrap; every
+    problem found is named in one ``UsageError``."""
+    problems: list[str] = []
+    checks: list[Callable[[], None]] = [functools.partial(check_submission, p)
+                                        for p in submissions]
+    checks += [functools.partial(check_out, out_dir, submissions, work_dir),
+               functools.partial(_work_dir, work_dir)]
     if selected:
-        check_problems(selected, problem_ids(benchmark))
+        checks.append(functools.partial(check_problems, selected, problem_ids(benchmark)))
+    for check in checks:
+        try:
+            check()
+        except UsageError as exc:  # noqa: PERF203 - every problem is named, not the first
+            problems.append(str(exc))
+    if problems:
+        raise UsageError(joined(problems))

@@ -1,7 +1,10 @@
 """validate-submission: what run-eval would do with a submission, decided without Lean.
 
 The same intake as ``run-eval`` (every limit, the header check) and the same
-``pair.is_unchanged``; no toolchain, sandbox or probe.
+``pair.is_unchanged``; no toolchain, sandbox or probe. Two mistakes the comparator would
+reject are also visible without Lean and warned of: a hole's statement that differs from the
+starter's (``statement_mismatch``), and an import of the problem's challenge or solution module
+(the build fails: Solution imports the submission).
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from pathlib import Path
 from lean_eval.benchmark.catalog import Catalog, ProblemWorkspace
 from lean_eval.intake.reader import DEFAULT_LIMITS, IntakeLimits, ProblemEntry, read_submission
 from lean_eval.intake.readset import NOT_READ
+from lean_eval.lean.declarations import declarations
+from lean_eval.lean.header import HeaderError, parse_header
 from lean_eval.records.documents import CheckOutcome, ProblemCheck, SubmissionCheck
 from lean_eval.scoring.pair import is_unchanged
 
@@ -19,6 +24,39 @@ from lean_eval.scoring.pair import is_unchanged
 def changed_files(entry: ProblemEntry, starter: Mapping[str, bytes]) -> tuple[str, ...]:
     """Submitted relpaths whose bytes differ from the starter of their path (or have none)."""
     return tuple(f.relpath for f in entry.files if starter.get(f.relpath) != f.data)
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def warnings(entry: ProblemEntry, problem: ProblemWorkspace) -> tuple[str, ...]:
+    """What the comparator would reject that a reading without Lean already shows."""
+    found: list[str] = []
+    config = problem.config
+    trusted = {config.challenge_module: "the challenge", config.solution_module: "the solution"}
+    for f in entry.files:
+        try:
+            imports = parse_header(_text(f.data)).imports
+        except HeaderError:
+            continue  # intake's header check reports it
+        found += [f"{f.relpath} imports {item.module}, {trusted[item.module]} module: the "
+                  f"build would fail ({config.solution_module} imports the submission)"
+                  for item in imports if item.module in trusted]
+    submitted = next((f.data for f in entry.files if f.relpath == "Submission.lean"), None)
+    starter = problem.starter.get("Submission.lean")
+    if submitted is not None and starter is not None:
+        ours = {d.name: d for d in declarations(_text(submitted))}
+        for hole in declarations(_text(starter)):
+            mine = ours.get(hole.name)
+            if mine is None:
+                found.append(f"Submission.lean: no {hole.keyword} {hole.name}: the hole is "
+                             "missing (statement_mismatch)")
+            elif mine.statement != hole.statement:
+                found.append(f"Submission.lean:{mine.line}: {hole.name}'s statement "
+                             f"`{mine.statement}` differs from the starter's "
+                             f"`{hole.statement}` (statement_mismatch)")
+    return tuple(found)
 
 
 def _problem(entry: ProblemEntry, problem: ProblemWorkspace) -> ProblemCheck:
@@ -36,7 +74,8 @@ def _problem(entry: ProblemEntry, problem: ProblemWorkspace) -> ProblemCheck:
                         files=tuple(f.relpath for f in entry.files), changed=changed,
                         ignored=tuple(line for line in entry.ignored if line not in shown),
                         rejection=entry.rejection, rejection_code=entry.rejection_code,
-                        fault=entry.fault, reference=reference)
+                        fault=entry.fault, reference=reference,
+                        warnings=warnings(entry, problem) if outcome == "scored" else ())
 
 
 def check_submission(path: Path, catalog: Catalog,

@@ -30,9 +30,7 @@ def one_error(errors: Sequence[SetupError]) -> SetupError:
     """Several setup errors as one (exit 2, one message): each named, in the order found."""
     if len(errors) == 1:
         return errors[0]
-    texts = [str(e) for e in errors]
-    return SetupError(" Also, ".join(t if t.endswith((".", ")")) or i == len(texts) - 1
-                                     else t + "." for i, t in enumerate(texts)))
+    return SetupError(arguments.joined([str(e) for e in errors]))
 
 
 def resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,

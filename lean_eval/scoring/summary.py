@@ -93,6 +93,17 @@ def write_summary(started_at: str, ident: Identity, preflight: Preflight, catalo
     return summary
 
 
+def record_exit_code(out_dir: Path, summary: Summary, code: int) -> Summary:
+    """``summary`` with the exit code the process returns (``--fail-on`` raised it), rewritten
+    in ``out_dir``; call only while holding the run's ``OutLock``."""
+    recorded = summary.model_copy(update={"exit_code": code})
+    try:
+        write_model(out_dir / SUMMARY, recorded)
+    except OSError as exc:
+        raise OutputError(f"cannot write {out_dir / SUMMARY}: {exc}") from exc
+    return recorded
+
+
 def _scored_summary(path: Path) -> bool:
     """Whether ``path`` is the summary of a run that planned and scored (not a refusal)."""
     try:

@@ -4,7 +4,8 @@ owned by a live run.
 - ``OutLock``'s file, ``<out>/.lean-eval.lock``, is never deleted: two runs could then lock two
   different files. The kernel frees the lock of a holder that died.
 - A ``lean-eval-run-*`` directory whose ``.owner`` another process can lock belongs to a dead
-  run and is reclaimed; one kept with ``--keep-work`` has no ``.owner`` and never is.
+  run and is reclaimed; one kept with ``--keep-work`` has no ``.owner`` and never is; one this
+  user cannot look into or lock (another user's, mode 0700, in a shared temp dir) is skipped.
 - Nothing here follows a symlink planted where the lock files go.
 """
 
@@ -14,6 +15,7 @@ import fcntl
 import json
 import os
 import socket
+import stat
 import tempfile
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -117,6 +119,20 @@ class RunDir:
         self._fd = None
 
 
+def _owner_lock(path: Path) -> int | None:
+    """The lock of a dead run's scoring directory ``path``, or None: not a directory, kept on
+    purpose (no ``.owner``), held by a live run, or not this user's to look into."""
+    try:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            return None
+        owner = path / _OWNER
+        if not stat.S_ISREG(os.lstat(owner).st_mode):
+            return None  # kept on purpose (--keep-work), a planted link, or not ours
+        return _try_lock(owner, create=False)
+    except OSError:  # gone meanwhile, or another user's directory (EACCES): not ours to judge
+        return None
+
+
 def reclaim(parent: Path, remove: Callable[[Path], object]) -> list[Path]:
     """Remove the scoring directories under ``parent`` left by runs that are no longer alive."""
     reclaimed: list[Path] = []
@@ -126,17 +142,11 @@ def reclaim(parent: Path, remove: Callable[[Path], object]) -> list[Path]:
         return reclaimed
     for name in names:
         path = parent / name
-        if not name.startswith(RUN_PREFIX) or path.is_symlink() or not path.is_dir():
+        if not name.startswith(RUN_PREFIX):
             continue
-        owner = path / _OWNER
-        if owner.is_symlink() or not owner.is_file():
-            continue  # kept on purpose (--keep-work), or not ours
-        try:
-            fd = _try_lock(owner)
-        except OSError:
-            continue
+        fd = _owner_lock(path)
         if fd is None:
-            continue  # a live run holds it
+            continue
         try:
             remove(path)
         finally:

@@ -332,3 +332,38 @@ def test_the_readme_config_example_is_valid(tmp_path: Path,
     assert doc["by"]["run-eval", "--jobs"]["value"] == 4
     assert doc["by"]["run-eval", "--max-total-bytes"]["value"] == 32 << 20
     assert doc["by"]["test", "--timeout"]["source"] == "config"
+
+
+# --- issue 26: config's own flags anywhere; every problem at once, before any table ----------
+
+
+def test_configs_own_flags_are_taken_after_the_command_too(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    as_json = _invoke(["config", "run-eval", "--json", "--jobs", "3"])
+    assert as_json.exit_code == 0, as_json.output
+    rows = {s["option"]: s for s in json.loads(as_json.stdout)["settings"]}
+    assert rows["--jobs"]["value"] == 3 and rows["--jobs"]["source"] == "flag"
+    quiet = _invoke(["config", "run-eval", "-q", "--jobs", "3"])
+    assert quiet.stdout.splitlines()[1:] == ["run-eval --jobs = 3  (flag)"]
+
+
+def test_every_bad_environment_value_is_named_and_no_table_printed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = _invoke(["config", "run-eval"],
+                     env={"LEAN_EVAL_JOBS": "abc", "LEAN_EVAL_TIMEOUT": "x"})
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert "LEAN_EVAL_JOBS='abc'" in result.stderr and "LEAN_EVAL_TIMEOUT='x'" in result.stderr
+
+
+def test_every_bad_key_and_table_of_a_config_file_is_in_one_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / "lean-eval.toml", '[run-eval]\nbogus = 1\njobs = "x"\n[nope]\na = 1\n')
+    result = _invoke(["config"])
+    assert result.exit_code == 2 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    for needed in ("no setting 'bogus'", 'jobs = "x"', "unknown table [nope]"):
+        assert needed in line, (needed, line)

@@ -123,7 +123,8 @@ def test_a_rerun_whose_pairs_are_all_kept_runs_no_probe(
     assert summary["reused"] == len(summary["pairs"]) == len(before["pairs"])
     assert summary["counts"] == before["counts"]
     assert (out / "correct" / "two_plus_two.json").read_bytes() == verdict_bytes
-    assert "probes not run: nothing to score" in again.output
+    assert "note: probes not run: nothing to score" in again.output
+    assert "warning:" not in again.output  # an ordinary resume warns of nothing
     kept_lines = [x for x in again.output.splitlines() if "(kept: an earlier run's verdict)" in x]
     assert len(kept_lines) == len(summary["pairs"])
     assert any(x.startswith("correct/two_plus_two  accepted") for x in kept_lines)

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from support import BWRAP_FLOOR, REPO, RunEval, correct, make_submission
 
 from lean_eval.cli import main
-from lean_eval.errors import StepFailedError
+from lean_eval.errors import PrerequisitesError
 from lean_eval.machine import download, prepare
 from lean_eval.sandbox import bubblewrap
 
@@ -120,7 +120,7 @@ def test_prepare_bwrap_uses_that_bubblewrap_and_builds_none(tmp_path: Path, bwra
     assert f"--bwrap {bwrap} {BWRAP_FLOOR}" in steps[2].detail
     assert not any("install_bwrap" in c for c in machine.calls())
     if BWRAP_FLOOR != bubblewrap.MIN_VERSION:  # an old bwrap without the allowance is refused
-        with pytest.raises(StepFailedError, match="lean-eval requires"):
+        with pytest.raises(PrerequisitesError, match="lean-eval requires"):
             prepare.prepare(machine.settings(bwrap=Path(bwrap)))
 
 

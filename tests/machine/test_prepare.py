@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from support import REPO
 
 from lean_eval.cli import main
-from lean_eval.errors import PrepareError, StepFailedError
+from lean_eval.errors import PrepareError, PrerequisitesError, StepFailedError
 from lean_eval.machine import download, prepare
 from lean_eval.sandbox import bubblewrap
 
@@ -191,15 +191,18 @@ def test_cli_dry_run_prints_the_plan_and_changes_nothing(tmp_path: Path) -> None
 
 def test_cli_offline_without_the_archive_is_a_setup_failure(tmp_path: Path) -> None:
     machine = Machine(tmp_path)
+    _installer(machine, (FIXTURES / "fake_install_bwrap.sh").read_text())
     (machine.offline / prepare.ELAN.name).unlink()
     result = CliRunner().invoke(
         main, ["prepare", "--offline", str(machine.offline), "--benchmark", str(machine.bench),
                "--json"], env=machine.env, catch_exceptions=False)
     assert result.exit_code == 2
-    assert f"{machine.offline / prepare.ELAN.name} does not exist" in result.stderr
-    assert "step elan failed" in result.stderr and "steps already finished: none" in result.stderr
+    assert f"elan: --offline: {machine.offline / prepare.ELAN.name} does not exist" \
+        in result.stderr
+    assert "prerequisite(s) missing, nothing was downloaded or changed" in result.stderr
     report = json.loads(result.stdout)
-    assert (report["ok"], report["failed_step"], report["steps"]) == (False, "elan", [])
+    assert (report["ok"], report["failed_step"], report["steps"]) == (
+        False, "prerequisites", [])
     assert not machine.elan_home.exists()
     assert "Traceback" not in result.output
 
@@ -251,47 +254,116 @@ def test_an_explicit_toolchain_makes_elan_moot_and_builds_with_its_lake(tmp_path
     assert machine.calls()[1:] == ["lake exe cache get", "lake build"]
 
 
+MISSING_MESON = ('#!/bin/bash\necho "install_bwrap.sh: missing required tools: meson; on '
+                 'Debian/Ubuntu: apt-get install meson" >&2\nexit 1\n')
+# Passes the tool check, then fails building: a failure only a step can meet.
+FAILS_BUILDING = ('#!/bin/bash\n[[ "$1" != --check ]] || exit 0\n'
+                  'echo "install_bwrap.sh: ninja failed" >&2\nexit 1\n')
+
+
+def _installer(machine: Machine, text: str) -> None:
+    (machine.bench / "scripts").mkdir()
+    (machine.bench / "scripts" / "install_bwrap.sh").write_text(text)
+
+
+def test_every_missing_prerequisite_is_named_before_any_download(tmp_path: Path) -> None:
+    """No elan archive offline, a --toolchain without lake, no build tools for bubblewrap: all
+    three in one error, and nothing fetched, installed or run but the installer's check."""
+    machine = Machine(tmp_path)
+    (machine.offline / prepare.ELAN.name).unlink()
+    failing = tmp_path / "install_bwrap.sh"
+    failing.write_text(MISSING_MESON)
+    with pytest.raises(PrerequisitesError) as caught:
+        prepare.prepare(machine.settings(bwrap_installer=failing))
+    assert [step for step, _ in caught.value.missing] == ["elan", "bubblewrap"]
+    bwrap = caught.value.missing[1][1]
+    assert "no usable bubblewrap was found" in bwrap and "apt-get install meson" in bwrap
+    assert bwrap.endswith("or pass --bwrap PATH")
+    assert not machine.elan_home.exists() and not machine.scratch.exists()
+    assert machine.calls() == []
+    toolchain = tmp_path / "no-lake"
+    toolchain.mkdir()
+    with pytest.raises(PrerequisitesError) as caught:
+        prepare.prepare(machine.settings(bwrap_installer=failing, toolchain=toolchain))
+    assert [step for step, _ in caught.value.missing] == ["lean", "bubblewrap"]
+
+
+def test_a_too_old_bwrap_is_named_with_the_one_option_that_uses_it(tmp_path: Path) -> None:
+    machine = Machine(tmp_path)
+    system = tmp_path / "system-bin"
+    system.mkdir()
+    (system / "bwrap").write_text('#!/bin/sh\necho "bubblewrap 0.8.0"\n')
+    (system / "bwrap").chmod(0o755)
+    machine.env["PATH"] = str(system)
+    failing = tmp_path / "install_bwrap.sh"
+    failing.write_text(MISSING_MESON)
+    (tmp_path / "lean" / "bin").mkdir(parents=True)
+    (tmp_path / "lean" / "bin" / "lake").write_text("")
+    with pytest.raises(PrerequisitesError) as caught:
+        prepare.prepare(machine.settings(bwrap_installer=failing, toolchain=tmp_path / "lean"))
+    text = str(caught.value)
+    assert f"the bubblewrap found, {system / 'bwrap'} 0.8.0, is older than 0.12.0" in text
+    assert text.endswith("or pass --allow-bwrap-version 0.8.0 to use it")
+    assert "elan" not in text and "--toolchain" not in text and "--offline" not in text
+
+
 def test_a_failing_step_stops_prepare_naming_it(tmp_path: Path) -> None:
     machine = Machine(tmp_path)
     failing = tmp_path / "install_bwrap.sh"
-    failing.write_text('#!/bin/bash\necho "install_bwrap.sh: missing required tool: meson" >&2\n'
-                       "exit 1\n")
+    failing.write_text(FAILS_BUILDING)
     with pytest.raises(PrepareError, match=r"installing bubblewrap: .* exited 1: "
-                                           r"install_bwrap.sh: missing required tool: meson"):
+                                           r"install_bwrap.sh: ninja failed"):
         prepare.prepare(machine.settings(bwrap_installer=failing))
     assert not (machine.data / "lean-eval").exists()
 
 
-@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
-def test_a_failure_names_its_step_and_the_steps_already_done(tmp_path: Path,
-                                                              as_json: bool) -> None:
-    """elan is there, Lean gets installed, then the bubblewrap installer fails: the error names
-    `bubblewrap` (not a file) and lists elan and lean, on the console and in the --json report."""
+@pytest.mark.parametrize("mode", ["text", "json", "quiet"])
+def test_a_failure_is_said_once_naming_its_step_and_the_steps_already_done(
+        tmp_path: Path, mode: str) -> None:
+    """elan is there, Lean gets installed, then the bubblewrap build fails: its cause appears
+    once (the console's FAILED line, else the error line), the error names `bubblewrap` and
+    lists elan and lean; --json has the same in its report."""
     machine = Machine(tmp_path)
-    (machine.elan_home / "bin").mkdir(parents=True)
-    (machine.elan_home / "bin" / "elan").write_bytes((FIXTURES / "fake-elan").read_bytes())
-    (machine.elan_home / "bin" / "elan").chmod(0o755)
-    (machine.bench / "scripts").mkdir()
-    (machine.bench / "scripts" / "install_bwrap.sh").write_text(
-        '#!/bin/bash\necho "install_bwrap.sh: missing required tool: meson" >&2\nexit 1\n')
+    _with_elan(machine)
+    _installer(machine, FAILS_BUILDING)
+    flags = {"text": [], "json": ["--json"], "quiet": ["-q"]}[mode]
     result = CliRunner().invoke(
         main, ["prepare", "--offline", str(machine.offline), "--benchmark", str(machine.bench),
-               *(["--json"] if as_json else [])], env=machine.env, catch_exceptions=False)
+               *flags], env=machine.env, catch_exceptions=False)
     assert result.exit_code == 2, result.output
-    assert "lean-eval: error: prepare step bubblewrap failed: installing bubblewrap" \
-        in result.stderr
-    assert "missing required tool: meson" in result.stderr
+    assert result.output.count("ninja failed") == (1 if mode != "json" else 2)
     assert "steps already finished: elan (present), lean (done)" in result.stderr
-    if as_json:
+    if mode == "json":
         report = json.loads(result.stdout)
         assert report["ok"] is False and report["failed_step"] == "bubblewrap"
         assert [(s["name"], s["status"]) for s in report["steps"]] == [
             ("elan", "present"), ("lean", "done")]
-        assert "meson" in report["error"]
-    else:
+        assert "ninja failed" in report["error"]
+    elif mode == "text":
         assert [line.split()[:2] for line in result.stdout.splitlines()] == [
             ["elan", "present"], ["lean", "done"], ["bubblewrap", "FAILED"]]
+        assert result.stderr.startswith("lean-eval: error: prepare: step bubblewrap failed "
+                                        "(above)")
+    else:
+        assert result.stdout == ""
+        assert "step bubblewrap failed: installing bubblewrap" in result.stderr
     assert "Traceback" not in result.output
+
+
+def test_missing_prerequisites_are_listed_once_on_the_console(tmp_path: Path) -> None:
+    machine = Machine(tmp_path)
+    _with_elan(machine)
+    _installer(machine, MISSING_MESON)
+    result = CliRunner().invoke(
+        main, ["prepare", "--offline", str(machine.offline), "--benchmark", str(machine.bench)],
+        env=machine.env, catch_exceptions=False)
+    assert result.exit_code == 2
+    assert [line.split()[:2] for line in result.stdout.splitlines()] == [
+        ["bubblewrap", "MISSING"]]
+    assert result.output.count("apt-get install meson") == 1
+    assert result.stderr == ("lean-eval: error: prepare: 1 prerequisite(s) missing (listed "
+                             "above); nothing was downloaded or changed\n")
+    assert machine.calls() == []
 
 
 # --- what to pass offline (issue 16 item 6) ---------------------------------------------------
@@ -328,12 +400,11 @@ def test_a_missing_offline_file_names_every_file_expected(tmp_path: Path) -> Non
     machine = Machine(tmp_path)
     _with_elan(machine)
     (machine.offline / prepare.BWRAP_TARBALL).unlink()
-    with pytest.raises(StepFailedError) as caught:
+    with pytest.raises(PrerequisitesError) as caught:
         prepare.prepare(machine.settings())
-    assert caught.value.step == "bubblewrap"
+    assert [step for step, _ in caught.value.missing] == ["bubblewrap"]
     missing = machine.offline / prepare.BWRAP_TARBALL
     assert f"{missing} does not exist (expected {prepare.BWRAP_URL})" in str(caught.value)
-    _says_what_to_pass_offline(str(caught.value))
 
 
 def test_a_bubblewrap_download_failure_says_what_to_pass_offline(tmp_path: Path) -> None:
@@ -342,20 +413,25 @@ def test_a_bubblewrap_download_failure_says_what_to_pass_offline(tmp_path: Path)
     machine = Machine(tmp_path)
     _with_elan(machine)
     failing = tmp_path / "install_bwrap.sh"
-    failing.write_text(f'#!/bin/bash\necho "install_bwrap.sh: download of {prepare.BWRAP_URL} '
-                       'failed" >&2\nexit 1\n')
+    failing.write_text(f'#!/bin/bash\n[[ "$1" != --check ]] || exit 0\n'
+                       f'echo "install_bwrap.sh: download of {prepare.BWRAP_URL} failed" >&2\n'
+                       'exit 1\n')
     with pytest.raises(StepFailedError) as caught:
         prepare.prepare(machine.settings(offline=None, bwrap_installer=failing))
     message = str(caught.value)
     assert caught.value.step == "bubblewrap" and "download of" in message
-    _says_what_to_pass_offline(message)
-    assert "--bwrap PATH (or --allow-bwrap-version MIN)" in message
+    # elan and Lean are done: only the bubblewrap tarball is named, and one option to use
+    assert f"--offline DIR holding {prepare.BWRAP_TARBALL} (from {prepare.BWRAP_URL})" in message
+    assert prepare.ELAN.name not in message and "--toolchain" not in message
+    assert "no usable bubblewrap was found" in message
+    assert "or pass --bwrap PATH to use a bubblewrap already installed" in message
     assert [s.name for s in caught.value.done] == ["elan", "lean"]
 
 
 def test_a_lean_install_failure_says_it_needs_elans_network_or_toolchain(tmp_path: Path) -> None:
     machine = Machine(tmp_path)
     _with_elan(machine, '#!/bin/bash\necho "error: could not download the release" >&2\nexit 1\n')
+    _installer(machine, (FIXTURES / "fake_install_bwrap.sh").read_text())
     result = CliRunner().invoke(
         main, ["prepare", "--offline", str(machine.offline), "--benchmark", str(machine.bench),
                "--json"], env=machine.env, catch_exceptions=False)

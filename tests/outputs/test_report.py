@@ -109,6 +109,7 @@ def test_json_document(tmp_path: Path) -> None:
 def test_output_file_is_written_whole(tmp_path: Path) -> None:
     out = report_run(tmp_path / "out")
     target = tmp_path / "reports" / "junit.xml"
+    target.parent.mkdir()  # report creates no directory (tests/cli/test_messages.py)
     result = CliRunner().invoke(main, ["report", str(out), "--format", "junit", "--output",
                                        str(target)], catch_exceptions=False)
     assert result.exit_code == 0 and result.output == ""

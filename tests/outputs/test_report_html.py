@@ -101,7 +101,11 @@ def test_html_is_self_contained_and_escapes_every_hostile_string(tmp_path: Path)
     # nothing is fetched: no link, no src, no url(), only in-page anchors
     assert not [t for t, a in page.tags if t in ("link", "iframe", "object", "embed", "img")]
     assert not [a for _, a in page.tags if "src" in a]
-    assert {a["href"][:6] for t, a in page.tags if t == "a"} == {"#pair-"}
+    # in-page anchors, and relative links to the run's own verdict and log files
+    hrefs = [a["href"] for t, a in page.tags if t == "a"]
+    assert {x[:6] for x in hrefs if x.startswith("#")} == {"#pair-"}
+    files = [x for x in hrefs if not x.startswith("#")]
+    assert files and all(":" not in x and not x.startswith("/") for x in files), files
     assert "url(" not in html_page.CSS and "@import" not in html_page.CSS
     policy = next(a["content"] for t, a in page.tags
                   if t == "meta" and a.get("http-equiv") == "Content-Security-Policy")
@@ -114,14 +118,16 @@ def test_html_matrix_has_one_cell_per_pair(tmp_path: Path) -> None:
     page = parse(render(out))
     run = run_report.load_run(out)
     doc = run_report.run_report(run)
-    cells = [a for t, a in page.tags if t == "td" and "data-kind" in a]
+    cells = [a for t, a in page.tags if t == "td" and "data-kind" in a and "data-whole" not in a]
     expected = len(doc.pairs) + len(doc.not_scored)
     assert len(cells) == expected and len(doc.not_scored) == 1
     problems = set(run.summary.problems)
     rows = [a for t, a in page.tags if t == "tr" and "data-search" in a]
     assert len(rows) == len(doc.submissions)
     all_cells = [a for t, a in page.tags if t == "td" and "cell" in a.get("class", "")]
-    assert len(all_cells) == len(doc.submissions) * len(problems)
+    whole = [a for a in all_cells if "data-whole" in a]  # one cell across the row
+    assert {a["data-whole"] for a in whole} == {"rejected", "empty"}
+    assert len(all_cells) - len(whole) == (len(doc.submissions) - len(whole)) * len(problems)
     details = [a for t, a in page.tags if t == "details"]
     assert len(details) == expected
     kinds = [a["data-kind"] for a in details]
@@ -172,7 +178,7 @@ def test_html_in_headless_chromium_loads_without_console_errors_and_filters(
     page = parse(dom)
     check_escaped(page)
     doc = run_report.run_report(run_report.load_run(out))
-    cells = [a for t, a in page.tags if t == "td" and "data-kind" in a]
+    cells = [a for t, a in page.tags if t == "td" and "data-kind" in a and "data-whole" not in a]
     assert len(cells) == len(doc.pairs) + len(doc.not_scored)
     assert f"{len(cells)} of {len(cells)} pair(s) shown" in "".join(page.text)  # script ran
     assert "<title>lean-eval results</title>" in dom  # no injected script renamed it
@@ -184,16 +190,20 @@ def test_html_in_headless_chromium_loads_without_console_errors_and_filters(
         return Array.prototype.filter.call(document.querySelectorAll("#pairs .pair"),
           function (p) { return !p.hidden; }).map(function (p) { return p.id; }).length;
       }
+      function items() {
+        return Array.prototype.filter.call(document.querySelectorAll("#without-pairs li"),
+          function (li) { return !li.hidden; }).length;
+      }
       function rows() {
         return Array.prototype.filter.call(document.querySelectorAll("#matrix tbody tr"),
           function (r) { return !r.hidden; }).length;
       }
       var result = {};
       f.value = "evil"; f.dispatchEvent(new Event("input"));
-      result.evil = [shown(), rows()];
+      result.evil = [shown(), rows(), items()];
       f.value = ""; f.dispatchEvent(new Event("input"));
       k.value = "rejected"; k.dispatchEvent(new Event("change"));
-      result.rejected = [shown(), rows()];
+      result.rejected = [shown(), rows(), items()];
       document.body.setAttribute("data-probe", JSON.stringify(result));
     """
     policy = f"script-src '{sha256(html_page.SCRIPT)}'"
@@ -205,5 +215,37 @@ def test_html_in_headless_chromium_loads_without_console_errors_and_filters(
     body = next(a for t, a in parse(dom).tags if t == "body")
     result = json.loads(body["data-probe"])
     rejected = [p for p in doc.pairs if p.verdict == "rejected"]
-    assert result == {"evil": [1, 1],
-                      "rejected": [len(rejected), len({p.submission for p in rejected})]}
+    # the list of submissions without a scored pair follows the filter too (issue 26)
+    assert result == {"evil": [1, 1, 0],
+                      "rejected": [len(rejected), len({p.submission for p in rejected}), 0]}
+
+
+def test_html_says_when_where_and_with_what_the_run_was_made_and_tells_whole_rejections_apart(
+        tmp_path: Path) -> None:
+    """The run's date, benchmark commit and toolchain; "rejected as a whole" is not "submitted
+    nothing"; no label said twice; the verdict files are links from where the page is written."""
+    out = hostile_run(tmp_path / "out")
+    summary = json.loads((out / "summary.json").read_text())
+    (tmp_path / "pages").mkdir()
+    target = tmp_path / "pages" / "report.html"
+    result = CliRunner().invoke(main, ["report", str(out), "--format", "html", "--output",
+                                       str(target)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    text = target.read_text()
+    page = parse(text)
+    run_line = " ".join(text[text.index('<p id="run">'):].split("</p>")[0].split())
+    ident = summary["identity"]
+    assert f"Run started {summary['started_at']}" in run_line
+    assert ident["toolchain_name"] in run_line
+    assert f"at commit {ident['benchmark_commit'] or 'none'}" in run_line
+    whole = {a["data-whole"]: a for t, a in page.tags if t == "td" and "data-whole" in a}
+    assert whole["rejected"]["class"] == "cell whole v-invalid"
+    assert whole["empty"]["class"] == "cell whole v-none"
+    assert "rejected as a whole</td><td>rejected</td>" in text
+    assert "no problem directory found</td><td>0/0</td>" in text
+    assert "<dd>rejected (rejected)</dd>" not in text and "<dd>rejected</dd>" in text
+    assert "<dd>accepted (solved)</dd>" in text
+    links = [a["href"] for t, a in page.tags if t == "a" and not a["href"].startswith("#")]
+    assert "../out/good/two_plus_two.json" in links
+    for href in links:
+        assert (target.parent / href).resolve().is_file(), href

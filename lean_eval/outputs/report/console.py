@@ -61,9 +61,10 @@ def summary_table(summary: Summary) -> Table:
 
 def print_summary(summary: Summary, console: Console, hints: bool = False,
                   disagreements: Sequence[str] = ()) -> None:
-    """The table, whole-submission rejections, counts and exit code; ``hints``: also each
-    submission without a problem directory (run-eval prints those itself); each pair whose
-    summary line ``disagreements`` names (shown as its verdict file says)."""
+    """The table, whole-submission rejections, each submission without a problem directory
+    (``hints``: with intake's hint), counts and exit code: every submission that scored
+    nothing is named; first each pair whose summary line ``disagreements`` names (shown as its
+    verdict file says)."""
     for line in disagreements:
         console.print(Text.assemble(("warning", "bold yellow"), ": ", printable(line),
                                     " (shown as the verdict file says)"))
@@ -74,15 +75,18 @@ def print_summary(summary: Summary, console: Console, hints: bool = False,
         if sub.rejection:
             console.print(Text.assemble((printable(sub.id), "magenta"),
                                         ": rejected as a whole: ", printable(sub.rejection)))
-    for sid, hint in no_problem_directory(summary) if hints else ():
+    for sid, hint in no_problem_directory(summary):
         console.print(Text.assemble((printable(sid), "yellow"), ": no problem directory found",
-                                    f": {printable(hint)}" if hint else ""))
+                                    f": {printable(hint)}" if hint and hints else ""))
     for text in summary.missing_shards:
         console.print(_t(f"shard {text} is missing: none of the merged outputs scored it",
                          "bold yellow"))
     counts = ", ".join(f"{n} {name}" for name, n in summary.counts.items() if n) or "no pairs"
     unscored = unscored_count(summary, missing)
-    console.print(_t(f"{counts}{'; ' + unscored if unscored else ''}; exit {summary.exit_code}"))
+    nothing = sum(1 for s in summary.submissions if not s.problems)
+    empty = f"; {nothing} submission(s) scored nothing" if nothing else ""
+    console.print(_t(f"{counts}{'; ' + unscored if unscored else ''}{empty}; "
+                     f"exit {summary.exit_code}"))
 
 
 def print_selfcheck(result: SelfCheckReport, console: Console) -> None:

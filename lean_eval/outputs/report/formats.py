@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from lean_eval.outputs.report.console import render_table
 from lean_eval.outputs.report.csv_table import render_csv
 from lean_eval.outputs.report.html_page import render_html
@@ -10,7 +12,9 @@ from lean_eval.outputs.report.markdown import render_markdown
 from lean_eval.outputs.report.run_report import Format, Run, render_json
 
 
-def render(run: Run, fmt: Format) -> str:
+def render(run: Run, fmt: Format, page_dir: Path | None = None) -> str:
+    """``run`` in ``fmt``; ``page_dir``: where the document goes (the HTML page links files
+    relative to it)."""
     if fmt == "markdown":
         return render_markdown(run)
     if fmt == "junit":
@@ -18,7 +22,7 @@ def render(run: Run, fmt: Format) -> str:
     if fmt == "csv":
         return render_csv(run)
     if fmt == "html":
-        return render_html(run)
+        return render_html(run, page_dir)
     if fmt == "json":
         return render_json(run)
     return render_table(run, hints=True)

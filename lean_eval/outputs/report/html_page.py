@@ -6,6 +6,7 @@ Invariants:
 - Every string a submission or a build controls goes through ``h``, attributes included:
   ``<img src=x onerror=...>`` is text, never an element.
 - Without the script the page still shows everything; the script only filters and opens.
+- Links go only to the run's own verdict and log files, relative to where the page is written.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import os
+import urllib.parse
+from pathlib import Path, PurePosixPath
 
 from lean_eval.outputs.report.markdown import FAILING, matrix_cells, matrix_problems
 from lean_eval.outputs.report.run_report import (
@@ -23,7 +27,7 @@ from lean_eval.outputs.report.run_report import (
     why_not_scored,
 )
 from lean_eval.outputs.report.run_report import detail as _detail
-from lean_eval.records.run_report import PairReport
+from lean_eval.records.run_report import PairReport, SubmissionReport
 from lean_eval.records.verdict import TALLY
 
 # Plain symbols most text fonts have (markdown's emoji need an emoji font); colour says the rest
@@ -59,6 +63,7 @@ SCRIPT = """
   var shown = document.getElementById("shown");
   var pairs = Array.prototype.slice.call(document.querySelectorAll("#pairs .pair"));
   var rows = Array.prototype.slice.call(document.querySelectorAll("#matrix tbody tr"));
+  var items = Array.prototype.slice.call(document.querySelectorAll("#without-pairs li"));
   function matches(el, words, k) {
     if (k && el.getAttribute("data-kind") !== k) { return false; }
     var text = el.getAttribute("data-search") || "";
@@ -82,6 +87,7 @@ SCRIPT = """
       });
       r.hidden = !any;
     });
+    items.forEach(function (li) { li.hidden = !matches(li, words, k); });
     shown.textContent = n + " of " + pairs.length + " pair(s) shown";
   }
   function open(id) {
@@ -121,13 +127,31 @@ def _kind(verdict: str) -> str:
     return TALLY.get(verdict, "not-scored")
 
 
-def _details(i: int, p: PairReport, tail: tuple[str, ...]) -> str:
+def _link(path: str | None, out_dir: Path, page_dir: Path | None) -> str:
+    """A link to ``path``, a file of the output directory named relative to it; other paths
+    (a log a verdict recorded elsewhere) stay text."""
+    if not path:
+        return "(none)"
+    relative = PurePosixPath(path)
+    if page_dir is None or relative.is_absolute() or ".." in relative.parts:
+        return h(path)
+    target = os.path.relpath(out_dir.absolute() / relative, page_dir.absolute())
+    return f'<a href="{h(urllib.parse.quote(target))}">{h(path)}</a>'
+
+
+def _details(i: int, p: PairReport, tail: tuple[str, ...], out_dir: Path,
+             page_dir: Path | None) -> str:
     kind = _kind(p.verdict)
     reason = _detail(p.verdict, p.reason, p.execution)
-    rows = [("verdict", h(f"{p.verdict} ({kind})")), ("execution", h(p.execution)),
-            ("reason", h(p.reason)), ("message", f"<pre>{_pre(p.message)}</pre>"),
+    # each label once: the tally kind only where it is another word, the reason only where it
+    # says more than the verdict
+    rows = [("verdict", h(p.verdict if kind == p.verdict else f"{p.verdict} ({kind})")),
+            ("execution", h(p.execution)),
+            *([("reason", h(p.reason))] if p.reason != p.verdict else []),
+            ("message", f"<pre>{_pre(p.message)}</pre>"),
             ("time", h(f"{p.wall_seconds:.1f} s") if p.wall_seconds is not None else ""),
-            ("verdict file", h(p.verdict_path)), ("log", h(p.log_path or "(none)"))]
+            ("verdict file", _link(p.verdict_path, out_dir, page_dir)),
+            ("log", _link(p.log_path, out_dir, page_dir))]
     if tail:
         rows.append(("log tail", f"<pre>{_pre(chr(10).join(tail))}</pre>"))
     search = " ".join((p.submission, p.problem, p.verdict, kind, p.reason)).lower()
@@ -145,8 +169,30 @@ def _unscored_details(i: int, sub: str, prob: str, why: str) -> str:
             f"not scored</summary><dl><dt>why</dt><dd>{h(why)}</dd></dl></details>")
 
 
-def render_html(run: Run) -> str:
-    """The page; every pair (failures first) as ``<details>``."""
+def _whole_row(sub: SubmissionReport, width: int) -> str:
+    """A submission that scored nothing: rejected as a whole, or no problem directory."""
+    if sub.rejection:
+        search = h(f"{sub.id} invalid rejected as a whole".lower())
+        return (f'<td colspan="{width}" class="cell whole v-invalid" data-whole="rejected" '
+                f'data-kind="invalid" data-search="{search}">{SYMBOLS["invalid"]} rejected as '
+                f"a whole</td><td>rejected</td>")
+    return (f'<td colspan="{width}" class="cell whole v-none" data-whole="empty">'
+            f'{SYMBOLS["not submitted"]} no problem directory found</td><td>0/0</td>')
+
+
+def _run_line(run: Run) -> str:
+    """When the run was made, on which benchmark commit, with which toolchain."""
+    ident = run.summary.identity
+    commit = ident.benchmark_commit or "none (not a git checkout)"
+    return (f'<p id="run">Run started {h(run.summary.started_at)}, finished '
+            f"{h(run.summary.finished_at)}; benchmark {h(ident.benchmark_path)} at commit "
+            f"{h(commit)}; toolchain {h(ident.toolchain_name)}; lean-eval "
+            f"{h(ident.harness_version)}.</p>")
+
+
+def render_html(run: Run, page_dir: Path | None = None) -> str:
+    """The page; every pair (failures first) as ``<details>``. ``page_dir``: where the page
+    will be, so it links the verdict and log files (None: no links)."""
     doc = run_report(run)
     tails = {(v.submission.id, v.problem.id): v.log.tail for v in run.verdicts if v is not None}
     problems = matrix_problems(run, doc)
@@ -156,7 +202,8 @@ def render_html(run: Run) -> str:
     anchors.update({(r.submission, r.problem): len(order) + n
                     for n, r in enumerate(doc.not_scored)})
     blocks = [_details(n, doc.pairs[i], tails.get((doc.pairs[i].submission,
-                                                   doc.pairs[i].problem), ()))
+                                                   doc.pairs[i].problem), ()),
+                       run.out_dir, page_dir)
               for n, i in enumerate(order)]
     blocks += [_unscored_details(len(order) + n, r.submission, r.problem,
                                  why_not_scored(run.summary, r))
@@ -164,6 +211,10 @@ def render_html(run: Run) -> str:
     head = "".join(f"<th>{h(p)}</th>" for p in problems)
     body = []
     for s in doc.submissions:
+        if not s.pairs and not any((s.id, p) in kinds for p in problems):
+            body.append(f'<tr data-search="{h(s.id.lower())}"><th scope="row">{h(s.id)}</th>'
+                        f"{_whole_row(s, max(1, len(problems)))}</tr>")
+            continue
         cells = []
         for p in problems:
             kind = kinds.get((s.id, p))
@@ -180,9 +231,12 @@ def render_html(run: Run) -> str:
     counts = ", ".join(f"{n} {name}" for name, n in doc.counts.items() if n) or "no pairs"
     unscored = unscored_count(run.summary, doc.not_scored)
     legend = ", ".join(f"{sym} {name}" for name, sym in SYMBOLS.items())
-    without = [f"<li>{h(s.id)}: rejected as a whole: {h(s.rejection)}</li>"
+    # data-kind: both count as invalid for --fail-on, so the verdict filter shows them there
+    without = [f'<li data-kind="invalid" data-search="{h(f"{s.id} invalid rejected".lower())}">'
+               f"{h(s.id)}: rejected as a whole: {h(s.rejection)}</li>"
                for s in doc.submissions if s.rejection and not s.pairs]
-    without += [f"<li>{h(s.id)}: no problem directory found: {h(s.hint)}</li>"
+    without += [f'<li data-kind="invalid" data-search="{h(f"{s.id} invalid".lower())}">'
+                f"{h(s.id)}: no problem directory found: {h(s.hint)}</li>"
                 for s in doc.submissions if not s.rejection and not s.pairs and s.hint]
     missing = [f"<li>shard {h(k)} is missing: none of the merged outputs scored it</li>"
                for k in doc.missing_shards]
@@ -193,7 +247,7 @@ def render_html(run: Run) -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>lean-eval results</title><style>{CSS}</style></head><body>",
-        "<h1>lean-eval results</h1>",
+        "<h1>lean-eval results</h1>", _run_line(run),
         (f'<p id="totals">{len(doc.pairs)} pair(s): {h(counts)}'
         f"{h('; ' + unscored) if unscored else ''}; exit code {doc.exit_code}.</p>"),
         f'<ul id="missing-shards">{"".join(missing)}</ul>' if missing else "",

@@ -118,13 +118,15 @@ def render_markdown(run: Run, budget: int = STEP_SUMMARY_BUDGET) -> str:
     told = [f"- {md(d)}" for d in doc.disagreements]
     head = ["## lean-eval results", "", f"{total}; exit code {doc.exit_code}.", "",
             *(["### summary.json disagrees with the verdict files (shown as the files say)",
-               "", *told, ""] if told else []),
-            *_not_scored_section(run.summary, doc)]
+               "", *told, ""] if told else [])]
+    # after the matrix, which the page leads with even after a partial merge; the total line
+    # above already says how many pairs are unscored
+    unscored_lines = _not_scored_section(run.summary, doc)
     failing = [p for p in doc.pairs if p.verdict in FAILING]
     passing = [p for p in doc.pairs if p.verdict not in FAILING]
     others = _without_pairs(doc)
     matrix = _matrix(run, doc) if doc.pairs or doc.not_scored else []
-    room = budget - _RESERVE - _size(head) - _size(others)
+    room = budget - _RESERVE - _size(head) - _size(unscored_lines) - _size(others)
     fail_lines = [f"### Failures and errors ({len(failing)})", ""]
     if failing:
         fail_lines += _PAIR_HEAD
@@ -155,4 +157,4 @@ def render_markdown(run: Run, budget: int = STEP_SUMMARY_BUDGET) -> str:
             rows.append(row)
         tail = ["<details>", f"<summary>{len(passing)} accepted or unchanged pair(s)</summary>",
                 "", *_PAIR_HEAD, *rows, "", "</details>", ""]
-    return "\n".join([*head, *matrix, *fail_lines, *others, *tail]) + "\n"
+    return "\n".join([*head, *matrix, *unscored_lines, *fail_lines, *others, *tail]) + "\n"

@@ -230,9 +230,10 @@ def failure_kinds(names: Sequence[str]) -> frozenset[str]:
 
 
 def failures(summary: Summary, kinds: frozenset[str]) -> tuple[str, ...]:
-    """Pairs of a tally kind in ``kinds``; a submission rejected as a whole is ``invalid``."""
+    """Pairs of a tally kind in ``kinds``; a submission that scored nothing because it was
+    rejected as a whole or holds no problem directory is ``invalid``."""
     found = [f"{p.submission}/{p.problem}" for p in summary.every_pair()
              if TALLY[p.verdict] in kinds]
     if "invalid" in kinds:
-        found += [s.id for s in summary.submissions if s.rejection and not s.problems]
+        found += [s.id for s in summary.submissions if not s.problems]
     return tuple(found)
