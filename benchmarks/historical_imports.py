@@ -1,0 +1,108 @@
+"""How many of the upstream catalog commits a public results store names import, and whether each
+of its records' problems is listed at the record's statement revision (issue 27 item 2).
+
+Needs local copies of the public repositories (nothing is downloaded; skipped unless given):
+
+    LEAN_EVAL_REAL_HISTORY=<git dir of leanprover/lean-eval> \
+    LEAN_EVAL_REAL_RESULTS=<results/ directory of leanprover/lean-eval-submissions> \
+        python3 benchmarks/historical_imports.py [--scratch DIR] [--json OUT]
+
+For each distinct ``benchmark_commit`` of the store's records, the commit's source layout
+(``manifests/``, ``generated/`` and the root pin files) is written by ``git archive`` into a scratch
+directory and planned with ``importer.plan_import`` (the commit stated explicitly, as for a
+source without ``.git``). Prints one line per commit that does not import, or whose records'
+problems are not all listed at their revision, then the totals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess  # noqa: TID251 - git archive of each historical commit into a scratch dir
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+import tomllib
+
+from lean_eval.benchmark import importer
+from lean_eval.errors import LeanEvalError
+
+PATHS = ("manifests", "generated", "lean-toolchain", "lakefile.toml", "lake-manifest.json")
+
+
+def records(results: Path) -> dict[str, list[tuple[str, int]]]:
+    by_commit: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for path in sorted(results.glob("*.json")):
+        for rec in json.loads(path.read_bytes())["results"]:
+            by_commit[rec["benchmark_commit"]].append((rec["problem_id"],
+                                                       rec["statement_revision"]))
+    return dict(by_commit)
+
+
+def archive(git_dir: Path, commit: str, dest: Path) -> None:
+    present = subprocess.run(["git", "--git-dir", str(git_dir), "ls-tree", "--name-only",
+                              commit, "--", *PATHS], check=True, capture_output=True,
+                             text=True).stdout.split()
+    dest.mkdir(parents=True)
+    tar = subprocess.run(["git", "--git-dir", str(git_dir), "archive", "--format=tar", commit,
+                          "--", *present], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=tar, check=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scratch", type=Path, default=None)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    history, results = (os.environ.get("LEAN_EVAL_REAL_HISTORY"),
+                        os.environ.get("LEAN_EVAL_REAL_RESULTS"))
+    if not history or not results:
+        print("LEAN_EVAL_REAL_HISTORY and LEAN_EVAL_REAL_RESULTS are not both set; not run")
+        return 0
+    wanted = records(Path(results))
+    scratch = Path(tempfile.mkdtemp(prefix="historical-", dir=args.scratch))
+    report: dict[str, dict[str, object]] = {}
+    try:
+        for commit, recs in sorted(wanted.items()):
+            src = scratch / commit
+            archive(Path(history), commit, src)
+            try:
+                plan = importer.plan_import(src, commit=commit)
+            except LeanEvalError as exc:
+                report[commit] = {"imported": False, "records": len(recs), "error": str(exc)}
+                print(f"{commit[:9]}: refused ({len(recs)} records): "
+                      + str(exc).replace("\n", " | ")[:600])
+                shutil.rmtree(src)
+                continue
+            revisions = {rel[len("problems/"):-len(".toml")]:
+                         tomllib.loads(data.decode())["statement_revision"]
+                         for rel, data in plan.files.items()
+                         if rel.startswith("problems/") and rel.count("/") == 1}
+            unlisted = sorted({f"{pid}@{rev}" for pid, rev in recs if revisions.get(pid) != rev})
+            warnings = [n for n in plan.notes if n.action == "warning"]
+            report[commit] = {"imported": True, "records": len(recs),
+                              "problems": len(revisions), "warnings": len(warnings),
+                              "unlisted": unlisted}
+            if unlisted:
+                print(f"{commit[:9]}: imported, {len(unlisted)} record problem(s) not listed at "
+                      f"their revision: {', '.join(unlisted)}")
+            shutil.rmtree(src)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    imported = [c for c, r in report.items() if r["imported"]]
+    listed = sum(int(str(r["records"])) - len(r.get("unlisted", []))  # type: ignore[arg-type]
+                 for r in report.values() if r["imported"])
+    total = sum(len(v) for v in wanted.values())
+    print(f"{len(imported)} of {len(report)} commits import; {listed} of {total} records' "
+          "problems listed at their statement revision")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
