@@ -42,7 +42,8 @@ def _problem(entry: ProblemEntry, problem: ProblemWorkspace) -> ProblemCheck:
 def check_submission(path: Path, catalog: Catalog,
                      limits: IntakeLimits = DEFAULT_LIMITS) -> SubmissionCheck:
     """Intake `path` against the problems of `catalog`; UsageError for an unusable path."""
-    intake = read_submission(path, frozenset(catalog.problems), limits)
+    intake = read_submission(path, frozenset(catalog.problems), limits,
+                             {pid: ws.starter for pid, ws in catalog.problems.items()})
     problems = tuple(_problem(e, catalog.problems[e.problem_id]) for e in intake.problems)
     ok = (intake.rejection is None and bool(intake.named)
           and all(p.rejection is None and p.fault is None for p in problems))

@@ -44,3 +44,35 @@ def test_the_public_consumers_rule_reads_exactly_the_accepted_problems(
     assert document["schema_version"] == 3 and document["summary_schema_version"] == 2
     assert document["pairs"] == run.summary()["pairs"]  # our pairs kept beside them
     assert run.code == 0
+
+
+def _lakefile(bench: Path, pid: str) -> str:
+    return (bench / "workspaces" / pid / "lakefile.toml").read_text()
+
+
+def test_gist_and_renamed_directories_with_a_matching_lakefile_are_scored(
+        run_eval: RunEval, outside: Path, bench_copy: Path) -> None:
+    gist = outside / "subs" / "gist"
+    gist.mkdir(parents=True)
+    (gist / "lakefile.toml").write_text(_lakefile(bench_copy, "two_plus_two"))
+    (gist / "Submission.lean").write_text(correct("two_plus_two"))
+    renamed = make_submission(outside / "subs", "renamed", {
+        "my-double": {"Submission.lean": correct("double_def"),
+                      "lakefile.toml": _lakefile(bench_copy, "double_def")}})
+    run = run_eval(gist, renamed)
+    assert run.verdict("gist", "two_plus_two")["verdict"] == "accepted"
+    assert run.verdict("renamed", "double_def")["verdict"] == "accepted"
+    assert run.code == 0
+
+
+def test_a_pristine_duplicate_does_not_reject_the_changed_directory(
+        run_eval: RunEval, outside: Path, bench_copy: Path) -> None:
+    sub = make_submission(outside / "subs", "both", {
+        "two_plus_two": {"Submission.lean": starter("two_plus_two")},
+        "generated-copy": {"Submission.lean": correct("two_plus_two"),
+                           "lakefile.toml": _lakefile(bench_copy, "two_plus_two")},
+        "double_def": {"Submission.lean": correct("double_def")}})
+    run = run_eval(sub)
+    assert run.summary()["submissions"][0]["rejection"] is None
+    assert run.verdict("both", "two_plus_two")["verdict"] == "accepted"
+    assert run.verdict("both", "double_def")["verdict"] == "accepted"
