@@ -55,6 +55,22 @@ def statement_revision(verdict: Verdict) -> int:
     return verdict.problem.statement_revision
 
 
+def upstream_commit(verdict: Verdict) -> tuple[str, str | None]:
+    """The commit a result names (``benchmark_commit`` in the store): the upstream one the
+    benchmark was imported from, or the benchmark's own when it is no import; and why there is
+    none, when there is none."""
+    ident = verdict.identity
+    if ident.imported and ident.upstream_commit is None:
+        return "", ("the benchmark was imported from a source with no commit, so the upstream "
+                    "commit is unknown: re-import it from a git checkout of the upstream, or "
+                    "state the commit (import-catalog --upstream-commit SHA), then score again")
+    commit = ident.upstream_commit or ident.benchmark_commit or ""
+    if len(commit) != _COMMIT_LEN or commit.strip("0123456789abcdef"):
+        return "", (f"benchmark_commit {commit or None!r} is not a 40-hex git commit (score "
+                    "from a git checkout of the benchmark)")
+    return commit, None
+
+
 def _where(loc: Sequence[int | str]) -> str:
     parts = [str(p) for i, p in enumerate(loc) if not (i and loc[i - 1] == "intake"
                                                         and p in _TAGS)]
@@ -181,10 +197,9 @@ def _candidates(run: run_report.Run, metadata: Mapping[str, MetadataEntry],
                 continue  # its entry's own problems are reported
             missing.setdefault(pair.submission, []).append(pair.problem)
             continue
-        commit = verdict.identity.benchmark_commit or ""
-        if len(commit) != _COMMIT_LEN or commit.strip("0123456789abcdef"):
-            errors.append(f"{where}: benchmark_commit {commit or None!r} is not a 40-hex git "
-                          "commit (score from a git checkout of the benchmark)")
+        commit, problem = upstream_commit(verdict)
+        if problem is not None:
+            errors.append(f"{where}: {problem}")
             continue
         revision = statement_revision(verdict)
         try:

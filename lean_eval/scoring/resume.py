@@ -40,7 +40,9 @@ def pair_key(plan: reader.Intake, problem: ProblemWorkspace, ident: Identity,
         "problem": problem.problem.id,
         "statement_revision": problem.problem.statement_revision,
         "trusted_files": dict(sorted(problem.digests.items())),
-        "identity": ident.model_dump(mode="json"),
+        # Not where the benchmark is: its commit and the trusted digests identify it, so the
+        # same revision checked out elsewhere resumes.
+        "identity": ident.model_dump(mode="json", exclude={"benchmark_path"}),
         "options": verdict_options(options, preflight),
     }
     text = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
