@@ -5,13 +5,14 @@ Needs local copies of the public repositories (nothing is downloaded; skipped un
 
     LEAN_EVAL_REAL_HISTORY=<git dir of leanprover/lean-eval> \
     LEAN_EVAL_REAL_RESULTS=<results/ directory of leanprover/lean-eval-submissions> \
-        python3 benchmarks/historical_imports.py [--scratch DIR] [--json OUT]
+        python3 benchmarks/historical_imports.py [--scratch DIR] [--json OUT] [--validate]
 
 For each distinct ``benchmark_commit`` of the store's records, the commit's source layout
 (``manifests/``, ``generated/`` and the root pin files) is written by ``git archive`` into a scratch
 directory and planned with ``importer.plan_import`` (the commit stated explicitly, as for a
 source without ``.git``). Prints one line per commit that does not import, or whose records'
-problems are not all listed at their revision, then the totals.
+problems are not all listed at their revision, then the totals; ``--validate`` also writes each
+import and runs ``validate-catalog`` on it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from pathlib import Path
 
 import tomllib
 
-from lean_eval.benchmark import importer
+from lean_eval.benchmark import import_dest, importer
+from lean_eval.benchmark.validation import validate_catalog
 from lean_eval.errors import LeanEvalError
 
 PATHS = ("manifests", "generated", "lean-toolchain", "lakefile.toml", "lake-manifest.json")
@@ -57,6 +59,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scratch", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--validate", action="store_true",
+                        help="Also write each import and run validate-catalog on it.")
     args = parser.parse_args()
     history, results = (os.environ.get("LEAN_EVAL_REAL_HISTORY"),
                         os.environ.get("LEAN_EVAL_REAL_RESULTS"))
@@ -87,6 +91,15 @@ def main() -> int:
             report[commit] = {"imported": True, "records": len(recs),
                               "problems": len(revisions), "warnings": len(warnings),
                               "unlisted": unlisted}
+            if args.validate:
+                dest = scratch / f"{commit}-import"
+                import_dest.write_import(plan, dest)
+                findings = validate_catalog(dest).findings
+                report[commit]["findings"] = [f"{f.path}: {f.message}" for f in findings]
+                if findings:
+                    print(f"{commit[:9]}: validate-catalog: {len(findings)} finding(s), first "
+                          f"{findings[0].path}: {findings[0].message}"[:400])
+                shutil.rmtree(dest)
             if unlisted:
                 print(f"{commit[:9]}: imported, {len(unlisted)} record problem(s) not listed at "
                       f"their revision: {', '.join(unlisted)}")
@@ -99,6 +112,9 @@ def main() -> int:
     total = sum(len(v) for v in wanted.values())
     print(f"{len(imported)} of {len(report)} commits import; {listed} of {total} records' "
           "problems listed at their statement revision")
+    if args.validate:
+        clean = [c for c in imported if not report[c].get("findings")]
+        print(f"{len(clean)} of {len(imported)} imports pass validate-catalog")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     return 0

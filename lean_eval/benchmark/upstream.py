@@ -27,6 +27,9 @@ from lean_eval.files.decoding import toml_table
 LIFECYCLE_DEFAULTS: dict[str, Any] = {"status": "draft", "visible": True,
                                       "statement_revision": 1, "tags": []}
 SINGLE_FILE = "manifests/problems.toml"
+# Files of a source workspace an import drops (and so a fork of the source carries beside each
+# problem's Submission.lean): validate-submission lists them only under -v.
+SOURCE_ONLY_FILES = ("holes.json", "WorkspaceTest.lean", "lake-manifest.json")
 _NO_WORKSPACE = "problem {pid!r} has no workspace generated/{pid}/ (not generated yet): skipped"
 _NO_MANIFEST = ("workspace has no manifest (manifests/problems/{pid}.toml or an entry in "
                 "{single}): skipped")

@@ -88,7 +88,7 @@ def problem_of(name: str | None, node: Node, problem_ids: frozenset[str]) -> str
 def conflict(name: str, node: Node, path: str, problem_ids: frozenset[str]) -> str | None:
     declared = lakefile_name(node)
     if name in problem_ids and declared in problem_ids and declared != name:
-        return (f"{show(path) or './'}: the directory is named after problem {name} but its "
+        return (f"{show(path)}: the directory is named after problem {name} but its "
                 f"lakefile.toml's name is problem {declared}; rename one so they agree")
     return None
 
@@ -128,8 +128,8 @@ def settle_duplicates(found: Found, starters: Starters) -> Found:
             continue
         kept = changed[0] if changed else places[0]
         dirs[pid] = [kept]
-        ignored.extend(f"{show(p) or './'}/: an unchanged copy of the starter of {pid}, not "
-                       f"scored ({show(kept[0]) or './'} is)" for p, _ in places if p != kept[0])
+        ignored.extend(f"{show(p)}/: an unchanged copy of the starter of {pid}, not "
+                       f"scored ({show(kept[0])} is)" for p, _ in places if p != kept[0])
     return Found(dirs, sorted(ignored), found.hidden, found.conflicts)
 
 
@@ -161,7 +161,7 @@ def find(root: Node, problem_ids: frozenset[str]) -> Found:
     memo: dict[int, bool] = {}
     at_root = problem_of(None, root, problem_ids)
     if at_root is not None:  # the submission is itself the problem directory (a gist)
-        return Found({at_root: [("", root)]}, [], [])
+        return Found({at_root: [(".", root)]}, [], [])
 
     def holds(node: Node) -> bool:
         if id(node) not in memo:

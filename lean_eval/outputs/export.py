@@ -225,8 +225,24 @@ def _existing(path: Path, user: str) -> tuple[dict[str, Any], list[str]]:
     return raw, problems
 
 
+def check_results_dir(results_dir: Path) -> None:
+    """ExportRefusedError when ``results_dir`` is a repository's root (the store is its
+    ``results/``) or lies inside a run's output directory (a later run or merge owns it)."""
+    where = results_dir.absolute()
+    if (where / ".git").exists():
+        raise ExportRefusedError(f"--results-dir {results_dir} is the root of a git repository; "
+                                 "give the store's directory in it (e.g. its results/); "
+                                 "nothing was written")
+    for parent in (where, *where.parents):
+        if (parent / out_layout.SUMMARY).is_file():
+            raise ExportRefusedError(f"--results-dir {results_dir} is inside the output "
+                                     f"directory {parent} of a run; give a directory of its "
+                                     "own; nothing was written")
+
+
 def export(out_dir: Path, metadata_path: Path, results_dir: Path) -> Exported:
     """Append the accepted pairs of ``out_dir`` to the store in ``results_dir``."""
+    check_results_dir(results_dir)
     run = run_report.load_run(out_dir)
     metadata, invalid = read_metadata(metadata_path)
     candidates, errors = _candidates(run, metadata, invalid)

@@ -37,7 +37,7 @@ def test_a_gist_is_the_problem_directory_of_its_lakefile_name(tmp_path: Path) ->
                                    "Submission/Helpers.lean": b"-- helper\n"})
     intake = read(sub)
     assert intake.rejection is None
-    assert [(p.problem_id, p.location) for p in intake.problems] == [("P1", "")]
+    assert [(p.problem_id, p.location) for p in intake.problems] == [("P1", ".")]
     assert [f.relpath for f in intake.problems[0].files] == ["Submission.lean",
                                                              "Submission/Helpers.lean"]
 

@@ -61,3 +61,23 @@ def test_an_import_without_an_upstream_commit_is_refused_naming_the_way_out(
     assert "re-import it from a git checkout" in result.output
     assert "--upstream-commit" in result.output
     assert not (tmp_path / "results" / "alice.json").exists()
+
+
+def test_a_results_dir_at_a_repository_root_or_inside_an_output_is_refused(
+        tmp_path: Path) -> None:
+    out = write_output(tmp_path / "run", [("alice", "two_plus_two")],
+                       identity=make_identity(benchmark_commit=OWN))
+    (tmp_path / "meta.json").write_text(json.dumps(META))
+    repo = tmp_path / "store"
+    (repo / ".git").mkdir(parents=True)
+    for target, said in ((repo, "is the root of a git repository"),
+                         (out / "results", "is inside the output directory")):
+        result = CliRunner().invoke(main, ["export-results", str(out), "--metadata",
+                                           str(tmp_path / "meta.json"), "--results-dir",
+                                           str(target)], catch_exceptions=False)
+        assert result.exit_code == 2 and said in result.output, result.output
+    assert list(repo.iterdir()) == [repo / ".git"] and not (out / "results").exists()
+    ok = CliRunner().invoke(main, ["export-results", str(out), "--metadata",
+                                   str(tmp_path / "meta.json"), "--results-dir",
+                                   str(repo / "results")], catch_exceptions=False)
+    assert ok.exit_code == 0, ok.output
