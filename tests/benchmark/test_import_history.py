@@ -247,6 +247,10 @@ def test_validate_catalog_tells_a_statement_edited_in_place(tmp_path: Path) -> N
     report = validate_catalog(dest)
     assert [(f.path, "stayed 2" in f.message) for f in report.findings] == [
         ("problems/scaled_norm.toml", True)]
+    from lean_eval.benchmark.catalog import load_catalog
+
+    with pytest.raises(CatalogError, match="changed while its statement_revision stayed 2"):
+        load_catalog(dest, revision=None)  # run-eval's catalog check
 
 
 def _sorry_ax(root: Path) -> None:
