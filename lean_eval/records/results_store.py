@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from lean_eval.records.base import Record
+from lean_eval.records.base import OpenRecord, Record
 
 STORE_SCHEMA_VERSION = 2
 DESCRIPTION_MAX = 4000
@@ -57,11 +57,11 @@ class SubmissionSource(Record):
     public: bool
 
 
-class ProductionMetadata(Record):
+class ProductionMetadata(OpenRecord):
     """How the solution was produced and whether its source is (or will be) published; keys
     beyond these are kept as they are (the public schema lets this object grow)."""
 
-    model_config = ConfigDict(strict=True, frozen=True, extra="allow")
+    model_config = ConfigDict(strict=True)
     production_description: str | None = None
     solution_publication_status: Literal["private", "planned", "published"] | None = None
     solution_publication_date: str | None = None

@@ -6,9 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import ConfigDict
-
-from lean_eval.records.base import Record
+from lean_eval.records.base import OpenRecord, Record
 from lean_eval.records.verdict import PairRef, PairSummary, Summary
 
 
@@ -66,11 +64,10 @@ class ProblemOutcome(Record):
     mismatches: tuple[str, ...]  # "<submission>: <verdict> (<reason>)" of each other pair
 
 
-class RunEvalDocument(Record):
+class RunEvalDocument(OpenRecord):
     """What ``run-eval --json`` prints: ``problems`` as objects (``ProblemOutcome``); every
     other key is ``summary.json``'s (``summary.schema.json``), ``pairs`` among them."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
     schema_version: Literal[3] = 3
     summary_schema_version: int
     problems: tuple[ProblemOutcome, ...]
