@@ -3,8 +3,10 @@
 
 Invariants: files are copied byte for byte but manifests' ``holes`` (kinds from ``config.json``,
 checked against ``holes.json``) and lakefiles; every other change is an ``ImportNote``; what
-cannot be imported faithfully is a ``CatalogError`` naming the source file, and nothing is
-written; the output is a function of the source bytes.
+cannot be imported faithfully is one ``CatalogError`` listing every fault, each naming its
+source file, and nothing is written; the output is a function of the source bytes and the
+upstream commit (``provenance.json``). The source is read by ``upstream.read_source``, which
+follows no symlink.
 """
 
 from __future__ import annotations
@@ -221,8 +223,9 @@ def _problem(pid: str, manifest: upstream.Manifest, ws: dict[str, bytes],
         raise CatalogError(f"{where}: invalid problem id {pid!r}")
     unknown = sorted(set(ws) - set(COPIED) - set(DROPPED) - {"lakefile.toml"})
     if unknown:
-        raise CatalogError(f"generated/{pid}/{unknown[0]}: not a file this harness can "
-                           "import faithfully (scoring would leave it out)")
+        raise CatalogError(", ".join(f"generated/{pid}/{name}" for name in unknown)
+                           + ": not a file this harness can import faithfully (scoring would "
+                           "leave it out)")
     if "lakefile.toml" not in ws:
         raise CatalogError(f"generated/{pid}/lakefile.toml: missing")
     if "lean-toolchain" not in ws:
