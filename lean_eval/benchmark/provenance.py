@@ -5,10 +5,11 @@ Invariants:
 - ``provenance.json`` is trusted like ``benchmark.toml``: ``workspaces/index.json`` holds its
   digest, so it cannot change without the index noticing.
 - A benchmark without the file is not an import: it is its own upstream (its own commit).
-- A statement digest is over the hole-bearing trusted Lean (``Challenge.lean`` and
-  ``ChallengeDeps.lean``) with comments blanked and whitespace collapsed, so a reformatting is
-  not a change; a digest that differs at the same ``statement_revision`` is a fault
-  (``statement_faults``), because a revised statement must take a new revision.
+- A statement digest is over the declarations of the hole-bearing trusted Lean
+  (``Challenge.lean`` and ``ChallengeDeps.lean``) with comments blanked and whitespace
+  collapsed (``statement_digest``), so a reformatting or a regenerated header is not a change;
+  a digest that differs at the same ``statement_revision`` is a fault (``statement_faults``),
+  because a revised statement must take a new revision.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pydantic import Field
 
 from lean_eval.errors import CatalogError
 from lean_eval.files.decoding import strict_json
-from lean_eval.lean.declarations import collapse, strip_comments
+from lean_eval.lean.declarations import collapse, declarations
 from lean_eval.records.base import Record
 from lean_eval.supervise import process
 
@@ -42,10 +43,14 @@ class Provenance(Record):
 
 
 def statement_digest(workspace: Mapping[str, bytes]) -> str:
-    """The digest of a workspace's trusted statement (``STATEMENT_FILES``, by workspace name)."""
-    parts = [name + "\0" + collapse(strip_comments(workspace[name].decode("utf-8", "replace")))
-             for name in STATEMENT_FILES if name in workspace]
-    return "sha256:" + hashlib.sha256("\0\0".join(parts).encode("utf-8")).hexdigest()
+    """The digest of a workspace's trusted statement: every declaration of ``STATEMENT_FILES``
+    (its full name, keyword and text, comments blanked, whitespace collapsed), so the holes'
+    statements and every definition they use count, and options, ``open`` lines and imports
+    between them (which a regeneration rewrites) do not."""
+    parts = [json.dumps([name, [[d.name, d.keyword, collapse(d.text)] for d in declarations(
+        workspace[name].decode("utf-8", "replace"))]], ensure_ascii=True)
+        for name in STATEMENT_FILES if name in workspace]
+    return "sha256:" + hashlib.sha256("\n".join(parts).encode("ascii")).hexdigest()
 
 
 def render(record: Provenance) -> bytes:
