@@ -156,7 +156,7 @@ def with_lifecycle_defaults(table: dict[str, Any]) -> tuple[dict[str, Any], list
     missing = [key for key in LIFECYCLE_DEFAULTS if key not in table]
     filled = {**table, **{key: LIFECYCLE_DEFAULTS[key] for key in missing}}
     if "tags" in missing:
-        filled["tags"] = []
+        filled["tags"] = []  # a fresh list: the default is never shared between manifests
     return filled, missing
 
 
