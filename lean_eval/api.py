@@ -264,10 +264,12 @@ def validate_request(path: StrPath, *, benchmark: StrPath | None = None,
     selected = frozenset(problems or ()) or None
     arguments.check_submission(submission)
     bench = Path(benchmark) if benchmark is not None else default_benchmark()
-    arguments.check_problems(selected or (), arguments.problem_ids(bench))
+    every = arguments.problem_ids(bench)
+    arguments.check_problems(selected or (), every)
     cat = load_selected(bench, benchmark_rev, selected, _selection(set_name, statuses, tags))
     _warn(on_warning, cat.warnings)
-    return precheck.check_submission(submission, cat, limits)
+    return precheck.check_submission(submission, cat, limits,
+                                     frozenset(every) - frozenset(cat.problems))
 
 
 @_keywords

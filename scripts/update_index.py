@@ -25,8 +25,9 @@ The index is::
      "problems": {"<id>": {"trusted": {"<relpath>": "<sha256>", ...},
                            "starter": {"<relpath>": "<sha256>", ...}}}}
 
-``root`` covers the trusted benchmark configuration ``benchmark.toml`` (solution-only modules)
-and every named set ``sets/<name>.toml``, and is present exactly when one of them is.
+``root`` covers the trusted benchmark configuration ``benchmark.toml`` (solution-only modules),
+an import's ``provenance.json`` and every named set ``sets/<name>.toml``, and is present
+exactly when one of them is.
 
 with posix relative paths, sorted keys, 2-space indentation and a trailing newline, so the
 output depends only on the bytes of the listed files.
@@ -50,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lean_eval.benchmark.catalog import (
     BENCHMARK_CONFIG,
     DERIVED_FILES,
+    PROVENANCE,
 )
 from lean_eval.benchmark.catalog import (
     OPTIONAL_TRUSTED_FILES as OPTIONAL_TRUSTED,
@@ -159,7 +161,7 @@ def compute_index(root: Path) -> dict[str, Any]:
         ]
         problems[pid] = entry
     index: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "problems": problems}
-    root_files = [BENCHMARK_CONFIG]
+    root_files = [BENCHMARK_CONFIG, PROVENANCE]
     sets_dir = root / "sets"
     if sets_dir.is_dir():
         root_files += [f"sets/{p.name}" for p in sorted(sets_dir.iterdir())

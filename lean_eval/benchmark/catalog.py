@@ -15,14 +15,16 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from lean_eval.benchmark import pins, source
+from lean_eval.benchmark import pins, provenance, source
 from lean_eval.benchmark.problem import (
     ComparatorConfig,
     Problem,
+    axiom_faults,
     hole_differences,
     manifest_errors,
     parse_config,
 )
+from lean_eval.benchmark.provenance import PROVENANCE  # an import; digest in the index
 from lean_eval.benchmark.sets import SETS_DIR, ProblemSet, load_sets, set_files
 from lean_eval.benchmark.suggestions import guesses, known_values
 from lean_eval.errors import CatalogError, DigestMismatchError
@@ -48,7 +50,8 @@ ROOT_PIN_FILES = ("lean-toolchain", "lakefile.toml", "lake-manifest.json")
 BENCHMARK_CONFIG = "benchmark.toml"  # trusted benchmark settings; digest in workspaces/index.json
 TRUSTED_LEAN = ("Challenge.lean", "ChallengeDeps.lean")
 # Every path of the benchmark that is trusted: what a revision or the directory is read for.
-TRUSTED_PATHS = ("problems", "workspaces", *ROOT_PIN_FILES, BENCHMARK_CONFIG, SETS_DIR)
+TRUSTED_PATHS = ("problems", "workspaces", *ROOT_PIN_FILES, BENCHMARK_CONFIG, PROVENANCE,
+                 SETS_DIR)
 
 
 def workspace_file(pid: str, name: str, files: Mapping[str, bytes]) -> bytes | None:
@@ -63,13 +66,23 @@ def workspace_file(pid: str, name: str, files: Mapping[str, bytes]) -> bytes | N
     return None
 
 
-def unexpected_files(pid: str, files: Mapping[str, bytes]) -> list[str]:
-    """Workspace files of ``pid`` neither trusted nor starter (dot-entries excepted)."""
-    prefix = f"workspaces/{pid}/"
+def workspace_names(files: Mapping[str, bytes]) -> dict[str, list[str]]:
+    """Each workspace's files by workspace-relative name, in one pass over ``files`` (so
+    per-problem checks stay linear in the catalog's size)."""
+    names: dict[str, list[str]] = {}
+    for path in files:
+        if path.startswith("workspaces/") and path.count("/") >= 2:
+            pid, rel = path[len("workspaces/"):].split("/", 1)
+            names.setdefault(pid, []).append(rel)
+    return names
+
+
+def unexpected_files(pid: str, names: list[str]) -> list[str]:
+    """Files of workspace ``pid`` (``names``: its workspace-relative names, from
+    ``workspace_names``) neither trusted nor starter (dot-entries excepted)."""
     known = {*TRUSTED_FILES, *OPTIONAL_TRUSTED_FILES, *STARTER_FILES}
-    return sorted(name for name in files if name.startswith(prefix)
-                  and name[len(prefix):] not in known
-                  and not any(part.startswith(".") for part in name[len(prefix):].split("/")))
+    return sorted(f"workspaces/{pid}/{name}" for name in names if name not in known
+                  and not any(part.startswith(".") for part in name.split("/")))
 
 
 class ProblemWorkspace(Record):
@@ -88,6 +101,10 @@ class Catalog(Record):
 
     root: Path
     commit: str | None
+    # The upstream commit the benchmark was imported from (provenance.json); the benchmark's
+    # own commit when it is not an import; None when neither is known.
+    upstream_commit: str | None = None
+    is_import: bool = False
     toolchain_name: str
     problems: dict[str, ProblemWorkspace]
     shared_packages: Path | None
@@ -132,8 +149,8 @@ def forbidden_imports(pid: str, files: Mapping[str, bytes],
     return found
 
 
-def _load_problem(pid: str, files: Mapping[str, bytes],
-                  index: Mapping[str, Any]) -> ProblemWorkspace:
+def _load_problem(pid: str, files: Mapping[str, bytes], index: Mapping[str, Any],
+                  names: list[str]) -> ProblemWorkspace:
     manifest = f"problems/{pid}.toml"
     raw = toml_table(files[manifest], manifest)
     try:
@@ -148,7 +165,7 @@ def _load_problem(pid: str, files: Mapping[str, bytes],
     missing = [name for name in TRUSTED_FILES if present[name] is None]
     if missing:
         raise CatalogError(f"workspace {prefix} lacks trusted file(s): {', '.join(missing)}")
-    extra = unexpected_files(pid, files)
+    extra = unexpected_files(pid, names)
     if extra:
         raise CatalogError(f"{extra[0]} is not a trusted or starter file: scoring would leave "
                            "it out; run `lean-eval validate-catalog`")
@@ -175,6 +192,8 @@ def _load_problem(pid: str, files: Mapping[str, bytes],
     config = parse_config(trusted["config.json"], f"{prefix}config.json")
     for message in hole_differences(problem, config):
         raise CatalogError(f"{prefix}config.json: {message} ({manifest})")
+    for message in axiom_faults(config):
+        raise CatalogError(f"{prefix}config.json: problem {pid!r}: {message}")
     return ProblemWorkspace(problem=problem, config=config, config_raw=trusted["config.json"],
                             trusted=trusted, starter=starter,
                             digests={k: sha256(v) for k, v in trusted.items()})
@@ -220,13 +239,22 @@ def load_catalog(root: Path, *, revision: str | None = "HEAD",
         ids = [pid for pid in ids if pid in only]
     root_digests = index.get("root", {})
     root_digests = root_digests if isinstance(root_digests, dict) else {}
-    for name in sorted({BENCHMARK_CONFIG, *set_files(files).values(), *root_digests}):
+    for name in sorted({BENCHMARK_CONFIG, PROVENANCE, *set_files(files).values(),
+                        *root_digests}):
         expected = root_digests.get(name)
         actual = sha256(files[name]) if name in files else None
         if expected != actual:
             raise DigestMismatchError(f"{name} does not match workspaces/index.json")
     reserved = solution_only_modules(files)
-    problems = {pid: _load_problem(pid, files, index["problems"]) for pid in ids}
+    names = workspace_names(files)
+    problems = {pid: _load_problem(pid, files, index["problems"], names.get(pid, []))
+                for pid in ids}
+    record = provenance.of_files(files)
+    if record is not None:
+        current = {pid: (ws.problem.statement_revision,
+                         provenance.statement_digest(ws.trusted)) for pid, ws in problems.items()}
+        for path, message in provenance.statement_faults(record, current, PROVENANCE):
+            raise CatalogError(f"{path}: {message}")
     # Every workspace's pins, selected or not (design §5.1).
     for pid in every_id:
         for path, message in pins.pin_differences(pid, files):
@@ -237,5 +265,7 @@ def load_catalog(root: Path, *, revision: str | None = "HEAD",
             raise CatalogError(f"{path} {message}")
     shared = root / ".lake" / "packages"
     return Catalog(root=root, commit=commit, toolchain_name=toolchain_name, problems=problems,
+                   upstream_commit=record.commit if record is not None else commit,
+                   is_import=record is not None,
                    shared_packages=shared.resolve() if shared.is_dir() else None,
                    warnings=warnings, solution_only_modules=reserved, sets=load_sets(files))

@@ -3,27 +3,27 @@
 
 Invariants: files are copied byte for byte but manifests' ``holes`` (kinds from ``config.json``,
 checked against ``holes.json``) and lakefiles; every other change is an ``ImportNote``; what
-cannot be imported faithfully is a ``CatalogError`` naming the source file, and nothing is
-written; the output is a function of the source bytes.
+cannot be imported faithfully is one ``CatalogError`` listing every fault, each naming its
+source file, and nothing is written; the output is a function of the source bytes and the
+upstream commit (``provenance.json``). The source is read by ``upstream.read_source``, which
+follows no symlink.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
+from collections import defaultdict
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 import tomli_w
 from pydantic import ValidationError
 
-from lean_eval.benchmark import catalog
+from lean_eval.benchmark import provenance, upstream
 from lean_eval.benchmark.index import index_of, render
-from lean_eval.benchmark.problem import Problem, manifest_errors, parse_config
+from lean_eval.benchmark.problem import Problem, axiom_faults, manifest_errors, parse_config
 from lean_eval.benchmark.sets import parse_set, set_faults
-from lean_eval.errors import CatalogError, UsageError
+from lean_eval.errors import CatalogError
 from lean_eval.files.decoding import strict_json, toml_table
 from lean_eval.lean.declarations import declarations
 from lean_eval.lean.lakefile import SUBMISSION_GLOBS, UNTRUSTED_TARGETS
@@ -55,37 +55,14 @@ class ImportPlan(NamedTuple):
     notes: tuple[ImportNote, ...]
 
 
-def _toml(path: Path, src: Path) -> dict[str, Any]:
-    what = f"{path.relative_to(src)}: cannot be read as TOML"
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise CatalogError(f"{what}: {exc}") from exc
-    return toml_table(data, what)
-
-
-def _workspace_files(src: Path, pid: str) -> dict[str, bytes]:
-    base = src / "generated" / pid
-    if not base.is_dir():
-        raise CatalogError(f"manifests/problems/{pid}.toml: no workspace generated/{pid}/")
-    found: dict[str, bytes] = {}
-    for path in sorted(base.rglob("*")):
-        rel = path.relative_to(base).as_posix()
-        if any(part.startswith(".") or part == "build" for part in rel.split("/")):
-            continue  # local build state (.lake/, build/) is never part of a catalog
-        if path.is_symlink() or (not path.is_file() and not path.is_dir()):
-            raise CatalogError(f"generated/{pid}/{rel}: not a regular file")
-        if path.is_file():
-            found[rel] = path.read_bytes()
-    return found
-
-
-def _hole_kinds(pid: str, manifest: dict[str, Any], files: dict[str, bytes],
+def _hole_kinds(pid: str, where: str, manifest: dict[str, Any], files: dict[str, bytes],
                 notes: list[ImportNote]) -> list[dict[str, str]]:
-    where = f"manifests/problems/{pid}.toml"
     if "config.json" not in files:
         raise CatalogError(f"generated/{pid}/config.json: missing")
     config = parse_config(files["config.json"], f"generated/{pid}/config.json")
+    faults = axiom_faults(config)
+    if faults:
+        raise CatalogError(f"generated/{pid}/config.json: problem {pid!r}: " + "; ".join(faults))
     names = manifest.get("holes")
     if not isinstance(names, list) or not names:
         raise CatalogError(f"{where}: holes must be a non-empty list")
@@ -134,8 +111,8 @@ def _hole_kinds(pid: str, manifest: dict[str, Any], files: dict[str, bytes],
     return holes
 
 
-def _manifest(pid: str, raw: dict[str, Any], holes: list[dict[str, str]]) -> bytes:
-    where = f"manifests/problems/{pid}.toml"
+def _manifest(pid: str, where: str, raw: dict[str, Any],
+              holes: list[dict[str, str]]) -> bytes:
     table = {**raw, "holes": holes}
     ordered = {k: table[k] for k in _MANIFEST_ORDER if k in table}
     ordered.update({k: v for k, v in table.items() if k not in ordered})
@@ -187,135 +164,153 @@ def _requires(table: dict[str, Any]) -> list[str]:
     return sorted(json.dumps(e, sort_keys=True) for e in entries if isinstance(e, dict))
 
 
-def plan_import(src: Path) -> ImportPlan:
-    """Everything an import of ``src`` writes, or CatalogError naming what cannot be imported."""
+def plan_import(src: Path, *, commit: str | None = None) -> ImportPlan:
+    """Everything an import of ``src`` writes, or one CatalogError listing every fault (each
+    naming its file). ``commit`` states the upstream commit when ``src`` is no git checkout."""
     src = src.resolve()
-    problems_dir = src / "manifests" / "problems"
-    if not problems_dir.is_dir() or not (src / "generated").is_dir():
-        raise CatalogError(f"{src}: not the lean-eval source layout (needs manifests/problems/ "
-                           "and generated/)")
-    for name in catalog.ROOT_PIN_FILES:
-        if not (src / name).is_file():
-            raise CatalogError(f"{name}: missing in {src}")
+    tree = upstream.read_source(src)
+    errors = list(tree.errors)
+    notes = [ImportNote("warning", path, message) for path, message in tree.warnings]
+    repository, found_commit = provenance.source_commit(src)
     files: dict[str, bytes] = {}
-    notes: list[ImportNote] = []
-    toolchain = (src / "lean-toolchain").read_bytes()
-    ids = sorted(p.stem for p in problems_dir.glob("*.toml"))
-    orphans = sorted(p.name for p in (src / "generated").iterdir()
-                     if p.is_dir() and not p.name.startswith(".") and p.name not in ids)
-    if orphans:
-        raise CatalogError(f"generated/{orphans[0]}/: has no manifests/problems/{orphans[0]}.toml")
-    pins: tuple[str, list[str]] | None = None
-    for pid in ids:
-        if not PROBLEM_ID.match(pid):
-            raise CatalogError(f"manifests/problems/{pid}.toml: invalid problem id")
-        raw = _toml(problems_dir / f"{pid}.toml", src)
-        ws = _workspace_files(src, pid)
-        unknown = sorted(set(ws) - set(COPIED) - set(DROPPED) - {"lakefile.toml"})
-        if unknown:
-            raise CatalogError(f"generated/{pid}/{unknown[0]}: not a file this harness can "
-                               "import faithfully (scoring would leave it out)")
-        if ws.get("lean-toolchain") != toolchain:
-            raise CatalogError(f"generated/{pid}/lean-toolchain: differs from the root's")
-        if "lakefile.toml" not in ws:
-            raise CatalogError(f"generated/{pid}/lakefile.toml: missing")
-        files[f"problems/{pid}.toml"] = _manifest(pid, raw, _hole_kinds(pid, raw, ws, notes))
-        for name in COPIED:
-            if name in ws:
-                files[f"workspaces/{pid}/{name}"] = ws[name]
-        lakefile = toml_table(ws["lakefile.toml"], f"generated/{pid}/lakefile.toml")
-        if pins is None:
-            pins = (pid, _requires(lakefile))
-        elif _requires(lakefile) != pins[1]:
-            raise CatalogError(f"generated/{pid}/lakefile.toml: [[require]] entries differ from "
-                               f"generated/{pins[0]}/lakefile.toml's; no one pin set")
-        files[f"workspaces/{pid}/lakefile.toml"], _ = _lakefile(
-            pid, ws["lakefile.toml"], set(ws) & set(COPIED), notes)
-        notes.extend(ImportNote("dropped", f"generated/{pid}/{name}", why)
-                     for name, why in DROPPED.items() if name in ws)
-        if b"lake test" in ws.get("README.md", b""):
-            notes.append(ImportNote("unmapped", f"generated/{pid}/README.md",
-                                    "mentions `lake test`, which the imported workspace does "
-                                    "not have (copied byte for byte; use `lean-eval test`)"))
-    if pins is None:
-        raise CatalogError("manifests/problems/: no problems")
-    files.update(_root_files(src, pins, toolchain, notes))
-    files.update(_sets(src, files, notes))
+    statements: dict[str, dict[str, str]] = {}
+    toolchains: dict[bytes, list[str]] = defaultdict(list)
+    pin_sets: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    for pid, manifest in sorted(tree.manifests.items()):
+        try:
+            written = _problem(pid, manifest, tree.workspaces[pid], notes)
+        except CatalogError as exc:
+            errors.append(str(exc))
+            continue
+        files.update(written)
+        ws = tree.workspaces[pid]
+        toolchains[ws.get("lean-toolchain", b"")].append(pid)
+        pin_sets[tuple(_requires(toml_table(ws["lakefile.toml"], pid)))].append(pid)
+        revision = toml_table(written[f"problems/{pid}.toml"], pid)["statement_revision"]
+        statements[pid] = {str(revision): provenance.statement_digest(ws)}
+    toolchain = _toolchain(tree.root.get("lean-toolchain"), toolchains, notes, errors)
+    if len(pin_sets) > 1:
+        errors.append("generated/*/lakefile.toml: the workspaces' [[require]] entries differ, "
+                      "so there is no one pin set; regenerate the workspaces upstream (or "
+                      "import the commit that did): "
+                      + "; ".join(", ".join(f"generated/{i}/lakefile.toml" for i in ids)
+                                  + f" require {list(pins) or 'nothing'}"
+                                  for pins, ids in sorted(pin_sets.items())))
+    if not files and not errors:
+        errors.append("manifests: no problems")
+    if errors:
+        raise CatalogError(f"{src}: cannot be imported faithfully ({len(errors)} fault(s)):\n  "
+                           + "\n  ".join(errors))
+    pins = next(iter(pin_sets))
+    files.update(_root_files(tree.root, list(pins), toolchain, notes))
+    files.update(_sets(tree, files, notes))
+    record = provenance.Provenance(repository=repository, commit=commit or found_commit,
+                                   statements=statements)
+    if record.commit is None:
+        notes.append(ImportNote("warning", ".", "the source is no git checkout and no commit "
+                                "was stated: exports from this import will be refused "
+                                "(re-import from a git checkout, or give --upstream-commit)"))
+    files[provenance.PROVENANCE] = provenance.render(record)
     files["workspaces/index.json"] = render(index_of(files))
     return ImportPlan(files=dict(sorted(files.items())), notes=tuple(notes))
 
 
-def _root_files(src: Path, pins: tuple[str, list[str]], toolchain: bytes,
+def _problem(pid: str, manifest: upstream.Manifest, ws: dict[str, bytes],
+             notes: list[ImportNote]) -> dict[str, bytes]:
+    """The files one problem imports as (or CatalogError naming its first fault)."""
+    where = manifest.where
+    if not PROBLEM_ID.match(pid):
+        raise CatalogError(f"{where}: invalid problem id {pid!r}")
+    unknown = sorted(set(ws) - set(COPIED) - set(DROPPED) - {"lakefile.toml"})
+    if unknown:
+        raise CatalogError(", ".join(f"generated/{pid}/{name}" for name in unknown)
+                           + ": not a file this harness can import faithfully (scoring would "
+                           "leave it out)")
+    if "lakefile.toml" not in ws:
+        raise CatalogError(f"generated/{pid}/lakefile.toml: missing")
+    if "lean-toolchain" not in ws:
+        raise CatalogError(f"generated/{pid}/lean-toolchain: missing")
+    raw, filled = upstream.with_lifecycle_defaults(manifest.table)
+    if "holes" not in raw and isinstance(raw.get("theorem"), str):
+        raw["holes"] = [raw.pop("theorem")]  # the earliest manifests named their one hole so
+        notes.append(ImportNote("changed", where, "`theorem = NAME` (the earliest manifests' "
+                                                  "one hole) is read as holes = [NAME]"))
+    if filled:
+        notes.append(ImportNote("warning", where, f"has no {', '.join(filled)}: read as the "
+                                "public pipeline reads a manifest from before the lifecycle "
+                                "keys (status draft, visible, statement_revision 1, no tags)"))
+    files = {f"problems/{pid}.toml": _manifest(pid, where, raw,
+                                               _hole_kinds(pid, where, raw, ws, notes))}
+    files.update({f"workspaces/{pid}/{name}": ws[name] for name in COPIED if name in ws})
+    files[f"workspaces/{pid}/lakefile.toml"], _ = _lakefile(
+        pid, ws["lakefile.toml"], set(ws) & set(COPIED), notes)
+    notes.extend(ImportNote("dropped", f"generated/{pid}/{name}", why)
+                 for name, why in DROPPED.items() if name in ws)
+    if b"lake test" in ws.get("README.md", b""):
+        notes.append(ImportNote("unmapped", f"generated/{pid}/README.md",
+                                "mentions `lake test`, which the imported workspace does "
+                                "not have (copied byte for byte; use `lean-eval test`)"))
+    return files
+
+
+def _toolchain(root: bytes | None, toolchains: dict[bytes, list[str]],
+               notes: list[ImportNote], errors: list[str]) -> bytes:
+    """The one toolchain every workspace was generated for (the catalog's); a root that differs
+    from it is a warning (upstream bumps the root before regenerating), workspaces that differ
+    among themselves are a fault naming every one."""
+    if len(toolchains) > 1:
+        errors.append("generated/*/lean-toolchain: the workspaces name different toolchains; "
+                      "regenerate them upstream (or import the commit that did): "
+                      + "; ".join(", ".join(f"generated/{i}/lean-toolchain" for i in ids)
+                                  + f" name {data.decode(errors='replace').strip() or '(empty)'}"
+                                  for data, ids in sorted(toolchains.items())))
+        return root or b""
+    if not toolchains:
+        return root or b""
+    (chosen, ids), = toolchains.items()
+    if root is not None and root != chosen:
+        notes.append(ImportNote("warning", "lean-toolchain",
+                                f"the root names {root.decode(errors='replace').strip()}, all "
+                                f"{len(ids)} workspaces {chosen.decode(errors='replace').strip()}"
+                                " (the root was bumped before the workspaces were regenerated): "
+                                "the import uses the workspaces' toolchain; import the "
+                                "regenerating commit to score with the root's"))
+    return chosen
+
+
+def _root_files(root_files: dict[str, bytes], pins: list[str], toolchain: bytes,
                 notes: list[ImportNote]) -> dict[str, bytes]:
-    root = _toml(src / "lakefile.toml", src)
+    root = toml_table(root_files["lakefile.toml"], "lakefile.toml: cannot be read as TOML")
     name = root.get("name") if isinstance(root.get("name"), str) else "benchmark"
-    requires = [json.loads(entry) for entry in pins[1]]
+    requires = [json.loads(entry) for entry in pins]
     pin_set = {"name": name, "require": requires} if requires else {"name": name}
-    if _requires(root) != pins[1] or set(root) - {"name", "require"}:
+    if _requires(root) != pins or set(root) - {"name", "require"}:
         notes.append(ImportNote("changed", "lakefile.toml",
                                 "the source's root Lean project (its libraries, executables and "
                                 f"{len(root.get('require', []))} requirement(s)) is replaced by "
                                 f"the pin set: the workspaces' {len(requires)} requirement(s)"))
     header = ("# Pin set written by `lean-eval import-catalog`: the [[require]] entries every "
               "workspace declares.\n")
-    strict_json((src / "lake-manifest.json").read_bytes(), "lake-manifest.json")
+    strict_json(root_files["lake-manifest.json"], "lake-manifest.json")
     return {"lean-toolchain": toolchain,
             "lakefile.toml": (header + tomli_w.dumps(pin_set)).encode("utf-8"),
-            "lake-manifest.json": (src / "lake-manifest.json").read_bytes()}
+            "lake-manifest.json": root_files["lake-manifest.json"]}
 
 
-def _sets(src: Path, files: dict[str, bytes], notes: list[ImportNote]) -> dict[str, bytes]:
+def _sets(tree: upstream.SourceTree, files: dict[str, bytes],
+          notes: list[ImportNote]) -> dict[str, bytes]:
     out: dict[str, bytes] = {}
-    sets_dir = src / "manifests" / "sets"
     revisions = {rel[len("problems/"):-len(".toml")]: toml_table(data, rel)[
         "statement_revision"] for rel, data in files.items() if rel.startswith("problems/")}
-    entries = sorted(sets_dir.iterdir()) if sets_dir.is_dir() else []
-    notes.extend(ImportNote("dropped", f"manifests/sets/{p.name}", "not a set file")
-                 for p in entries if not p.name.endswith(".toml") or not p.is_file())
-    for entry in entries:
-        if not entry.name.endswith(".toml") or not entry.is_file():
-            continue
-        rel = f"manifests/sets/{entry.name}"
-        data = entry.read_bytes()
-        problem_set = parse_set(data, f"sets/{entry.name}")
+    notes.extend(ImportNote("dropped", f"manifests/sets/{name}", "not a set file")
+                 for name in tree.other_sets)
+    for name, data in sorted(tree.sets.items()):
+        rel = f"manifests/sets/{name}"
+        problem_set = parse_set(data, f"sets/{name}")
         notes.extend(ImportNote("warning", rel, fault)
                      for fault in set_faults(problem_set, revisions))
-        out[f"sets/{entry.name}"] = data
-    if (src / "manifests" / "tags.toml").is_file():
+        out[f"sets/{name}"] = data
+    if tree.has_tags:
         notes.append(ImportNote("dropped", "manifests/tags.toml",
                                 "the tag registry; each manifest keeps its tags"))
     return out
-
-
-def write_import(plan: ImportPlan, dest: Path) -> None:
-    """Write ``plan`` as the fresh ``dest`` (UsageError if it exists) via a renamed sibling."""
-    dest = dest.absolute()
-    if dest.exists() or dest.is_symlink():
-        raise UsageError(f"{dest} exists; import-catalog writes a fresh directory (use --check "
-                         "to compare an existing one)")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    try:
-        for rel, data in plan.files.items():
-            path = staging / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-        staging.chmod(0o755)
-        os.rename(staging, dest)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-
-
-def check_import(plan: ImportPlan, dest: Path) -> list[str]:
-    """How ``dest`` differs from what importing would write (empty: up to date)."""
-    if not dest.is_dir():
-        return [f"{dest}: not a directory"]
-    on_disk = {p.relative_to(dest).as_posix(): p for p in sorted(dest.rglob("*"))
-               if p.is_file() and not any(part.startswith(".")
-                                          for part in p.relative_to(dest).parts)}
-    found = [f"{rel}: missing" for rel in plan.files if rel not in on_disk]
-    found += [f"{rel}: differs" for rel, data in plan.files.items()
-              if rel in on_disk and on_disk[rel].read_bytes() != data]
-    found += [f"{rel}: not written by the import" for rel in on_disk if rel not in plan.files]
-    return sorted(found)

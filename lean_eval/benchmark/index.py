@@ -9,7 +9,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from lean_eval.benchmark import catalog
+from lean_eval.benchmark import catalog, provenance
 from lean_eval.benchmark.sets import set_files
 
 SCHEMA_VERSION = 1
@@ -31,7 +31,8 @@ def index_of(files: Mapping[str, bytes]) -> dict[str, Any]:
         problems[pid] = {"starter": starter, "trusted": trusted}
     index: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "problems": problems}
     root = {path: catalog.sha256(files[path])
-            for path in (catalog.BENCHMARK_CONFIG, *set_files(files).values()) if path in files}
+            for path in (catalog.BENCHMARK_CONFIG, provenance.PROVENANCE,
+                         *set_files(files).values()) if path in files}
     if root:
         index["root"] = root
     return index

@@ -116,6 +116,17 @@ def parse_config(data: bytes, what: str) -> ComparatorConfig:
         raise TrustedConfigError(f"{what}: {loc}: {first['msg']}") from exc
 
 
+STANDARD_AXIOMS = ("propext", "Quot.sound", "Classical.choice")
+
+
+def axiom_faults(config: ComparatorConfig) -> list[str]:
+    """One message per ``permitted_axioms`` entry beyond Lean's three standard axioms: any other
+    (``sorryAx`` above all) would let a proof that assumes it be accepted (SECURITY.md)."""
+    return [f"permitted_axioms includes {axiom!r}, beyond the standard "
+            f"{', '.join(STANDARD_AXIOMS)}: a proof using it would be accepted"
+            for axiom in config.permitted_axioms if axiom not in STANDARD_AXIOMS]
+
+
 def hole_differences(problem: Problem, config: ComparatorConfig) -> list[str]:
     """How the manifest's holes and config.json's names disagree (by kind)."""
     theorems = {h.name for h in problem.holes if h.kind == "theorem"}

@@ -2,7 +2,9 @@
 comes from the catalog, so the starter a submitter edits is the one scoring starts from;
 nothing is overwritten (``DEST/ID`` must not exist, and the files go through a private sibling
 renamed into place, so a failure leaves no half-written directory); trusted files are copied
-read-only, as references that make ``DEST/ID`` a workspace ``lean-eval test`` can run.
+read-only, as references that make ``DEST/ID`` a workspace ``lean-eval test`` can run; the
+read-only ``lakefile.toml`` among them (its ``name`` is the problem id) also makes the packed
+directory one the public pipeline finds (``intake.layout``: a lakefile named after a problem).
 """
 
 from __future__ import annotations

@@ -11,10 +11,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from lean_eval.benchmark import catalog, source
+from lean_eval.benchmark import catalog, provenance, source
 from lean_eval.benchmark.pins import pin_differences
 from lean_eval.benchmark.problem import (
     Problem,
+    axiom_faults,
     hole_differences,
     manifest_errors,
     parse_config,
@@ -115,8 +116,9 @@ def _repeat_findings(prefix: str, problem: Problem, challenge: dict[str, Declara
     return found
 
 
-def _problem_findings(pid: str, files: Mapping[str, bytes],
-                      index: Mapping[str, Any], reserved: tuple[str, ...]) -> list[Finding]:
+def _problem_findings(pid: str, files: Mapping[str, bytes], index: Mapping[str, Any],
+                      reserved: tuple[str, ...], names: list[str],
+                      record: provenance.Provenance | None) -> list[Finding]:
     manifest = f"problems/{pid}.toml"
     prefix = f"workspaces/{pid}/"
     found: list[Finding] = []
@@ -139,8 +141,8 @@ def _problem_findings(pid: str, files: Mapping[str, bytes],
     found.extend(Finding(path=prefix + n, message="missing") for n in missing)
     found.extend(Finding(path=path, message="not a trusted or starter file: scoring would "
                                             "leave it out (remove it, or drop what needs it)")
-                 for path in catalog.unexpected_files(pid, files))
-    found.extend(_lakefile_findings(pid, files))
+                 for path in catalog.unexpected_files(pid, names))
+    found.extend(_lakefile_findings(pid, files, names))
     entry = index.get(pid)
     if not isinstance(entry, dict):
         found.append(Finding(path="workspaces/index.json", message=f"no entry for {pid!r}"))
@@ -167,6 +169,8 @@ def _problem_findings(pid: str, files: Mapping[str, bytes],
             config = parse_config(files[prefix + "config.json"], prefix + "config.json")
             found.extend(Finding(path=prefix + "config.json", message=f"{m} ({manifest})")
                          for m in hole_differences(problem, config))
+            found.extend(Finding(path=prefix + "config.json", message=f"problem {pid!r}: {m}")
+                         for m in axiom_faults(config))
             found.extend(Finding(path=prefix + "config.json",
                                  message=f"{key} {module!r} is not a module of the workspace")
                          for key, module in (("challenge_module", config.challenge_module),
@@ -175,10 +179,16 @@ def _problem_findings(pid: str, files: Mapping[str, bytes],
         except CatalogError as exc:
             found.append(Finding(path=prefix + "config.json", message=str(exc)))
     found.extend(_lean_findings(pid, problem, files))
+    if record is not None:
+        workspace = {n: files[prefix + n] for n in provenance.STATEMENT_FILES
+                     if prefix + n in files}
+        current = {pid: (problem.statement_revision, provenance.statement_digest(workspace))}
+        found.extend(Finding(path=p, message=m) for p, m in provenance.statement_faults(
+            record, current, provenance.PROVENANCE))
     return found
 
 
-def _lakefile_findings(pid: str, files: Mapping[str, bytes]) -> list[Finding]:
+def _lakefile_findings(pid: str, files: Mapping[str, bytes], names: list[str]) -> list[Finding]:
     path = f"workspaces/{pid}/lakefile.toml"
     if path not in files:
         return []
@@ -186,8 +196,7 @@ def _lakefile_findings(pid: str, files: Mapping[str, bytes]) -> list[Finding]:
         table = toml_table(files[path], path)
     except CatalogError as exc:
         return [Finding(path=path, message=str(exc))]
-    present = {n.removeprefix(f"workspaces/{pid}/") for n in files
-               if n.startswith(f"workspaces/{pid}/")}
+    present = set(names)
     return [Finding(path=path, message=m) for m in lakefile_faults(table, present)]
 
 
@@ -250,7 +259,8 @@ def validate_catalog(root: Path) -> CatalogReport:
                              message="differs from its digest in workspaces/index.json"))
     set_paths = set(set_files(files).values())
     found.extend(Finding(path=path, message="differs from its digest in workspaces/index.json")
-                 for path in sorted(set_paths | {k for k in root_index if k.startswith("sets/")})
+                 for path in sorted(set_paths | {k for k in root_index if k.startswith("sets/")}
+                                    | {provenance.PROVENANCE} & (set(files) | set(root_index)))
                  if root_index.get(path) != (catalog.sha256(files[path])
                                              if path in files else None))
     ids = sorted(n.removeprefix("problems/").removesuffix(".toml") for n in files
@@ -261,11 +271,18 @@ def validate_catalog(root: Path) -> CatalogReport:
                  for w in workspaces if w not in ids)
     found.extend(Finding(path="workspaces/index.json", message=f"lists {p!r}, not a problem")
                  for p in sorted(problems_index) if p not in ids)
+    record: provenance.Provenance | None = None
+    try:
+        record = provenance.of_files(files)
+    except CatalogError as exc:
+        found.append(Finding(path=provenance.PROVENANCE, message=str(exc)))
+    names = catalog.workspace_names(files)
     for pid in ids:
         if not PROBLEM_ID.match(pid):
             found.append(Finding(path=f"problems/{pid}.toml", message="invalid problem id"))
             continue
-        found.extend(_problem_findings(pid, files, problems_index, reserved))
+        found.extend(_problem_findings(pid, files, problems_index, reserved,
+                                       names.get(pid, []), record))
     found.extend(_set_findings(files, ids))
     return CatalogReport(ok=not found, benchmark=str(root), problems=tuple(ids),
                          solution_only_modules=reserved, findings=tuple(found))

@@ -58,8 +58,8 @@ def start_problem_command(problem_id: str, dest: Path, benchmark_rev: str,
         f"lean-eval validate-submission {rel}",
         f"lean-eval test {shown}",
         (f"tar czf YOURNAME-{problem_id}.tgz -C {rel} {problem_id}/Submission.lean "
-         f"{problem_id}/Submission   # YOURNAME: your own name, so no two "
-         "submitters' archives share an id"),
+         f"{problem_id}/Submission {problem_id}/lakefile.toml   # YOURNAME: your own name, "
+         "so no two submitters' archives share an id"),
     ]
     if as_json:
         click.echo(documents.StartProblemReport(

@@ -26,18 +26,21 @@ from lean_eval.cli.steps import load_selected
 @click.option("--json", "as_json", is_flag=True, help="Print every note as a JSON document.")
 @click.option("-v", "--verbose", count=True, help="List every file a note concerns.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors and warnings.")
+@click.option("--upstream-commit", metavar="SHA", default=None,
+              help="The upstream commit SRC holds, when SRC is no git checkout (recorded in "
+                   "DEST's provenance.json; export-results names it).")
 def import_catalog_command(src: Path, dest: Path, check: bool, as_json: bool, verbose: int,
-                           quiet: bool) -> NoReturn:
+                           quiet: bool, upstream_commit: str | None) -> NoReturn:
     """Turn SRC, a checkout in the lean-eval source layout (manifests/problems/,
     manifests/sets/, generated/<id>/), into the benchmark layout in DEST, a fresh directory.
     Prints what was changed, dropped or could not be mapped; exit 2 naming the file when SRC
     cannot be imported faithfully. Importing twice gives the same bytes."""
-    from lean_eval.benchmark import importer, toolchain
+    from lean_eval.benchmark import import_dest, importer, toolchain
 
-    plan = importer.plan_import(src)
-    stale = importer.check_import(plan, dest) if check else []
+    plan = importer.plan_import(src, commit=upstream_commit)
+    stale = import_dest.check_import(plan, dest) if check else []
     if not check:
-        importer.write_import(plan, dest)
+        import_dest.write_import(plan, dest)
     notes = list(plan.notes)
     release = plan.files["lean-toolchain"].decode("utf-8", errors="replace").strip()
     problem = toolchain.release_incompatibility(release)

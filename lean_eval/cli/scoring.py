@@ -8,7 +8,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -37,6 +37,9 @@ from lean_eval.cli.steps import (
     show_probes,
 )
 from lean_eval.errors import UsageError
+
+if TYPE_CHECKING:
+    from lean_eval.records.verdict import Summary
 
 # A harness fault or an interrupt mid-run leaves the verdicts written so far valid; it says so.
 RUN_STOPPED = Wording(fault="; the run stopped, verdicts already written stay valid",
@@ -147,12 +150,31 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     if keep_work:
         say_kept(scoring_dirs(work_dir) - kept_before, quiet)
     if as_json:
-        click.echo(summary.model_dump_json(indent=2))
+        from lean_eval.records.run_report import run_eval_document
+
+        document = run_eval_document(summary, _titles(summary))
+        click.echo(document.model_dump_json(indent=2))
     elif not quiet:
         from lean_eval.outputs.report import console as report_console
 
         report_console.print_summary(summary, Console(), hints=True)
     sys.exit(code)
+
+
+def _titles(summary: Summary) -> dict[str, str]:
+    """Each scored problem's title, from the benchmark revision the run used (ids stand in when
+    it cannot be read again: titles are descriptive)."""
+    from lean_eval.benchmark.catalog import load_catalog
+    from lean_eval.errors import LeanEvalError
+
+    ident = summary.identity
+    try:
+        cat = load_catalog(Path(ident.benchmark_path),
+                           revision=ident.benchmark_commit or "HEAD",
+                           only=frozenset(summary.problems) or None)
+    except LeanEvalError:
+        return {}
+    return {pid: ws.problem.title for pid, ws in cat.problems.items()}
 
 
 @verbose_help("Every check of every probe (a failing probe's failing checks always).")

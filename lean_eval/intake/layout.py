@@ -1,16 +1,26 @@
 """Where a submission's problem directories are (design §4.3), and what else it holds.
 
-A problem directory is a directory, not the root, named after a problem id and holding an entry
-``Submission.lean``; it is not searched further. In a fork of the benchmark (a top-level
+A problem directory is a directory holding an entry ``Submission.lean`` and either named after a
+problem id (not the root) or holding a ``lakefile.toml`` whose ``name`` is a problem id (the
+root included: the public pipeline's "gist" shape, and a repository made from a workspace); it
+is not searched further. A directory named after one problem id whose ``lakefile.toml`` names
+another is a conflict (``Found.conflicts``). In a fork of the benchmark (a top-level
 ``workspaces/``) only ``workspaces/<id>/`` are. Every other entry is listed with why it is
 ignored, and a leaf a limit made opaque goes to ``Found.hidden``: a problem directory may be
-behind it (tests/intake/test_intake.py, test_intake_layout.py).
+behind it (tests/intake/test_intake.py, tests/intake/test_intake_layout.py).
+
+When one problem has several directories and all but one are the unchanged starter
+(``starters``), the changed one is the problem's and the others are listed as ignored
+(``settle_duplicates``); otherwise the duplicates stay, and intake rejects the submission.
 """
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from typing import NamedTuple
+
+import tomllib
 
 from lean_eval.intake.bounds import TOO_DEEP, UNREADABLE, Node, show
 
@@ -24,6 +34,11 @@ class Found(NamedTuple):
     dirs: dict[str, list[tuple[str, Node]]]
     ignored: list[str]
     hidden: list[tuple[str, str, Node]]
+    conflicts: tuple[str, ...] = ()  # a directory named after one problem, its lakefile another
+
+
+# Each problem's starter files by path in its directory (``Submission.lean``, ...).
+Starters = Mapping[str, Mapping[str, bytes]]
 
 
 def _opaque(node: Node, prefix: str, skip: set[int], out: list[tuple[str, str, Node]]) -> None:
@@ -47,8 +62,75 @@ def enclosing(parts: tuple[str, ...], root: Node, problem_ids: frozenset[str]) -
     return next((part for part in parts if part in problem_ids), None)
 
 
+def lakefile_name(node: Node) -> str | None:
+    """The string ``name`` of the directory's ``lakefile.toml``, if it has one that reads."""
+    lakefile = node.children.get("lakefile.toml")
+    if lakefile is None or lakefile.kind != "file" or lakefile.oversize:
+        return None
+    try:
+        name = tomllib.loads(lakefile.data.decode("utf-8")).get("name")
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    return name if isinstance(name, str) else None
+
+
+def problem_of(name: str | None, node: Node, problem_ids: frozenset[str]) -> str | None:
+    """The problem directory ``node`` (named ``name``; None for the root) is for, if any: its
+    name, else its lakefile's (a conflict between the two is ``conflict``'s to report)."""
+    if node.kind != "dir" or "Submission.lean" not in node.children:
+        return None
+    if name is not None and name in problem_ids:
+        return name
+    declared = lakefile_name(node)
+    return declared if declared in problem_ids else None
+
+
+def conflict(name: str, node: Node, path: str, problem_ids: frozenset[str]) -> str | None:
+    declared = lakefile_name(node)
+    if name in problem_ids and declared in problem_ids and declared != name:
+        return (f"{show(path)}: the directory is named after problem {name} but its "
+                f"lakefile.toml's name is problem {declared}; rename one so they agree")
+    return None
+
+
 def is_problem_dir(name: str, node: Node, problem_ids: frozenset[str]) -> bool:
-    return node.kind == "dir" and name in problem_ids and "Submission.lean" in node.children
+    return problem_of(name, node, problem_ids) is not None
+
+
+def is_starter(node: Node, starter: Mapping[str, bytes]) -> bool:
+    """Whether every submitted Lean file of the directory is its starter's (and one exists)."""
+    files: dict[str, bytes] = {}
+    stack = [("", node)]
+    while stack:
+        prefix, here = stack.pop()
+        for name, child in here.children.items():
+            rel = prefix + name
+            if child.kind == "dir" and (rel == "Submission" or rel.startswith("Submission/")):
+                stack.append((rel + "/", child))
+            elif child.kind == "file" and (rel == "Submission.lean" or (
+                    rel.startswith("Submission/") and rel.endswith(".lean"))):
+                files[rel] = child.data
+            elif child.kind not in ("dir", "file") and rel.startswith("Submission"):
+                return False  # a link or special entry where a starter file would be
+    return "Submission.lean" in files and all(starter.get(r) == d for r, d in files.items())
+
+
+def settle_duplicates(found: Found, starters: Starters) -> Found:
+    """Each problem with several directories of which all but one are its unchanged starter
+    keeps the changed one; the others are ignored, with why. Other duplicates stay."""
+    dirs = dict(found.dirs)
+    ignored = list(found.ignored)
+    for pid, places in sorted(found.dirs.items()):
+        if len(places) < 2 or pid not in starters:
+            continue
+        changed = [(p, n) for p, n in places if not is_starter(n, starters[pid])]
+        if len(changed) > 1:
+            continue
+        kept = changed[0] if changed else places[0]
+        dirs[pid] = [kept]
+        ignored.extend(f"{show(p)}/: an unchanged copy of the starter of {pid}, not "
+                       f"scored ({show(kept[0])} is)" for p, _ in places if p != kept[0])
+    return Found(dirs, sorted(ignored), found.hidden, found.conflicts)
 
 
 def _other(name: str, node: Node, where: str) -> str:
@@ -75,7 +157,11 @@ def find(root: Node, problem_ids: frozenset[str]) -> Found:
         return _find_fork(root, workspaces, problem_ids)
     found: dict[str, list[tuple[str, Node]]] = {}
     ignored: list[str] = []
+    conflicts: list[str] = []
     memo: dict[int, bool] = {}
+    at_root = problem_of(None, root, problem_ids)
+    if at_root is not None:  # the submission is itself the problem directory (a gist)
+        return Found({at_root: [(".", root)]}, [], [])
 
     def holds(node: Node) -> bool:
         if id(node) not in memo:
@@ -88,8 +174,12 @@ def find(root: Node, problem_ids: frozenset[str]) -> Found:
     def visit(node: Node, prefix: str) -> None:
         for name in sorted(node.children):
             child, path = node.children[name], prefix + name
-            if is_problem_dir(name, child, problem_ids):
-                found.setdefault(name, []).append((path, child))
+            pid = problem_of(name, child, problem_ids)
+            if pid is not None:
+                found.setdefault(pid, []).append((path, child))
+                clash = conflict(name, child, path, problem_ids)
+                if clash:
+                    conflicts.append(clash)
             elif child.kind == "dir":
                 if name in problem_ids:
                     ignored.append(f"{show(path)}/: named after problem {name}, "
@@ -104,7 +194,7 @@ def find(root: Node, problem_ids: frozenset[str]) -> Found:
     visit(root, "")
     hidden: list[tuple[str, str, Node]] = []
     _opaque(root, "", {id(node) for dirs in found.values() for _, node in dirs}, hidden)
-    return Found(found, ignored, hidden)
+    return Found(found, ignored, hidden, tuple(conflicts))
 
 
 def _find_fork(root: Node, workspaces: Node, problem_ids: frozenset[str]) -> Found:

@@ -7,7 +7,9 @@ Security invariants enforced here (design §6.2, §6.10):
   before walking them, opens nothing past ``max_depth`` and reads no file past its limits.
 - A host error reading an entry (``HOST_ERRNOS``) makes an ``UNREADABLE`` leaf, never the
   submitter's fault.
-- Two directories for one problem reject the whole submission; a whole-submission rejection
+- Two directories for one problem reject the whole submission (unless all but one are its
+  unchanged starter, ``layout.settle_duplicates``), and so does a directory whose name and
+  ``lakefile.toml`` name different problems; a whole-submission rejection
   still names every problem found (``Intake.named``), the one the walk was in included.
 - The result depends on the content only: listings sorted, names escaped (``bounds.show``).
 """
@@ -101,12 +103,15 @@ def submission_id(path: Path) -> str:
 
 
 def read_submission(
-    path: Path, problem_ids: frozenset[str], limits: IntakeLimits = DEFAULT_LIMITS
+    path: Path, problem_ids: frozenset[str], limits: IntakeLimits = DEFAULT_LIMITS,
+    starters: layout.Starters | None = None,
 ) -> Intake:
     """Read a submission directory or tar archive; only bad top-level paths raise UsageError.
     `.lake` and `.git` are skipped (an archive still decodes and counts them); the digest covers
     every walked path, kind and content. A rejected submission has no `problems` or `ignored`,
-    only `named`."""
+    only `named`. ``starters`` (each problem's starter files) lets a problem with several
+    directories, all but one its unchanged starter, keep the changed one
+    (``layout.settle_duplicates``); without them every duplicate rejects."""
     source = os.path.abspath(path)
     sid = submission_id(path)
     try:
@@ -138,6 +143,10 @@ def read_submission(
             read_archive(fd, budget, digest, root)
         budget.walking = ()  # the walk is over: a rejection from here on is in no directory
         found = layout.find(root, problem_ids)
+        if found.conflicts:
+            raise RejectError("; ".join(found.conflicts))
+        if starters is not None:
+            found = layout.settle_duplicates(found, starters)
         _refuse_duplicates(found)
         problems, hidden = with_hidden(tuple(read_problem(pid, *found.dirs[pid][0], limits)
                                               for pid in sorted(found.dirs)),

@@ -58,6 +58,22 @@ def statement_revision(verdict: Verdict) -> int:
     return verdict.problem.statement_revision
 
 
+def upstream_commit(verdict: Verdict) -> tuple[str, str | None]:
+    """The commit a result names (``benchmark_commit`` in the store): the upstream one the
+    benchmark was imported from, or the benchmark's own when it is no import; and why there is
+    none, when there is none."""
+    ident = verdict.identity
+    if ident.imported and ident.upstream_commit is None:
+        return "", ("the benchmark was imported from a source with no commit, so the upstream "
+                    "commit is unknown: re-import it from a git checkout of the upstream, or "
+                    "state the commit (import-catalog --upstream-commit SHA), then score again")
+    commit = ident.upstream_commit or ident.benchmark_commit or ""
+    if len(commit) != _COMMIT_LEN or commit.strip("0123456789abcdef"):
+        return "", (f"benchmark_commit {commit or None!r} is not a 40-hex git commit (score "
+                    "from a git checkout of the benchmark)")
+    return commit, None
+
+
 def _where(loc: Sequence[int | str]) -> str:
     parts = [str(p) for i, p in enumerate(loc) if not (i and loc[i - 1] == "intake"
                                                         and p in _TAGS)]
@@ -184,10 +200,9 @@ def _candidates(run: run_report.Run, metadata: Mapping[str, MetadataEntry],
                 continue  # its entry's own problems are reported
             missing.setdefault(pair.submission, []).append(pair.problem)
             continue
-        commit = verdict.identity.benchmark_commit or ""
-        if len(commit) != _COMMIT_LEN or commit.strip("0123456789abcdef"):
-            errors.append(f"{where}: benchmark_commit {commit or None!r} is not a 40-hex git "
-                          "commit (score from a git checkout of the benchmark)")
+        commit, problem = upstream_commit(verdict)
+        if problem is not None:
+            errors.append(f"{where}: {problem}")
             continue
         revision = statement_revision(verdict)
         try:
@@ -213,10 +228,26 @@ def _existing(path: Path, user: str) -> tuple[dict[str, Any], list[str]]:
     return raw, problems
 
 
+def check_results_dir(results_dir: Path) -> None:
+    """ExportRefusedError when ``results_dir`` is a repository's root (the store is its
+    ``results/``) or lies inside a run's output directory (a later run or merge owns it)."""
+    where = results_dir.absolute()
+    if (where / ".git").exists():
+        raise ExportRefusedError(f"--results-dir {results_dir} is the root of a git repository; "
+                                 "give the store's directory in it (e.g. its results/); "
+                                 "nothing was written")
+    for parent in (where, *where.parents):
+        if (parent / out_layout.SUMMARY).is_file():
+            raise ExportRefusedError(f"--results-dir {results_dir} is inside the output "
+                                     f"directory {parent} of a run; give a directory of its "
+                                     "own; nothing was written")
+
+
 def export(out_dir: Path, metadata_path: Path, results_dir: Path,
            on_wait: Callable[[str], None] | None = None) -> Exported:
     """Append the accepted pairs of ``out_dir`` to the store in ``results_dir``, once no other
     export writes it (``on_wait``: told when this one has to wait)."""
+    check_results_dir(results_dir)
     run = run_report.load_run(out_dir)
     metadata, invalid = read_metadata(metadata_path)
     candidates, errors = _candidates(run, metadata, invalid)

@@ -1,5 +1,7 @@
-"""The problem id rule: a manifest, an output directory and the results store accept exactly
-the ids it matches (none can be ``..``, hold a ``/`` or a control character)."""
+"""The problem id rule: a manifest and an output directory accept exactly the ids it matches
+(none can be ``..``, hold a ``/`` or a control character). The results store reads any
+non-empty id, as the public store does (``records.results_store``); it only writes ids a
+catalog accepted."""
 
 from __future__ import annotations
 

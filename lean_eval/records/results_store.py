@@ -1,29 +1,31 @@
 """The leaderboard results store (schema version 2) and the ``--metadata`` input (design §5.5
 "Publishing"): one file per submitter, ``<lowercased user>.json``. Every model is strict (no
 coercion: ``"1"`` is not a revision, ``1`` is not a bool), so an entry that validates has
-exactly the documented shape."""
+exactly the documented shape.
+
+Invariant: a store file validates here exactly when the public store's own validator accepts
+it (tests/outputs/test_results_store_rules.py cites each case): logins of alphanumerics and
+inner hyphens of any count, owners with ``_`` and ``.``, any non-empty problem id (the store
+outlives catalog id rules), real UTC timestamps, real dates, and ``production_metadata`` that
+keeps keys it does not know (the public schema lets it grow compatibly)."""
 
 from __future__ import annotations
 
-import re
-from datetime import date
+from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from lean_eval.records.base import Record
-from lean_eval.records.ids import PROBLEM_ID
+from lean_eval.records.base import OpenRecord, Record
 
 STORE_SCHEMA_VERSION = 2
 DESCRIPTION_MAX = 4000
-# A GitHub login: alphanumerics and single inner hyphens (at most 39 characters: LOGIN_MAX).
-LOGIN = r"^[A-Za-z0-9](?:-?[A-Za-z0-9])*$"
-LOGIN_MAX = 39
-OWNER_NAME = r"^[A-Za-z0-9](?:-?[A-Za-z0-9])*/[A-Za-z0-9._-]+$"
+# A login as the public store accepts it: alphanumerics, hyphens inside (no length limit).
+LOGIN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?$"
+OWNER_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9._-]+$"
 COMMIT = r"^[0-9a-f]{40}$"
 UUID_V7 = r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
 UTC_SECONDS = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
-_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 class IssueIntake(Record):
@@ -50,21 +52,14 @@ class SubmissionSource(Record):
 
     model_config = ConfigDict(strict=True)
     kind: Literal["github_repo", "gist"]
-    repo: str = Field(pattern=OWNER_NAME, max_length=LOGIN_MAX + 1 + 100)
+    repo: str = Field(pattern=OWNER_NAME)
     ref: str = Field(pattern=COMMIT)
     public: bool
 
-    @field_validator("repo")
-    @classmethod
-    def _owner_and_name(cls, value: str) -> str:
-        owner, name = value.split("/")
-        if len(owner) > LOGIN_MAX or name in (".", ".."):
-            raise ValueError(f"{value!r} is not owner/name")
-        return value
 
-
-class ProductionMetadata(Record):
-    """How the solution was produced and whether its source is (or will be) published."""
+class ProductionMetadata(OpenRecord):
+    """How the solution was produced and whether its source is (or will be) published; keys
+    beyond these are kept as they are (the public schema lets this object grow)."""
 
     model_config = ConfigDict(strict=True)
     production_description: str | None = None
@@ -88,11 +83,9 @@ class ProductionMetadata(Record):
     def _iso_date(cls, value: str | None) -> str | None:
         if value is not None:
             try:
-                ok = bool(_ISO_DATE.fullmatch(value)) and bool(date.fromisoformat(value))
+                date.fromisoformat(value)
             except ValueError:
-                ok = False
-            if not ok:
-                raise ValueError(f"{value!r} is not an ISO date (YYYY-MM-DD)")
+                raise ValueError(f"{value!r} is not an ISO date (YYYY-MM-DD)") from None
         return value
 
     @model_validator(mode="after")
@@ -123,10 +116,19 @@ class Result(Record):
 
     model_config = ConfigDict(strict=True)
     result_id: str = Field(pattern=r"^r2_[0-9a-f]{64}$")
-    problem_id: str = Field(pattern=PROBLEM_ID.pattern)
+    problem_id: str = Field(min_length=1)
     statement_revision: int = Field(ge=1)
     declared_model: str = Field(min_length=1)
     accepted_at: str = Field(pattern=UTC_SECONDS)
+
+    @field_validator("accepted_at")
+    @classmethod
+    def _real_time(cls, value: str) -> str:
+        try:
+            datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"{value!r} is not a real UTC time") from None
+        return value
     benchmark_commit: str = Field(pattern=COMMIT)
     intake: Intake
     submission: SubmissionSource
@@ -143,7 +145,7 @@ class UserFile(Record):
 
     model_config = ConfigDict(strict=True)
     schema_version: Literal[2]
-    user: str = Field(pattern=LOGIN, max_length=LOGIN_MAX)
+    user: str = Field(pattern=LOGIN)
     results: tuple[Result, ...]
 
     @field_validator("results", mode="before")
@@ -156,7 +158,7 @@ class MetadataEntry(Record):
     """What ``--metadata`` says about one submission id: who, which model, where from."""
 
     model_config = ConfigDict(strict=True)
-    user: str = Field(pattern=LOGIN, max_length=LOGIN_MAX)
+    user: str = Field(pattern=LOGIN)
     declared_model: str = Field(min_length=1)
     intake: Intake
     submission: SubmissionSource

@@ -74,6 +74,11 @@ class Identity(Record):
     bwrap_setuid: bool
     bwrap_sha256: str
     bwrap_minimum_version: str  # below 0.12.0 only when --allow-bwrap-version said so
+    # The upstream commit the benchmark was imported from (its provenance.json), or the
+    # benchmark's own commit when it is no import; None: neither known. export-results writes
+    # it as benchmark_commit. ``imported`` tells a commit-less import from an older verdict.
+    upstream_commit: str | None = None
+    imported: bool = False
 
 
 class Preflight(Record):

@@ -88,7 +88,8 @@ def identity(catalog: Catalog, tools: Tools) -> Identity:
                     bwrap_path=str(tools.bwrap.path), bwrap_version=tools.bwrap.version,
                     bwrap_owner=tools.bwrap.owner, bwrap_setuid=tools.bwrap.setuid,
                     bwrap_sha256=tools.bwrap.sha256,
-                    bwrap_minimum_version=tools.bwrap.minimum)
+                    bwrap_minimum_version=tools.bwrap.minimum,
+                    upstream_commit=catalog.upstream_commit, imported=catalog.is_import)
 
 
 def not_probed(tools: Tools) -> Preflight:

@@ -84,10 +84,11 @@ def _plan(ids: Sequence[tuple[str, Path]], catalog: Catalog, options: RunOptions
           ) -> tuple[list[reader.Intake], list[Planned]]:
     """The pairs in input order, each input read once; fills ``unchanged`` per submission."""
     problem_ids = frozenset(catalog.problems)
+    starters = {pid: ws.starter for pid, ws in catalog.problems.items()}
     plans: list[reader.Intake] = []
     items: list[Planned] = []
     for _, path in ids:
-        read = reader.read_submission(path, problem_ids, options.limits)
+        read = reader.read_submission(path, problem_ids, options.limits, starters)
         if read.rejection is None:
             unchanged[read.submission_id] = frozenset(
                 e.problem_id for e in read.problems

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from lean_eval.benchmark.catalog import Catalog, ProblemWorkspace
+from lean_eval.benchmark.upstream import SOURCE_ONLY_FILES
 from lean_eval.intake.reader import DEFAULT_LIMITS, IntakeLimits, ProblemEntry, read_submission
 from lean_eval.intake.readset import NOT_READ
 from lean_eval.lean.declarations import declarations
@@ -67,7 +68,9 @@ def _problem(entry: ProblemEntry, problem: ProblemWorkspace) -> ProblemCheck:
                              else "unchanged" if is_unchanged(entry, problem) else "scored")
     # intake's line for a file it did not read: "<location>/<name>: not read (...)"
     prefix = f"{entry.location}/"
-    reference = tuple(name for name in sorted(trusted)
+    # the benchmark's own trusted files, and those the source layout keeps beside them (a
+    # fork of upstream lean-eval carries both): expected in a problem directory, not news
+    reference = tuple(name for name in sorted({*trusted, *SOURCE_ONLY_FILES})
                       if f"{prefix}{name}: {NOT_READ}" in entry.ignored)
     shown = {f"{prefix}{name}: {NOT_READ}" for name in reference}
     return ProblemCheck(problem_id=entry.problem_id, location=entry.location, outcome=outcome,
@@ -78,10 +81,28 @@ def _problem(entry: ProblemEntry, problem: ProblemWorkspace) -> ProblemCheck:
                         warnings=warnings(entry, problem) if outcome == "scored" else ())
 
 
-def check_submission(path: Path, catalog: Catalog,
-                     limits: IntakeLimits = DEFAULT_LIMITS) -> SubmissionCheck:
-    """Intake `path` against the problems of `catalog`; UsageError for an unusable path."""
-    intake = read_submission(path, frozenset(catalog.problems), limits)
+_HOLDS_NONE = "/: holds no problem directory"
+
+
+def _said_excluded(line: str, excluded: frozenset[str]) -> str:
+    """An ignored line about a directory named after a problem the selection left out, said so
+    (intake, which sees only the selected ids, can only say it holds no problem directory)."""
+    if line.endswith(_HOLDS_NONE):
+        where = line[:-len(_HOLDS_NONE)]
+        name = where.rsplit("/", 1)[-1]
+        if name in excluded:
+            return f"{where}/: problem {name}, excluded by the selection: not checked"
+    return line
+
+
+def check_submission(path: Path, catalog: Catalog, limits: IntakeLimits = DEFAULT_LIMITS,
+                     excluded: frozenset[str] = frozenset()) -> SubmissionCheck:
+    """Intake `path` against the problems of `catalog`; UsageError for an unusable path.
+    ``excluded``: the benchmark's problems the selection left out of ``catalog``."""
+    intake = read_submission(path, frozenset(catalog.problems), limits,
+                             {pid: ws.starter for pid, ws in catalog.problems.items()})
+    intake = intake.model_copy(update={"ignored": tuple(
+        _said_excluded(line, excluded) for line in intake.ignored)})
     problems = tuple(_problem(e, catalog.problems[e.problem_id]) for e in intake.problems)
     ok = (intake.rejection is None and bool(intake.named)
           and all(p.rejection is None and p.fault is None for p in problems))

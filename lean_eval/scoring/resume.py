@@ -51,7 +51,9 @@ def key_of(submission_digest: str, problem_id: str, statement_revision: int,
         "problem": problem_id,
         "statement_revision": statement_revision,
         "trusted_files": dict(sorted(trusted_files.items())),
-        "identity": ident.model_dump(mode="json"),
+        # Not where the benchmark is: its commit and the trusted digests identify it, so the
+        # same revision checked out elsewhere resumes.
+        "identity": ident.model_dump(mode="json", exclude={"benchmark_path"}),
         "options": dict(options),
     }
     text = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=True)

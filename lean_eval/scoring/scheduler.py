@@ -68,6 +68,7 @@ class RunState:
                  root: Path, ident: Identity, preflight: Preflight, stop: Stop) -> None:
         self.catalog, self.options, self.out_dir = catalog, options, out_dir
         self.problem_ids = frozenset(catalog.problems)
+        self.starters = {pid: ws.starter for pid, ws in catalog.problems.items()}
         self.ctx = run_context(inputs, catalog, tools, options, caller_env, out_dir, root,
                                ident, preflight)
         self.done: queue.SimpleQueue[_Done | _Released] = queue.SimpleQueue()
@@ -274,7 +275,8 @@ def _load(item: Planned, run: RunState) -> tuple[reader.Intake | None, str | Non
     if item.plan.rejection is not None:
         return None, None  # whole-submission rejection: the plan says all there is to say
     try:
-        sub = reader.read_submission(item.source, run.problem_ids, run.options.limits)
+        sub = reader.read_submission(item.source, run.problem_ids, run.options.limits,
+                                     run.starters)
     except Exception as exc:  # noqa: BLE001 - this submission's pairs are errors, not the run
         return None, f"submission could not be read again: {type(exc).__name__}: {exc}"
     if sub.digest != item.digest:

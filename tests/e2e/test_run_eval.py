@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -161,7 +162,8 @@ def test_problem_filter_and_json_summary(run_eval: RunEval) -> None:
     run = run_eval(CORRECT, extra=("--problem", "two_plus_two,double_def", "--json"))
     assert run.code == 0
     assert sorted(p["problem"] for p in run.summary()["pairs"]) == ["double_def", "two_plus_two"]
-    assert '"schema_version": 3' in run.result.stdout  # summary schema 3 (not_reused)
+    assert run.summary()["schema_version"] == 3  # summary schema 3 (not_reused)
+    assert json.loads(run.result.stdout)["summary_schema_version"] == 3
 
 
 def test_sandbox_that_cannot_start_is_sandbox_error(run_eval: RunEval, outside: Path) -> None:

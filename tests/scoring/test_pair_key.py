@@ -59,7 +59,7 @@ def _documented(plan: reader.Intake, problem: ProblemWorkspace, ident: Identity,
         "problem": problem.problem.id,
         "statement_revision": problem.problem.statement_revision,
         "trusted_files": problem.digests,
-        "identity": ident.model_dump(mode="json"),
+        "identity": ident.model_dump(mode="json", exclude={"benchmark_path"}),
         "options": {"timeout": options.timeout,
                     "limits": options.limits.model_dump(mode="json"),
                     "max_written_file_bytes": options.max_written_file_bytes,
@@ -90,9 +90,10 @@ PINNED = RunOptions(out_dir=Path("/out"), timeout=600.0, limits=reader.IntakeLim
 
 
 def test_the_resume_key_is_stable_across_releases(problem: ProblemWorkspace) -> None:
-    # Pinned: a release that changes the key makes every --out rescore all its pairs.
+    # Pinned: a release that changes the key makes every --out rescore all its pairs (issue 27
+    # changed it once: the benchmark path left the key, the upstream commit joined it).
     assert resume.pair_key(_plan(), problem, IDENT, PINNED, PROBED) == \
-        "bece5fff16817044a195cf317293d0b06d90e4a479cb7509024fcbe945cae2f6"
+        "e4b96c8af7ceeefddd11a143f986cfb33fefec6370e787c9fbe6967bec332bbd"
 
 
 def test_the_resume_key_is_deterministic_and_ignores_order(problem: ProblemWorkspace) -> None:
@@ -116,6 +117,9 @@ def test_options_that_cannot_change_a_verdict_keep_the_key(problem: ProblemWorks
         assert resume.pair_key(_plan(), problem, IDENT, same, PROBED) == key, same
     # the submission's id and path are not judged, its bytes are (through the digest)
     assert resume.pair_key(_plan(sid="bob"), problem, IDENT, OPTIONS, PROBED) == key
+    # nor is where the benchmark is checked out: its commit and trusted digests identify it
+    moved = IDENT.model_copy(update={"benchmark_path": "/elsewhere/bench"})
+    assert resume.pair_key(_plan(), problem, moved, OPTIONS, PROBED) == key
 
 
 def test_everything_a_verdict_depends_on_changes_the_key(problem: ProblemWorkspace) -> None:
