@@ -38,13 +38,13 @@ def merge_command(shard_dirs: tuple[Path, ...], out_dir: Path, as_json: bool, ve
     merging when a shard is missing or some pairs were scored by no shard (listed here and in
     the merged summary.json) or a pair ended in an infrastructure failure.
     """
-    from lean_eval.outputs import merge
+    from lean_eval.outputs import merge, shard_input
 
     result = merge.merge(shard_dirs, out_dir)  # a fault: the output could not be written
     summary = result.summary
     if verbose and not quiet and not as_json:
         for shard_dir in shard_dirs:
-            part = merge.load_shard(shard_dir).summary
+            part = shard_input.load_shard(shard_dir).summary
             which = f"shard {part.shard.k}/{part.shard.n}" if part.shard else "unsharded"
             click.echo(f"{shard_dir}: {which}, {len(part.pairs)} pair(s)")
     if as_json:

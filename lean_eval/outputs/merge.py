@@ -1,8 +1,8 @@
 """Merge the outputs of ``run-eval --shard K/N`` runs into one output directory (design §5.5).
 
 Invariants (a shard is read through ``outputs.outdir``):
-- Shards merge only with the same batch and shard count, identity, options, probe policy and
-  signing key, and no pair scored twice; else nothing is written and the refusal names them.
+- Shards merge only when ``shard_input.check_compatible`` finds them of one batch, and no pair
+  is scored twice; else nothing is written and the refusal names them.
 - A pair's verdict is its verdict file's: a summary line that says otherwise is refused.
 - A signed shard's run envelope is carried as ``run.K-of-N.intoto.json``, so ``verify`` checks
   the merge as the one signed whole its shards make (SECURITY.md invariant 20).
@@ -21,14 +21,13 @@ import tempfile
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
-
-from pydantic import ValidationError
+from typing import NamedTuple
 
 from lean_eval.errors import MergeRefusedError, OutputError
 from lean_eval.files.atomic import file_umask, write_model
 from lean_eval.files.paths import overlap
 from lean_eval.outputs import outdir
+from lean_eval.outputs.shard_input import ShardOutput, check_compatible, load_shard, shard_key
 from lean_eval.records import out_layout
 from lean_eval.records.verdict import (
     INFRASTRUCTURE_FAILURES,
@@ -45,18 +44,6 @@ from lean_eval.scoring import shard as shards
 
 Pair = tuple[str, str]
 
-# What must be equal across shards for their verdicts to mean the same thing. Paths (benchmark,
-# toolchain, bubblewrap) legitimately differ between machines and are not compared.
-_IDENTITY_FIELDS = ("harness_version", "benchmark_commit", "toolchain_name", "bwrap_sha256",
-                    "bwrap_version", "bwrap_minimum_version")
-
-
-class ShardOutput(NamedTuple):
-
-    path: Path
-    summary: Summary
-
-
 class MergeResult(NamedTuple):
     summary: Summary
     out_dir: Path
@@ -64,75 +51,6 @@ class MergeResult(NamedTuple):
     missing_shards: tuple[int, ...]  # shard numbers K of N no given output scored
     pair_list_complete: bool  # the shards listed the whole batch, so ``missing`` is exact
     shard_count: int  # N of the merged shards (1 for outputs of unsharded runs)
-
-
-def load_shard(path: Path) -> ShardOutput:
-    """``path/summary.json``, checked; else a refusal naming ``path``."""
-    summary_path = path / out_layout.SUMMARY
-    try:
-        raw = summary_path.read_bytes()
-    except OSError as exc:
-        raise MergeRefusedError(f"{path}: no readable summary.json ({exc.strerror or exc}); "
-                                "is it a run-eval output directory?") from exc
-    try:
-        summary = Summary.model_validate_json(raw)
-    except ValidationError as exc:
-        raise MergeRefusedError(f"{summary_path}: not a summary this lean-eval can read "
-                                f"({exc.error_count()} problem(s), first: "
-                                f"{exc.errors()[0]['msg']})") from exc
-    outdir.check_summary(path, summary)
-    return ShardOutput(path, summary)
-
-
-def _shard_key(s: Summary) -> tuple[int, str | None]:
-    return (s.shard.n, s.shard.batch_digest) if s.shard else (1, None)
-
-
-def _describe(group: Sequence[ShardOutput], fields: Sequence[str], source: Any) -> str:
-    values = ", ".join(f"{f}={getattr(source, f, None)!r}" for f in fields)
-    return f"{', '.join(str(out.path) for out in group)} ({values})"
-
-
-def _refuse_if_differ(outputs: Sequence[ShardOutput], what: str, fields: Sequence[str],
-                      pick: Any) -> None:
-    groups: dict[str, list[ShardOutput]] = {}
-    for out in outputs:
-        source = pick(out.summary)
-        key = repr([getattr(source, f, None) for f in fields])
-        groups.setdefault(key, []).append(out)
-    if len(groups) > 1:
-        detail = "; ".join(_describe(group, fields, pick(group[0].summary))
-                           for group in groups.values())
-        raise MergeRefusedError(f"shards differ in {what}, refusing to merge: {detail}")
-
-
-def check_compatible(outputs: Sequence[ShardOutput]) -> None:
-    """Refuse shards that differ (module invariants) and one directory given twice."""
-    seen: dict[str, Path] = {}
-    for out in outputs:
-        real = os.path.realpath(out.path)
-        if real in seen:
-            raise MergeRefusedError(f"{seen[real]} and {out.path} are the same directory")
-        seen[real] = out.path
-    _refuse_if_differ(outputs, "identity", _IDENTITY_FIELDS, lambda s: s.identity)
-    plain = [str(out.path) for out in outputs if out.summary.shard is None]
-    if plain and len(plain) < len(outputs):
-        raise MergeRefusedError(f"{', '.join(plain)}: not a shard (that run was made without "
-                                "--shard K/N), refusing to merge it with shards; merge only "
-                                "the outputs of one batch's `run-eval --shard K/N` runs")
-    _refuse_if_differ(outputs, "options", ("options_digest",), lambda s: s.shard)
-    _refuse_if_differ(outputs, "probe policy", ("skipped",), lambda s: s.preflight)
-    _refuse_if_differ(outputs, "signing key", ("signing_key",), lambda s: s)
-    _refuse_if_differ(outputs, "batch (problem selection)", ("problems",), lambda s: s)
-    groups: dict[tuple[int, str | None], list[Path]] = {}
-    for out in outputs:
-        groups.setdefault(_shard_key(out.summary), []).append(out.path)
-    if len(groups) > 1:
-        detail = "; ".join(f"{', '.join(map(str, paths))} (shard count {n}, batch digest "
-                           f"{digest or 'none: not a --shard run'})"
-                           for (n, digest), paths in groups.items())
-        raise MergeRefusedError(f"shards come from different batches or shard counts, "
-                                f"refusing to merge: {detail}")
 
 
 def _hard_link(fd: int, dir_fd: int, name: str) -> None:
@@ -266,6 +184,7 @@ def _summary(outputs: Sequence[ShardOutput], submissions: list[SubmissionSummary
         "interrupted": any(o.summary.interrupted for o in outputs),
         "not_scored": len(missing),
         "reused": sum(o.summary.reused for o in outputs),
+        "limits_best_effort": any(o.summary.limits_best_effort for o in outputs),
         "not_reused": tuple(line for o in outputs for line in o.summary.not_reused),
         "missing_shards": tuple(absent),
         "not_scored_pairs": tuple(PairRef(submission=s, problem=p) for s, p in missing),
@@ -332,7 +251,7 @@ def merge(shard_dirs: Sequence[Path], out_dir: Path) -> MergeResult:
         submissions = _submissions(outputs)
         scored = {(p.submission, p.problem) for p in pairs}
         missing = tuple(key for key in _expected(submissions) if key not in scored)
-        n, digest = _shard_key(outputs[0].summary)
+        n, digest = shard_key(outputs[0].summary)
         given = {o.summary.shard.k for o in outputs if o.summary.shard}
         absent = tuple(k for k in range(1, n + 1) if k not in given) if given else ()
         # Shards that recorded no batch (older runs) list their own pairs only: when the given

@@ -39,7 +39,7 @@ class Listed(NamedTuple):
     """A verdict file as a signed run lists it."""
 
     sha256: str | None
-    run: RunPredicate
+    predicate: RunPredicate  # the signed run's own (not named `run`: runners alone are)
     envelope: str  # the run envelope that lists it
 
 
@@ -148,7 +148,7 @@ class _Checker:
 
     def bound(self, rel: str, verdict: Verdict, listed: Listed) -> None:
         """The verdict was given under its run's identity and options."""
-        run = listed.run
+        run = listed.predicate
         for field in Identity.model_fields:
             mine, theirs = getattr(verdict.identity, field), getattr(run.identity, field)
             if mine != theirs:
@@ -158,7 +158,7 @@ class _Checker:
             self.fail(rel, f"options {verdict.options!r} differ from the signed run's "
                            f"({listed.envelope}) {run.options!r}: not scored by this run")
 
-    def run(self, name: str) -> RunStatement | None:
+    def run_statement(self, name: str) -> RunStatement | None:
         """The statement of the run envelope ``name``, once its signature verified."""
         try:
             payload = self.key.verified_payload(self.out_dir / name)
@@ -188,7 +188,7 @@ def _runs(checker: _Checker, summary: Summary) -> tuple[dict[str, Listed], bool]
     listed: dict[str, Listed] = {}
     runs: list[tuple[str, RunPredicate]] = []
     for name in ([out_layout.RUN_ENVELOPE] if single else []) + shards:
-        statement = checker.run(name)
+        statement = checker.run_statement(name)
         if statement is None:
             continue
         pred = statement.predicate

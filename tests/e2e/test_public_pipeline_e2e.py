@@ -41,7 +41,7 @@ def test_the_public_consumers_rule_reads_exactly_the_accepted_problems(
     assert entries["add_comm_explicit"]["mismatches"][0].startswith("fork: rejected")
     assert (entries["multi_hole"]["attempted"], entries["multi_hole"]["succeeded"],
             entries["multi_hole"]["exit_code"]) == (False, False, None)
-    assert document["schema_version"] == 3 and document["summary_schema_version"] == 2
+    assert document["schema_version"] == 3 and document["summary_schema_version"] == 3
     assert document["pairs"] == run.summary()["pairs"]  # our pairs kept beside them
     assert run.code == 0
 

@@ -19,10 +19,12 @@ def test_security_md_says_how_often_the_disk_budget_is_walked() -> None:
     """Not "every 0.1 s": the next walk waits four times the last one when that is longer."""
     source = inspect.getsource(resources.disk_exceeded)
     assert resources.DISK_INTERVAL == 0.1
-    assert "max(DISK_INTERVAL, 4 * spent)" in source
+    assert "_watch.soon = time.monotonic() + 4 * spent" in source
+    assert "_watch.due = max(_watch.soon, time.monotonic() + DISK_INTERVAL)" in source
     text = _flat("SECURITY.md")
     assert ("walked by the watchdog at most every 0.1 s: the next walk waits `max(0.1 s, 4 x "
-            "the last walk's duration)`") in text
+            "the last walk's duration)` (while one of its filesystems is short of space, only "
+            "the `4 x`)") in text
     assert "walked by the watchdog every 0.1 s" not in text
 
 

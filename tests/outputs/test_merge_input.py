@@ -23,7 +23,7 @@ from support import BATCH, make_verdict, shards_of, write_output
 from lean_eval.cli import main
 from lean_eval.errors import OutputRefusedError
 from lean_eval.files.atomic import write_model
-from lean_eval.outputs import merge, outdir
+from lean_eval.outputs import merge, outdir, shard_input
 from lean_eval.records.verdict import Summary
 from lean_eval.scoring import shard
 
@@ -101,7 +101,7 @@ def test_a_traversing_pair_writes_outside_out_only_when_the_checks_are_off(
 ) -> None:
     sid = "../pwned"
     # the attacker's verdict sits beside the shard in the same artifact
-    honest = make_verdict("alice", PID, identity=merge.load_shard(parts[1]).summary.identity)
+    honest = make_verdict("alice", PID, identity=shard_input.load_shard(parts[1]).summary.identity)
     write_model(parts[0] / sid / f"{PID}.json", honest.model_copy(update={
         "submission": honest.submission.model_copy(update={"id": sid})}))
     inject(parts[0], sid)
