@@ -50,10 +50,10 @@ class PairGroup(NamedTuple):
         """Which limit the kernel enforced so far: an OOM kill, or a fork refused at pids.max."""
         if self.version == V1:
             return cgroup_v1.exceeded(self.paths)
-        memory = _events(self.path / "memory.events")
+        memory = cgroup_tree.counters(self.path / "memory.events")
         if memory.get("oom_kill", 0) or memory.get("oom_group_kill", 0):
             return "memory"
-        if _events(self.path / "pids.events").get("max", 0):
+        if cgroup_tree.counters(self.path / "pids.events").get("max", 0):
             return "processes"
         return None
 
@@ -73,7 +73,7 @@ class PairGroup(NamedTuple):
             errors = [e for e in map(cgroup_tree.remove_group, self.paths) if e]
             return "; ".join(errors) or None
         deadline = time.monotonic() + _REMOVE_WAIT
-        while _events(self.path / "cgroup.events").get("populated", 0):
+        while cgroup_tree.counters(self.path / "cgroup.events").get("populated", 0):
             if time.monotonic() >= deadline:
                 return f"cgroup {self.path} still holds processes"
             self.kill()
@@ -85,15 +85,6 @@ class PairGroup(NamedTuple):
         except OSError as exc:
             return f"cannot remove cgroup {self.path}: {exc}"
         return None
-
-
-def _events(path: Path) -> dict[str, int]:
-    try:
-        text = path.read_text()
-    except OSError:
-        return {}
-    pairs = (line.split() for line in text.splitlines())
-    return {p[0]: int(p[1]) for p in pairs if len(p) == 2 and p[1].isdigit()}
 
 
 _counter = itertools.count()

@@ -92,3 +92,14 @@ def reclaim_stale(own: Path) -> list[str]:
             if remove_group(entry) is None:
                 reclaimed.append(entry.name)
     return reclaimed
+
+
+def counters(path: Path) -> dict[str, int]:
+    """A cgroup file of ``name value`` lines (``*.events``, ``memory.oom_control``) as a dict;
+    empty when it cannot be read (the group is gone)."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return {}
+    pairs = (line.split() for line in text.splitlines())
+    return {p[0]: int(p[1]) for p in pairs if len(p) == 2 and p[1].isdigit()}

@@ -83,17 +83,8 @@ def exceeded(paths: tuple[Path, ...]) -> str | None:
     """Which limit the kernel enforced so far: an OOM kill in the memory group, or a fork the
     pids group refused."""
     memory_dir, pids_dir = paths
-    if _counters(memory_dir / "memory.oom_control").get("oom_kill", 0):
+    if cgroup_tree.counters(memory_dir / "memory.oom_control").get("oom_kill", 0):
         return "memory"
-    if _counters(pids_dir / "pids.events").get("max", 0):
+    if cgroup_tree.counters(pids_dir / "pids.events").get("max", 0):
         return "processes"
     return None
-
-
-def _counters(path: Path) -> dict[str, int]:
-    try:
-        text = path.read_text()
-    except OSError:
-        return {}
-    pairs = (line.split() for line in text.splitlines())
-    return {p[0]: int(p[1]) for p in pairs if len(p) == 2 and p[1].isdigit()}

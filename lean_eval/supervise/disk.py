@@ -16,6 +16,8 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
+from lean_eval.supervise import procfs
+
 DEFAULT_DISK_BYTES = 4 << 30  # a pair's trees: sources, .lake build outputs, Lake's temp files
 DEFAULT_DISK_FILES = 100_000  # entries; also bounds what removing a pair's tree costs
 DEFAULT_DISK_RESERVE = 1 << 30  # free space admission keeps on the scoring and output fs
@@ -70,21 +72,16 @@ def held_unlinked(pids: Iterable[int], devices: set[int], proc: str = "/proc") -
     Each inode once; the descriptors are found through ``/proc/<pid>/fd``."""
     seen: set[tuple[int, int]] = set()
     total = 0
-    for pid in pids:
+    for path in procfs.open_descriptors(pids, proc):
         try:
-            fds = os.listdir(f"{proc}/{pid}/fd")
+            st = os.stat(path)
         except OSError:
             continue
-        for fd in fds:
-            try:
-                st = os.stat(f"{proc}/{pid}/fd/{fd}")
-            except OSError:
-                continue
-            key = (st.st_dev, st.st_ino)
-            if st.st_nlink == 0 and st.st_dev in devices and key not in seen \
-                    and stat.S_ISREG(st.st_mode):
-                seen.add(key)
-                total += st.st_blocks * _BLOCK
+        key = (st.st_dev, st.st_ino)
+        if st.st_nlink == 0 and st.st_dev in devices and key not in seen \
+                and stat.S_ISREG(st.st_mode):
+            seen.add(key)
+            total += st.st_blocks * _BLOCK
     return total
 
 

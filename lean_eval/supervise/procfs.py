@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections.abc import Iterable, Iterator
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -190,23 +191,29 @@ def held_memfds(pids: list[int], proc: str = "/proc") -> int:
     ``write()`` and never mapped is in no process's ``Pss`` (one also mapped counts twice)."""
     seen: set[tuple[int, int]] = set()
     used = 0
+    for path in open_descriptors(pids, proc):
+        try:
+            if not os.readlink(path).startswith("/memfd:"):
+                continue
+            st = os.stat(path)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            used += st.st_blocks * 512
+    return used
+
+
+def open_descriptors(pids: Iterable[int], proc: str = "/proc") -> Iterator[str]:
+    """The ``/proc/<pid>/fd/<n>`` path of each descriptor ``pids`` hold (a process that ended
+    meanwhile has none)."""
     for pid in pids:
         try:
             fds = os.listdir(f"{proc}/{pid}/fd")
         except OSError:
             continue
         for fd in fds:
-            path = f"{proc}/{pid}/fd/{fd}"
-            try:
-                if not os.readlink(path).startswith("/memfd:"):
-                    continue
-                st = os.stat(path)
-            except OSError:
-                continue
-            if (st.st_dev, st.st_ino) not in seen:
-                seen.add((st.st_dev, st.st_ino))
-                used += st.st_blocks * 512
-    return used
+            yield f"{proc}/{pid}/fd/{fd}"
 
 
 _OWN_IPC = os.readlink("/proc/self/ns/ipc") if os.path.exists("/proc/self/ns/ipc") else ""
