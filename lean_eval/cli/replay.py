@@ -12,7 +12,13 @@ import click
 
 from lean_eval.cli.exits import Worded, Wording
 from lean_eval.cli.group import Console
-from lean_eval.cli.options import ByteSize, common_options, verbose_help
+from lean_eval.cli.options import (
+    ByteSize,
+    common_options,
+    intake_limit_options,
+    intake_limits,
+    verbose_help,
+)
 from lean_eval.cli.steps import load, preflight, tools_for
 
 
@@ -44,6 +50,15 @@ from lean_eval.cli.steps import load, preflight, tools_for
               help="Memory of one pair's tree (default: run-eval's; differing: drift).")
 @click.option("--max-processes", type=click.IntRange(min=1), default=None,
               help="Processes of one pair's tree (default: run-eval's; differing: drift).")
+@click.option("--disk-limit", type=ByteSize(minimum=0), default=None,
+              help="Bytes of one pair's scoring directories (0: none; default: run-eval's; "
+                   "differing: drift).")
+@click.option("--disk-files", type=click.IntRange(min=0), default=None,
+              help="Entries of one pair's scoring directories (0: none; default: run-eval's; "
+                   "differing: drift).")
+@click.option("--max-written-file-bytes", type=ByteSize(minimum=1 << 20), default=None,
+              help="Largest file a build may write (default: run-eval's; differing: drift).")
+@intake_limit_options
 @click.option("--skip-probes", is_flag=True,
               help="Skip the preflight probes (never because the record did; differing from "
                    "the record: drift).")
@@ -52,7 +67,11 @@ def replay_command(record_dir: Path, submissions: tuple[Path, ...], out_dir: Pat
                    allow_drift: bool, paranoid: bool, benchmark_rev: str,
                    work_dir: Path | None, keep_work: bool, jobs: int | None,
                    timeout: float | None, memory_limit: int | None, max_processes: int | None,
-                   skip_probes: bool, benchmark: Path | None, toolchain: Path | None,
+                   disk_limit: int | None, disk_files: int | None,
+                   max_written_file_bytes: int | None, max_file_bytes: int,
+                   max_total_bytes: int, max_files: int, max_depth: int,
+                   max_archive_bytes: int, intake_timeout: float, skip_probes: bool,
+                   benchmark: Path | None, toolchain: Path | None,
                    bwrap_path: str | None, allow_bwrap: str | None, as_json: bool,
                    verbose: int, quiet: bool) -> NoReturn:
     """Score the pairs recorded in OUT (a run-eval or merge output) again from SUBMISSION...
@@ -62,8 +81,9 @@ def replay_command(record_dir: Path, submissions: tuple[Path, ...], out_dir: Pat
     runs the probes unless --skip-probes. Refuses (exit 2, naming each) when a pin differs from
     the record: a submission's digest, the benchmark commit, trusted-file digests, toolchain,
     bubblewrap digest, harness version, a verdict-changing option (--timeout, --memory-limit,
-    --max-processes, --skip-probes), or a recorded verdict whose options, limits or resume key
-    disagree with the record's options; --allow-drift replays anyway. Exits 0 when
+    --max-processes, the disk, written-file and intake limits, --skip-probes), or a recorded
+    verdict whose options, limits or resume key disagree with the record's options;
+    --allow-drift replays anyway. Exits 0 when
     every pair reproduced, 1 when any verdict or reason changed (or, under --paranoid, a
     checker rejected what the record accepted: kernel_disagreement).
     """
@@ -71,10 +91,18 @@ def replay_command(record_dir: Path, submissions: tuple[Path, ...], out_dir: Pat
 
     err = Console(stderr=True)
     env = dict(os.environ)
-    given = {"timeout": timeout, "memory_limit": memory_limit, "max_processes": max_processes}
+    given: dict[str, object] = {
+        "timeout": timeout, "memory_limit": memory_limit, "max_processes": max_processes,
+        "max_written_file_bytes": max_written_file_bytes}
+    overrides = {k: v for k, v in given.items() if v is not None}
+    # 0 turns a disk limit off, as for run-eval; the intake limits' defaults are run-eval's own
+    overrides.update({k: v or None for k, v in (("disk_limit", disk_limit),
+                                                 ("disk_files", disk_files)) if v is not None})
+    overrides["limits"] = intake_limits(max_file_bytes, max_total_bytes, max_files, max_depth,
+                                        max_archive_bytes, intake_timeout)
     settings = replay.Settings(out_dir=out_dir, work_dir=work_dir, keep_work=keep_work,
                                jobs=jobs, paranoid=paranoid, skip_probes=skip_probes,
-                               overrides={k: v for k, v in given.items() if v is not None})
+                               overrides=overrides)
     record = replay.load_record(record_dir)
     cat = load(benchmark, benchmark_rev, quiet=quiet)
     writable = [*([out_dir] if out_dir else []), Path(tempfile.gettempdir()),

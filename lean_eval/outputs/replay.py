@@ -71,9 +71,10 @@ class Settings(NamedTuple):
     keep_work: bool = False
     jobs: int | None = None
     paranoid: bool = False
-    # Verdict-changing options to use instead of run-eval's defaults (timeout, memory_limit,
-    # max_processes, max_written_file_bytes): each one that differs from the record is drift.
-    overrides: Mapping[str, float | int] = {}
+    # Verdict-changing options to use instead of run-eval's defaults (RunOptions or PairLimits
+    # fields: timeout, memory_limit, disk_limit, limits, ...): each that differs from the
+    # record is drift.
+    overrides: Mapping[str, object] = {}
     skip_probes: bool = False  # --skip-probes: the replayer's choice (the record's is a pin)
 
 

@@ -282,3 +282,30 @@ def test_replay_usage_errors(bench: Path, outside: Path, copied: Copied) -> None
     doc = ReplayReport.model_validate_json(as_json.stdout)
     assert (as_json.exit_code, doc.out, doc.counts["reproduced"]) == (0, None, 1)
     assert doc.pairs[0].path is None
+
+
+@pytest.mark.sandbox
+def test_the_replayer_gives_the_disk_written_file_and_intake_limits_itself(
+        bench: Path, outside: Path) -> None:
+    # A record made with other disk, written-file and intake limits is drift until the
+    # replayer states the same limits on its own command line (never taken from the record).
+    (good,) = [s for s in _submissions(outside / "subs") if s.name == "good"]
+    record = outside / "record"
+    limits = ("--disk-limit", "64MiB", "--disk-files", "0", "--max-written-file-bytes", "32MiB",
+              "--max-file-bytes", "512KiB")
+    made = _cli("run-eval", str(good), "--out", str(record), "--problem", "two_plus_two",
+                *AS_RECORDED, *limits, "-q", *_tools(bench))
+    assert made.exit_code == 0, made.output
+    options = json.loads((record / "summary.json").read_text())["options"]
+    assert options["disk_limit"] == 64 << 20 and options["disk_files"] is None
+    refused = _replay(str(record), str(good), "--out", str(outside / "r1"), *_tools(bench))
+    assert refused.exit_code == 2, refused.output
+    for key in ("disk_limit", "disk_files", "max_written_file_bytes", "limits"):
+        assert f"option {key}" in refused.output, key
+    assert not (outside / "r1" / "summary.json").exists()
+    same = _replay(str(record), str(good), "--out", str(outside / "r2"), *limits,
+                   *_tools(bench))
+    assert same.exit_code == 0, same.output
+    doc = _replay_json(outside / "r2")
+    assert doc["drift"] == [] and doc["counts"]["reproduced"] == 1
+    no_survivor(outside)
