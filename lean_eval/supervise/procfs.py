@@ -127,12 +127,7 @@ def private_tmpfs(pids: list[int], proc: str = "/proc") -> int:
     opened through ``/proc/<pid>/root`` is on the device ``mountinfo`` names (bwrap changes a
     sandbox's root between the two reads) and no tmpfs of the harness's own has that device (a
     host ``/dev/shm`` a fresh namespace still shows)."""
-    namespaces: dict[str, int] = {}
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            namespace = os.readlink(f"{proc}/{pid}/ns/mnt")
-            if namespace != _OWN_MNT:
-                namespaces.setdefault(namespace, pid)
+    namespaces = _foreign_namespaces(pids, "mnt", _OWN_MNT, proc)
     if not namespaces:
         return 0
     seen = {device for _, device in _tmpfs_mounts(f"{proc}/self", None)}  # the host's tmpfs
@@ -225,12 +220,7 @@ def sysv_segments(pids: list[int], proc: str = "/proc") -> int:
     namespaces, attached or not. ``/proc/sysvipc/shm`` shows the reader's namespace, so the
     reaper joins each for one read (``setns`` needs CAP_SYS_ADMIN over it: a root harness; an
     unprivileged one counts nothing here, SECURITY.md)."""
-    namespaces: dict[str, int] = {}
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            namespace = os.readlink(f"{proc}/{pid}/ns/ipc")
-            if namespace != _OWN_IPC:
-                namespaces.setdefault(namespace, pid)
+    namespaces = _foreign_namespaces(pids, "ipc", _OWN_IPC, proc)
     return sum(_segments_in(f"{proc}/{pid}/ns/ipc") for pid in namespaces.values())
 
 
@@ -267,3 +257,15 @@ def _segments_in(namespace: str) -> int:
         with contextlib.suppress(ValueError, IndexError):
             used += int(fields[14]) + int(fields[15])  # rss, swap (bytes)
     return used
+
+
+def _foreign_namespaces(pids: list[int], kind: str, own: str, proc: str) -> dict[str, int]:
+    """Each namespace of ``kind`` (``mnt``, ``ipc``) a process of ``pids`` is in, other than the
+    harness's ``own``, with one of its pids (a process that ended meanwhile is left out)."""
+    namespaces: dict[str, int] = {}
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            namespace = os.readlink(f"{proc}/{pid}/ns/{kind}")
+            if namespace != own:
+                namespaces.setdefault(namespace, pid)
+    return namespaces
