@@ -165,22 +165,27 @@ def _make_either() -> Parent:
     return Parent(V1, paths)
 
 
-def cgroup_parent() -> Parent | None:
-    """The harness's parent group, made on first use; None when only the watchdog can work."""
+def _decided() -> Parent | str:
+    """The harness's parent group, or why there is none: decided once, under the lock."""
     with _lock:
         if not _parent:
             try:
                 _parent.append(_make_either())
             except OSError as exc:
                 _parent.append(str(exc) or type(exc).__name__)
-        found = _parent[0]
+        return _parent[0]
+
+
+def cgroup_parent() -> Parent | None:
+    """The harness's parent group, made on first use; None when only the watchdog can work."""
+    found = _decided()
     return found if isinstance(found, Parent) else None
 
 
 def unavailable_reason() -> str | None:
     """Why the cgroup mechanism is not used here (None when it is)."""
-    cgroup_parent()
-    return _parent[0] if isinstance(_parent[0], str) else None
+    found = _decided()
+    return found if isinstance(found, str) else None
 
 
 def make_pair_group(parent: Parent, memory: int | None, processes: int | None) -> PairGroup:
