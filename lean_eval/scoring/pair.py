@@ -38,7 +38,7 @@ from lean_eval.records.verdict import (
     Verdict,
 )
 from lean_eval.scoring import driver, workspace
-from lean_eval.supervise import disk
+from lean_eval.supervise import disk, disk_ledger
 
 MESSAGE_CAP = 2000
 DISK_SHORT = "disk_short"  # reason of a failure while a filesystem was short of space
@@ -205,10 +205,14 @@ def _score(job: PairJob, ctx: RunContext, dirs: workspace.PairDirs, started: flo
     leftovers = workspace.prepare(dirs)
     if leftovers:
         raise OSError(f"the pair's scoring directory could not be emptied: {leftovers[0]}")
+    budget = ctx.settings.limits
+    own = not ctx.keep_work and workspace.own_filesystem(dirs, budget.disk_limit,
+                                                         budget.disk_files)
     workspace.materialise(dirs, problem.trusted, problem.starter, entry.files,
                           ctx.shared_packages)
     log = log_path(ctx.out_dir, sub.submission_id, job.problem_id)
-    result = driver.run_workspace(dirs.workspace, dirs.state, problem.config, ctx.settings, log)
+    result = driver.run_workspace(dirs.workspace, dirs.state, problem.config, ctx.settings, log,
+                                  own_filesystem=dirs.root if own else None)
     c = result.classification
     return _verdict(job, ctx, c.verdict, c.execution, c.reason,
                     last_phase=c.last_phase, checkers=c.checkers,
@@ -249,6 +253,8 @@ def run_pair(job: PairJob, ctx: RunContext) -> Verdict:
         leftovers = workspace.remove(dirs)  # never raises; frees a full disk before the verdict
         if leftovers:
             verdict = verdict.model_copy(update={"cleanup": leftovers})
+        if ctx.settings.limits.disk_ledger is not None:  # its tree is gone: nothing to explain
+            disk_ledger.forget(ctx.settings.limits.disk_ledger, str(dirs.workspace))
     if ctx.space is not None and verdict.execution != "not_run" and ctx.space.short_since(token):
         verdict = _short_of_space(verdict)
     try:
