@@ -253,8 +253,9 @@ def run_pair(job: PairJob, ctx: RunContext) -> Verdict:
         leftovers = workspace.remove(dirs)  # never raises; frees a full disk before the verdict
         if leftovers:
             verdict = verdict.model_copy(update={"cleanup": leftovers})
-        if ctx.settings.limits.disk_ledger is not None:  # its tree is gone: nothing to explain
-            disk_ledger.forget(ctx.settings.limits.disk_ledger, str(dirs.workspace))
+        ledger = ctx.settings.limits.disk_ledger if ctx.settings is not None else None
+        if ledger is not None:  # its tree is gone: nothing left to explain
+            disk_ledger.forget(ledger, str(dirs.workspace))
     if ctx.space is not None and verdict.execution != "not_run" and ctx.space.short_since(token):
         verdict = _short_of_space(verdict)
     try:

@@ -82,7 +82,7 @@ def materialise(dirs: PairDirs, trusted: Mapping[str, bytes], starter: Mapping[s
 def prepare(dirs: PairDirs) -> tuple[str, ...]:
     """Make ``dirs.root`` exist and hold nothing (a killed run may have left it); returns what
     could not be removed (then :func:`materialise` fails and the pair is a harness error)."""
-    left = remove(dirs)
+    left = _unmount_and_remove(dirs)
     dirs.root.mkdir(mode=0o700, parents=True, exist_ok=True)
     return left
 
@@ -103,6 +103,10 @@ def own_filesystem(dirs: PairDirs, max_bytes: int | None, max_files: int | None)
 def remove(dirs: PairDirs) -> tuple[str, ...]:
     """Unmount the pair's own filesystem, if it has one, then delete its directory; never
     raises (``supervise.tree_removal``), returns leftovers."""
+    return _unmount_and_remove(dirs)
+
+
+def _unmount_and_remove(dirs: PairDirs) -> tuple[str, ...]:
     try:
         pair_fs.unmount(dirs.root)
     except OSError as exc:  # removal then stops at the mount (tree_removal never crosses one)
