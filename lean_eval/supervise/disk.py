@@ -1,9 +1,11 @@
-"""Disk accounting (design §5.5 "Disk"): what a pair's writable trees hold and how much room a
-filesystem has, both measured by the harness, never read from a pair's output. ``usage`` stops
-past ``max_files`` entries, so one look costs at most the budget whatever a build left, and
-``held_unlinked`` adds the files a pair's processes hold open after unlinking them; a
-``SpaceWatch`` sample every ``SPACE_INTERVAL`` seconds can miss a faster fill-and-free (the
-reaper's own samples, ``supervise.resources``, catch a pair that repeats one).
+"""Disk accounting for the watchdog (design §5.5 "Disk"; a pair with a filesystem of its own is
+measured by that filesystem instead, ``supervise.pair_fs``): what a pair's writable trees hold
+and how much room a filesystem has, both measured by the harness, never read from a pair's
+output. ``usage`` walks by directory descriptor, stops past ``max_files`` entries (one look
+costs at most the budget whatever a build left) and fails closed; ``held`` adds the files a
+pair's processes hold open after unlinking them; a ``SpaceWatch`` sample every
+``SPACE_INTERVAL`` seconds can miss a faster fill-and-free (the reaper's own samples,
+``supervise.resources``, catch a pair that repeats one).
 Imported by the reaper: standard library only (``supervise.reaper``).
 """
 
