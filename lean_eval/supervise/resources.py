@@ -130,16 +130,17 @@ def disk_exceeded(limits: PairLimits, pids: Callable[[], list[int]]) -> tuple[st
     more often than four times the last walk's cost), so a fill-and-free pulse longer than
     ``disk.SPACE_INTERVAL`` is measured while it lasts. Filesystems that had room at some walk
     and stay short of the reserve for ``DISK_SHORT_GRACE`` end, as over ``disk_bytes``, the
-    pair writing there that is charged the most (at least ``disk.SHORT_BYTES``), whether or
-    not its use grew: no pair holds a disk full for its deadline, and a host short of space
-    before the pair started blames it for nothing."""
+    pair writing there that is charged the most (more than ``disk.SHORT_BYTES``, and enough
+    that freeing it would give them their reserve back), whether or not its use grew: no pair
+    holds a disk full for its deadline, and a host short of space before the pair started, or
+    by its own doing, blames it for nothing."""
     if not limits.watches_disk():
         return None
     if limits.disk_mount is not None:
         return pair_fs.exceeded(limits.disk_mount, limits.disk_limit, limits.disk_files)
     now = time.monotonic()
-    short = any(disk.is_short(disk.room(p), limits.keep_free or 0)
-                for p in disk.distinct_filesystems(limits.disk_paths))
+    rooms = [disk.room(p) for p in disk.distinct_filesystems(limits.disk_paths)]
+    short = any(disk.is_short(r, limits.keep_free or 0) for r in rooms)
     if not short:
         _watch.short_since = None
     if now < (_watch.soon if short else _watch.due):
@@ -160,11 +161,18 @@ def disk_exceeded(limits: PairLimits, pids: Callable[[], list[int]]) -> tuple[st
         if _watch.short_since is None:
             _watch.short_since = now
         elif (now - _watch.short_since >= DISK_SHORT_GRACE and largest
-              and charged > disk.SHORT_BYTES):
+              and charged > disk.SHORT_BYTES and _would_restore(rooms, charged, limits)):
             which = "disk_bytes"
     if which is None:
         return None
     return which, used.bytes if which == "disk_bytes" else used.files
+
+
+def _would_restore(rooms: list[disk.Room | None], charged: int, limits: PairLimits) -> bool:
+    """Whether freeing what the pair is charged would give its filesystems their reserve back:
+    a host that ran short by itself blames no pair for it."""
+    free = min((r.bytes for r in rooms if r is not None), default=None)
+    return free is not None and free + charged >= max(limits.keep_free or 0, disk.SHORT_BYTES)
 
 
 def _charged(limits: PairLimits, devices: set[int], mine: int, sockets: bool
