@@ -47,6 +47,12 @@ def resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
     return setup_steps.resolve_tools(name, toolchain, bwrap_path, allow_bwrap, env, writable)
 
 
+def check_work_dir(work_dir: Path | None) -> None:
+    """``--work-dir`` usable (``scoring.setup.check_work_dir``), checked before anything runs."""
+    if work_dir is not None:
+        setup_steps.check_work_dir(work_dir)
+
+
 def load(benchmark: Path | None, revision: str = "HEAD",
          only: frozenset[str] | None = None, quiet: bool = False) -> catalog.Catalog:
     return warned(checkout.load(benchmark, revision, only), quiet)
@@ -62,6 +68,7 @@ def setup(benchmark: Path | None, toolchain: Path | None, bwrap_path: str | None
           allow_bwrap: str | None, env: dict[str, str], work_dir: Path | None,
           quiet: bool = False) -> tuple[catalog.Catalog, options.Tools]:
     """Catalog and tools for the commands that score generated submissions under work_dir."""
+    check_work_dir(work_dir)
     cat = load(benchmark, quiet=quiet)
     tools = tools_for(cat, toolchain, bwrap_path, allow_bwrap, env,
                       [Path(tempfile.gettempdir()), *([work_dir] if work_dir else [])])

@@ -118,6 +118,9 @@ class PrepareReport(Record):
     ok: bool = True
     failed_step: str | None = None  # elan, lean, bubblewrap, dependencies or prerequisites
     error: str | None = None  # why failed_step failed
+    # The tool options prepare was given that the scoring commands must be given too (they
+    # are not remembered): e.g. ["--toolchain", "/opt/lean", "--allow-bwrap-version", "0.8.0"]
+    run_with: tuple[str, ...] = ()
 
 
 class ConfigSetting(Record):
