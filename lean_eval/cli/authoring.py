@@ -181,11 +181,12 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
         else:
             marked = (f + (" (changed)" if f in item.changed else "") for f in item.files)
             say(False, f"{where}: would be scored: ", ", ".join(marked))
-            for text in item.warnings:  # the comparator would reject it: a fault, on stderr
-                say(True, f"  warning: {text}")
+        for text in item.warnings:  # a rejection to come, or an edit to no effect: on stderr
+            say(True, f"  warning: {text}")
+        if item.outcome == "scored":
             for name in item.files if verbose else ():
-                say(False, f"  {name}: ", "differs from the starter" if name in item.changed
-                    else "the starter's bytes")
+                say(False, f"  {name}: ", "differs from the starter"
+                    if name in item.changed else "the starter's bytes")
         for line in item.ignored:
             say(False, f"  ignored: {line}")
         if item.reference and verbose:  # start-problem's read-only copies: expected, not news
