@@ -201,7 +201,7 @@ class _ProblemReader:
         for part in rel[: -len(".lean")].split("/")[1:]:  # "Submission" itself is fixed
             if not LEAN_COMPONENT_RE.fullmatch(part) or len(part) > NAME_MAX - len(".lean"):
                 raise _BadProblemError(
-                    f"{shown}: {show(part)!r} is not a valid Lean module name component")
+                    f"{shown}: '{show(part)}' is not a valid Lean module name component")
         if (size := len(rel.encode())) > (most := self.limits.max_path_bytes):
             raise _BadProblemError(f"{shown}: a path of {size} bytes inside the scoring "
                                    f"workspace, over the limit of {most}")

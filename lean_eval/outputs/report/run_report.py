@@ -90,8 +90,11 @@ def why_not_scored(summary: Summary, ref: PairRef) -> str:
         k, n = (int(x) for x in text.split("/"))
         if shard_of(ref.submission, ref.problem, n) == k:
             return f"not scored: its shard {text} is missing from the merge"
-    return ("not scored: no run recorded a verdict for it (interrupted or stopped); a re-run "
-            "scores it")
+    return NO_VERDICT
+
+
+NO_VERDICT = ("not scored: no run recorded a verdict for it (interrupted or stopped); a re-run "
+              "scores it")
 
 
 def unscored_count(summary: Summary, missing: Sequence[PairRef]) -> str:
