@@ -60,11 +60,11 @@ def import_catalog_command(src: Path, dest: Path, check: bool, as_json: bool, ve
             # --check says whether DEST is stale; what an import changes is the import's news
             if (quiet or (check and not verbose)) and not err:
                 continue
-            paths = [str(src) if p == "." else p for p in paths]  # "." is the source itself
-            where = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more"
+            named = [str(src) if p == "." else p for p in paths]  # "." is the source itself
+            where = named[0] if len(named) == 1 else f"{named[0]} and {len(named) - 1} more"
             click.echo(f"{action}: {where}: {message}", err=err)
-            if verbose and len(paths) > 1:
-                for path in paths[1:]:
+            if verbose and len(named) > 1:
+                for path in named[1:]:
                     click.echo(f"  {path}", err=err)
         for line in stale:
             click.echo(f"stale: {dest}/{line}", err=True)

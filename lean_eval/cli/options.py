@@ -209,7 +209,11 @@ def failing_exit(summary: verdict.Summary, fail_on: frozenset[str], code: int) -
     found = run_report.failures(summary, fail_on) if fail_on else ()
     if found and code in (0, 1):
         shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-        click.echo(f"lean-eval: --fail-on {','.join(sorted(fail_on))}: {len(found)} "
-                   f"pair(s) failed the gate: {run_report.printable(shown)}; exit 1", err=True)
+        # a pair is "submission/problem"; a bare id is a submission that scored nothing
+        pairs = sum("/" in item for item in found)
+        counted = " and ".join(f"{n} {noun}" for n, noun in (
+            (pairs, "pair(s)"), (len(found) - pairs, "submission(s) that scored nothing")) if n)
+        click.echo(f"lean-eval: --fail-on {','.join(sorted(fail_on))}: {counted} "
+                   f"failed the gate: {run_report.printable(shown)}; exit 1", err=True)
         return 1
     return code

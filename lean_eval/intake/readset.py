@@ -146,7 +146,8 @@ class _ProblemReader:
         for name, child in node.children.items():
             if name not in ("Submission.lean", "Submission"):
                 slash = "/" if child.kind == "dir" else ""
-                self.ignored.append(f"{self.loc}/{show(name)}{slash}: {NOT_READ}")
+                self.ignored.append(f"{self.loc}/{show(name)}{slash}: {NOT_READ}"
+                                    + layout.case_hint(name))
         self.lean_file(node.children["Submission.lean"], "Submission.lean")
         sub = node.children.get("Submission")
         if sub is not None and sub.kind == UNREADABLE:

@@ -52,7 +52,8 @@ def _libraries(problem: ProblemWorkspace) -> tuple[frozenset[str], tuple[str, ..
     for lib in table.get("lean_lib", []):
         if isinstance(lib, dict):
             given = lib.get("roots", [lib.get("name")])
-            roots.update(r for r in (given if isinstance(given, list) else []) if isinstance(r, str))
+            listed = given if isinstance(given, list) else []
+            roots.update(r for r in listed if isinstance(r, str))
     requires = tuple(str(r.get("name", "")) for r in table.get("require", [])
                      if isinstance(r, dict))
     return frozenset(roots), requires
