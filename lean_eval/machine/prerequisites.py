@@ -77,8 +77,10 @@ def prerequisites(settings: Settings, name: str = "") -> tuple[tuple[str, str], 
             missing.append(("bubblewrap", str(exc)))
     elif usable_bwrap(None, settings.env, settings.allow_bwrap) is None:
         missing += [("bubblewrap", text) for text in _build_prerequisites(settings)]
-    # prepare stops here anyway: say now what --offline cannot bring either, not after elan
-    lean = lean_offline(settings, name) if missing and name else None
+    # prepare stops here anyway: on a machine without elan yet (a newcomer's), say now what
+    # --offline cannot bring either, not only once elan is installed
+    fresh = settings.toolchain is None and not (elan.is_file() and os.access(elan, os.X_OK))
+    lean = lean_offline(settings, name) if missing and name and fresh else None
     if lean is not None:
         missing.insert(sum(step == "elan" for step, _ in missing), ("lean", lean))
     return tuple(missing)

@@ -108,7 +108,7 @@ def test_config_takes_config_file_after_the_command_too(tmp_path: Path) -> None:
         assert shown.exit_code == 0, shown.output
         assert shown.output == before.output, args
     missing = CliRunner().invoke(main, ["config", "run-eval", "--config",
-                                        str(tmp_path / "nope.toml")])
+                                        str(tmp_path / "nope.toml")], catch_exceptions=False)
     assert missing.exit_code == 2 and "nope.toml" in missing.output
 
 

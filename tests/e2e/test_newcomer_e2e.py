@@ -135,7 +135,8 @@ def test_prepare_names_the_tool_options_run_eval_needs_and_with_them_run_eval_sc
     assert (f"run-eval, test and replay do not remember these options: give them "
             f"`--toolchain {STANDIN} --allow-bwrap-version {BWRAP_FLOOR}` too") in prepared.output
     doc = json.loads(CliRunner().invoke(main, ["prepare", "--benchmark", str(bench_copy),
-                                               *tools, "--json"], env=env).stdout)
+                                               *tools, "--json"], env=env,
+                                        catch_exceptions=False).stdout)
     assert doc["ok"] and doc["run_with"] == list(tools)
     # without them run-eval does not find what prepare did not install, and says why
     bare = CliRunner().invoke(main, ["run-eval", str(CORRECT), "--out", str(outside / "o1"),
@@ -154,7 +155,8 @@ def test_prepare_names_the_tool_options_run_eval_needs_and_with_them_run_eval_sc
     # what run-eval reads from the environment itself is not repeated
     from_env = CliRunner().invoke(main, ["prepare", "--benchmark", str(bench_copy), "--json"],
                                   env={**env, "LEAN_EVAL_TOOLCHAIN": str(STANDIN),
-                                       "LEAN_EVAL_ALLOW_BWRAP_VERSION": BWRAP_FLOOR})
+                                       "LEAN_EVAL_ALLOW_BWRAP_VERSION": BWRAP_FLOOR},
+                                  catch_exceptions=False)
     assert json.loads(from_env.stdout)["run_with"] == []
 
 
