@@ -164,7 +164,7 @@ def test_prepare_names_the_tool_options_run_eval_needs_and_with_them_run_eval_sc
 
 
 def test_an_offline_newcomer_is_told_of_the_standin_which_is_used_only_when_named(
-        bench_copy: Path, outside: Path, bwrap: str) -> None:
+        bench_copy: Path, outside: Path, bwrap: str, monkeypatch: pytest.MonkeyPatch) -> None:
     home = outside / "home"
     home.mkdir()
     empty = outside / "offline"
@@ -194,6 +194,16 @@ def test_an_offline_newcomer_is_told_of_the_standin_which_is_used_only_when_name
                                           BWRAP_FLOOR, "--skip-probes"], env=env,
                                    catch_exceptions=False)
     assert elsewhere.exit_code == 2 and "stand-in" not in elsewhere.output
+    # and so does `test`, the submitter's next step, run inside the checkout
+    if (REPO / ".git").exists():
+        workspace = outside / "ws"
+        shutil.copytree(bench_copy / "workspaces" / PROBLEM, workspace)
+        monkeypatch.chdir(REPO)
+        tested = CliRunner().invoke(main, ["test", str(workspace), "--allow-bwrap-version",
+                                           BWRAP_FLOOR], env=env, catch_exceptions=False)
+        assert tested.exit_code == 2
+        assert "this checkout ships a stand-in toolchain: --toolchain tests/standin/toolchain" \
+            in " ".join(tested.output.split())
 
 
 # --- SIGINT mid-batch -----------------------------------------------------------------------------
