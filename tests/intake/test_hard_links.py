@@ -163,8 +163,8 @@ def test_each_problem_is_refused_exactly_when_a_link_in_its_read_set_leaves(
         for pid in ("P1", "P2"):
             write(sub / pid / "Submission.lean")
         placed: dict[str, bool] = {}  # name -> whether its group has a name outside
-        for i, (names, leaves) in enumerate(groups):
-            names = [n for n in names if n not in placed]
+        for i, (group, leaves) in enumerate(groups):
+            names = [n for n in group if n not in placed]
             if not names:
                 continue
             first = write(base / f"outside{i}" if leaves else sub / names[0], PROOF)
@@ -223,8 +223,8 @@ def test_a_tar_made_from_a_directory_with_hard_links_reads_them_as_copies(
     shutil.copytree(sub / "P1", sub / "P2", copy_function=os.link)
     with tarfile.open(tmp_path / "sub.tar.gz", "w:gz") as archive:
         archive.add(sub, arcname="sub")
-    members = tarfile.open(tmp_path / "sub.tar.gz").getmembers()
-    assert any(m.islnk() for m in members)
+    with tarfile.open(tmp_path / "sub.tar.gz") as archive:
+        assert any(m.islnk() for m in archive.getmembers())
     intake = read_submission(tmp_path / "sub.tar.gz", IDS)
     for pid in ("P1", "P2"):
         assert problem(intake, pid).rejection is None
