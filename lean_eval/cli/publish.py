@@ -64,7 +64,8 @@ def export_results(out_dir: Path, metadata: Path, results_dir: Path, metadata_fo
     expected = None
     if expected_problem_id is not None and expected_statement_revision is not None:
         expected = Expected(expected_problem_id, expected_statement_revision,
-                                   "--expected-problem-id and --expected-statement-revision")
+                            "the intake binding (--expected-problem-id, "
+                            "--expected-statement-revision)")
     done = export.export(out_dir, metadata, results_dir, on_wait=lambda text: click.echo(
         f"lean-eval: export-results: {text}", err=True), expected=expected,
         metadata_format=cast("MetadataFormat", metadata_format))

@@ -199,7 +199,7 @@ def _pipeline(path: Path, raw: dict[str, Any], run: run_report.Run) -> Metadata:
 def binding(given: Expected | None, said: Expected | None) -> Expected | None:
     if given is not None and said is not None and given[:2] != said[:2]:
         raise ExportRefusedError(
-            f"{given.said_by} expect problem {given.problem_id} at statement revision "
+            f"{given.said_by} expects problem {given.problem_id} at statement revision "
             f"{given.statement_revision}, but {said.said_by} says its intake accepted problem "
             f"{said.problem_id} at statement revision {said.statement_revision}; nothing was "
             "written")

@@ -110,8 +110,8 @@ def test_a_bound_export_of_another_problem_or_revision_is_refused_naming_both(
     result = export(tmp_path, run(tmp_path, pairs, revision), OURS, *bound(*expected))
     assert result.exit_code == 2, result.output
     assert (f"the run accepted problem {accepted[0]} at statement revision {accepted[1]}, but "
-            "--expected-problem-id and --expected-statement-revision expects problem "
-            f"{expected[0]} at statement revision {expected[1]}") in result.output
+            "the intake binding (--expected-problem-id, --expected-statement-revision) expects "
+            f"problem {expected[0]} at statement revision {expected[1]}") in result.output
     assert "nothing was written" in result.output
     assert not (tmp_path / "results").exists()
 
@@ -200,8 +200,8 @@ def test_options_that_contradict_the_server_form_are_refused_naming_both(
     out = run(tmp_path, [("alice", "two_plus_two")])
     result = export(tmp_path, out, server_form(), *bound("double_def", 1))
     assert result.exit_code == 2
-    assert ("--expected-problem-id and --expected-statement-revision expect problem double_def "
-            "at statement revision 1, but --metadata") in result.output
+    assert ("the intake binding (--expected-problem-id, --expected-statement-revision) expects "
+            "problem double_def at statement revision 1, but --metadata") in result.output
     assert "says its intake accepted problem two_plus_two at statement revision 1" in result.output
     assert not (tmp_path / "results").exists()
 
