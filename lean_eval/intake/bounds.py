@@ -80,6 +80,10 @@ class Node:
     kind: str  # dir | file | skipped, or a link or special kind: "symlink", "FIFO", ...
     data: bytes = b""
     nlink: int = 1
+    inode: tuple[int, int] | None = None  # (st_dev, st_ino) of a walked file with nlink > 1
+    uid: int = -1  # its owner (a walked file with nlink > 1)
+    # Why a hard link is not read as a copy (``links``); empty: it is, or it is no link.
+    link_refusal: str = ""
     oversize: int = 0  # a file refused from its size (that size); its data was never read
     error: str = ""  # why an UNREADABLE leaf could not be read
     children: dict[str, Node] = field(default_factory=dict)
