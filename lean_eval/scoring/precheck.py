@@ -109,7 +109,9 @@ def warnings(entry: ProblemEntry, problem: ProblemWorkspace) -> tuple[str, ...]:
 def _copy_bytes(path: Path, limit: int) -> bytes | None:
     """Up to ``limit`` bytes of the regular file ``path`` (a link is not followed); None when
     it is no regular file or cannot be read."""
-    try:
+    try:  # lstat first: a device or FIFO is never opened
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
