@@ -78,7 +78,7 @@ def _number(field: bytes, where: str) -> int:
     if not text:
         return 0
     if not text.isdigit() or b"8" in text or b"9" in text:
-        raise corrupt(where, f"bad number {show(text.decode('latin-1'))!r} in a tar header")
+        raise corrupt(where, f"bad number '{show(text.decode('latin-1'))}' in a tar header")
     return int(text, 8)
 
 

@@ -90,7 +90,8 @@ class Node:
 
 
 def show(text: str) -> str:
-    """`text` with non-printable characters escaped, truncated for messages."""
+    """`text` with non-printable characters escaped, truncated for messages: quote it as is,
+    never through ``!r``, which would escape the escapes' backslashes a second time."""
     if len(text) <= 300 and text.isprintable():  # the usual case, called for every entry
         return text
     out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

@@ -99,7 +99,7 @@ def submission_id(path: Path) -> str:
         suffix = next((s for s in ARCHIVE_SUFFIXES if name.lower().endswith(s)), "")
         name = name[: len(name) - len(suffix)]
     if not SUBMISSION_ID_RE.fullmatch(name):
-        raise UsageError(f"submission {show(str(path))}: {show(name)!r} is not a valid id")
+        raise UsageError(f"submission {show(str(path))}: '{show(name)}' is not a valid id")
     return name
 
 

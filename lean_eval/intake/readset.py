@@ -149,7 +149,8 @@ class _ProblemReader:
         for name, child in node.children.items():
             if name not in ("Submission.lean", "Submission"):
                 slash = "/" if child.kind == "dir" else ""
-                self.ignored.append(f"{self.loc}/{show(name)}{slash}: {NOT_READ}")
+                self.ignored.append(f"{self.loc}/{show(name)}{slash}: {NOT_READ}"
+                                    + layout.case_hint(name))
         self.lean_file(node.children["Submission.lean"], "Submission.lean")
         sub = node.children.get("Submission")
         if sub is not None and sub.kind == UNREADABLE:
@@ -204,7 +205,7 @@ class _ProblemReader:
         for part in rel[: -len(".lean")].split("/")[1:]:  # "Submission" itself is fixed
             if not LEAN_COMPONENT_RE.fullmatch(part) or len(part) > NAME_MAX - len(".lean"):
                 raise _BadProblemError(
-                    f"{shown}: {show(part)!r} is not a valid Lean module name component")
+                    f"{shown}: '{show(part)}' is not a valid Lean module name component")
         if (size := len(rel.encode())) > (most := self.limits.max_path_bytes):
             raise _BadProblemError(f"{shown}: a path of {size} bytes inside the scoring "
                                    f"workspace, over the limit of {most}")

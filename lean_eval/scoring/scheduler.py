@@ -10,7 +10,7 @@ Invariants (design §5.5 "Admission"):
   admitted into that slot still runs, and nothing is admitted after.
 - A pair ``pair.worth_another_try`` names is scored once more, alone, after every other pair.
 - After SIGINT/SIGTERM nothing more is admitted, and the running pairs' trees are killed and
-  their verdicts discarded.
+  their verdicts discarded, each with its log.
 """
 
 from __future__ import annotations
@@ -121,6 +121,8 @@ class RunState:
             fault = str(exc)
         if self.stop.signum is not None and verdict is not None and note is None:
             self.verdict_path(item).unlink(missing_ok=True)  # the kill may have decided it
+            # and its log with it: no log is left without its verdict (a resume rewrites both)
+            out_layout.log_path(self.out_dir, item.sid, item.problem_id).unlink(missing_ok=True)
             verdict = None
         self.done.put(_Done(item, verdict, fault))
 
