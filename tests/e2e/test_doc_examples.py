@@ -17,11 +17,11 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
-from lean_eval.supervise import process
 from support import doc_examples
 from support.files import copy_benchmark
 from support.places import REPO, STANDIN
+
+from lean_eval.supervise import process
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -107,6 +107,7 @@ def test_every_console_example_prints_what_the_document_shows(document: Path, ou
     replacements = ((str(checkout), doc_examples.CHECKOUT), (str(home), doc_examples.HOME),
                     (str(STANDIN), doc_examples.CHECKOUT + "/tests/standin/toolchain"))
     where = str(document.relative_to(REPO))
-    problems = [problem for example, (status, raw) in zip(examples, _outputs(stdout, len(examples)))
+    ran = _outputs(stdout, len(examples))
+    problems = [problem for example, (status, raw) in zip(examples, ran, strict=True)
                 if (problem := doc_examples.mismatch(where, example, status, raw, replacements))]
     assert not problems, "\n\n".join(problems)

@@ -108,7 +108,7 @@ def test_the_documents_are_laid_out_by_reader() -> None:
                         "Try it without Lean: one run, read end to end", "Where to go next",
                         "Development"], headings
     for page in ("submitting", "maintaining", "scale", "publishing", "commands", "api",
-                 "development", "pipeline", "auditing"):
+                 "development", "pipeline", "auditing", "publishing-notes"):
         assert f"(docs/{page}.md)" in readme, page
     assert "(SECURITY.md)" in readme
 
