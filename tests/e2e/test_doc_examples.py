@@ -26,6 +26,8 @@ from lean_eval.supervise import process
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 DOCUMENTS = [p for p in doc_examples.documents() if doc_examples.console_examples(p)]
+# What the examples may run besides lean-eval and coreutils (docs/development.md says so).
+TOOLS = ("bash", "git", "grep", "sed", "tar", "openssl")
 MARK = "\x1e"  # a record separator around each command's start and end, never in an example
 ENDED = re.compile(f"{MARK}end (\\d+) (\\d+){MARK}\n?")
 STARTED = re.compile(f"{MARK}start (\\d+){MARK}\n")
@@ -96,7 +98,10 @@ def test_every_console_example_prints_what_the_document_shows(document: Path, ou
     home.mkdir()
     venv_bin = Path(sys.executable).parent
     assert (venv_bin / "lean-eval").exists(), f"no lean-eval beside {sys.executable}"
-    env = {"PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin", "HOME": str(home),
+    path = f"{venv_bin}:/usr/local/bin:/usr/bin:/bin"
+    missing = [tool for tool in TOOLS if shutil.which(tool, path=path) is None]
+    assert not missing, f"the documents' examples use {', '.join(missing)}: install it"
+    env = {"PATH": path, "HOME": str(home),
            "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONPATH": str(REPO),
            "TMPDIR": os.environ.get("TMPDIR", tempfile.gettempdir()),
            "LEAN_EVAL_TOOLCHAIN": str(checkout / "tests" / "standin" / "toolchain"),
