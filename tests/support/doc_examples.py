@@ -107,6 +107,9 @@ NORMALIZE: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b[0-9a-f]{7,16}(?=\.\.\.)"), "<hex>"),  # an abbreviated digest: 040b61b0...
     (re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?"), "<time>"),
     (re.compile(r"\b\d+(?:\.\d+)? ?(?:s|ms)\b"), "<t>"),
+    # the harness's own version, as --version and the records print it
+    (re.compile(r"(?<=lean-eval )\d+\.\d+\.\d+\S*|(?<=\"harness_version\": \")[^\"]+"),
+     "<version>"),
 )
 
 
