@@ -167,7 +167,8 @@ def mismatch(where: str, example: Example, status: int | None, raw: str,
         shown = raw
         for literal, placeholder in replacements:
             shown = shown.replace(literal, placeholder)
-        problems.append(f"its output differs from what the document shows:\n{diff}\n"
+        problems.append("its output differs from what the document shows (a shown `...` line "
+                        f"stands for any lines):\n{diff}\n"
                         f"--- what it printed (to paste if the product is right):\n{shown}")
     if not problems:
         return None
