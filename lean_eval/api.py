@@ -1,5 +1,5 @@
 """The documented Python API of lean-eval (design §3): score a batch, check a submission, load a
-catalog, read an output directory. README.md "Python API" documents it and its semver promise,
+catalog, read an output directory. docs/api.md documents it and its semver promise,
 which covers every name in ``__all__``; every other module of ``lean_eval`` is internal.
 """
 

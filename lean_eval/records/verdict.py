@@ -188,7 +188,7 @@ class Tally(Record):
 
 
 # A verdict's name in the tally (summary.json's ``tally``, the reports' columns, --fail-on):
-# leaderboards read ``solved``; README states the two renamings.
+# leaderboards read ``solved``; docs/scale.md states the two renamings.
 TALLY: dict[str, str] = {"accepted": "solved", "rejected": "rejected",
                          "invalid_submission": "invalid", "unchanged": "unchanged",
                          "error": "error"}
