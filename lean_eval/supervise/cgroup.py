@@ -128,7 +128,7 @@ def make_parent(base: Path | None = None) -> Path:
     try:
         _enable(own)
     except OSError:  # processes in `own` (no-internal-process rule): leave it for a leaf
-        leaf = own / f"lean-eval-harness-{os.getpid()}"
+        leaf = own / f"lean-eval-harness-{cgroup_tree.pid_namespace()}-{os.getpid()}"
         leaf.mkdir(exist_ok=True)
         (leaf / "cgroup.procs").write_text(str(os.getpid()))
         try:
@@ -138,8 +138,7 @@ def make_parent(base: Path | None = None) -> Path:
             _remove_quietly(leaf)
             raise
     cgroup_tree.reclaim_stale(own)
-    parent = own / cgroup_tree.parent_name()
-    parent.mkdir(exist_ok=True)
+    parent = cgroup_tree.hold(own)
     _enable(parent)
     atexit.register(_remove_quietly, parent)  # empty by then: every pair removes its own group
     return parent

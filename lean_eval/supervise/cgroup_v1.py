@@ -48,9 +48,7 @@ def make_parent() -> tuple[Path, ...]:
             if not os.access(own, os.W_OK):
                 raise OSError(f"cgroup v1 {controller} group {own} is not writable")
             cgroup_tree.reclaim_stale(own)
-            parent = own / cgroup_tree.parent_name()
-            parent.mkdir(exist_ok=True)
-            made.append(parent)
+            made.append(cgroup_tree.hold(own))
     except OSError:
         for path in made:
             cgroup_tree.remove_group(path)
