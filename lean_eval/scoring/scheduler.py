@@ -25,7 +25,7 @@ from typing import NamedTuple
 from lean_eval.benchmark.catalog import Catalog
 from lean_eval.errors import OutputError
 from lean_eval.intake import reader
-from lean_eval.records import out_layout
+from lean_eval.records import kinds, out_layout
 from lean_eval.records.verdict import Identity, PairSummary, Preflight, Verdict
 from lean_eval.scoring import pair, sizing
 from lean_eval.scoring.options import Planned, RunOptions, Tools
@@ -33,7 +33,7 @@ from lean_eval.scoring.pair_settings import run_context
 from lean_eval.supervise import disk
 from lean_eval.supervise.interrupt import Stop, terminate_children
 
-OUTCOMES = ("accepted", "rejected", "invalid_submission", "unchanged", "error")
+OUTCOMES: tuple[str, ...] = tuple(kinds.OUTCOMES)
 _POLL = 0.2
 
 

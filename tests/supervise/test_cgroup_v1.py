@@ -56,8 +56,9 @@ def _held_elsewhere(path: Path) -> subprocess.Popen[str]:
     """Another live process holding ``path``'s lock, as another harness (in whatever pid
     namespace) holds its parent group's; it says "held" once it has it."""
     child = subprocess.Popen(
-        [sys.executable, "-c", "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY);"
-         " fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(120)",
+        [sys.executable, "-c", "import fcntl, os, sys, time; "
+         "fd = os.open(sys.argv[1], os.O_RDONLY); fcntl.flock(fd, fcntl.LOCK_EX); "
+         "print('held', flush=True); time.sleep(120)",
          str(path)], stdout=subprocess.PIPE, text=True)
     assert child.stdout is not None and child.stdout.readline() == "held\n"
     return child
