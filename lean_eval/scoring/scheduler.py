@@ -79,6 +79,7 @@ class RunState:
         self.unsynced = False  # durable=False verdicts since the last sync (summary.write_summary)
         self.unchanged_ids: dict[str, frozenset[str]] = {}  # by submission, decided at planning
         self.filesystems = disk.distinct_filesystems((str(root), str(out_dir)))
+        self.watchdog_pairs = 0  # pairs scored now whose limits only the watchdog enforced
 
     def room_ok(self) -> bool:
         """Whether every scoring and output filesystem has at least --disk-reserve free."""
@@ -151,6 +152,8 @@ class Scheduler:
             execution=verdict.execution, reason=verdict.reason.code,
             path=str(self.run.verdict_path(item).relative_to(self.run.out_dir)))
         self.counts[verdict.verdict] += 1
+        if not kept and verdict.limits is not None and verdict.limits.mechanism == "watchdog":
+            self.run.watchdog_pairs += 1
         key, run = self.run.options.sign_key, self.run
         if key is not None:  # --sign-key: sign every verdict recorded, scored or reused
             fault = key.sign(run.verdict_path(item), run.out_dir)

@@ -55,6 +55,11 @@ def parent_name() -> str:
     return f"{PARENT_PREFIX}{pid_namespace()}-{os.getpid()}-{start_ticks() or 0}"
 
 
+def leaf_name() -> str:
+    """The cgroup v2 leaf this harness moves itself into when its own group holds processes."""
+    return f"{PARENT_PREFIX}harness-{pid_namespace()}-{os.getpid()}"
+
+
 def is_parent_name(name: str) -> bool:
     """Whether ``name`` is a harness parent group of the current naming (pure)."""
     return _PARENT.match(name) is not None
@@ -98,6 +103,26 @@ def hold(own: Path) -> Path:
         os.close(fd)
     raise OSError(f"cannot keep a parent group at {path}: another harness's reclaim kept "
                   "removing it")
+
+
+class LimitRefusedError(OSError):
+    """A limit's value its controller refuses (EINVAL): ``which`` is "memory" or "processes",
+    ``file`` the control file that refused it."""
+
+    def __init__(self, which: str, file: str, value: int, strerror: str) -> None:
+        super().__init__(errno.EINVAL, f"{file} refuses {value} ({strerror})")
+        self.which, self.file, self.value, self.reason = which, file, value, strerror
+
+
+def write_limit(path: Path, value: int, which: str) -> None:
+    """Write limit ``value`` to control file ``path``; LimitRefusedError when the controller refuses
+    the value itself, OSError otherwise."""
+    try:
+        path.write_text(str(value))
+    except OSError as exc:
+        if exc.errno == errno.EINVAL:
+            raise LimitRefusedError(which, path.name, value, exc.strerror or "invalid") from exc
+        raise
 
 
 def members(group: Path) -> list[int]:
