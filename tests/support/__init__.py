@@ -1,17 +1,17 @@
-"""What several test modules share: paths, submission builders, CLI runners, process checks and
-one factory for verdicts and run outputs built from the models.
+"""What several test modules share: paths, submission builders, CLI runners, process checks and one
+factory for verdicts and run outputs built from the models.
 
 A package, one module per concern: ``places`` (paths, names, the toolchain and bubblewrap of
-this machine), ``files`` (benchmarks, submissions, archives, keys), ``runs`` (the CLI run
-in-process), ``background`` (a run-eval in a child process, watched from outside), ``leftovers``
+this machine), ``files`` (benchmarks, submissions, archives, keys), ``runs`` (the CLI run in-
+process), ``background`` (a run-eval in a child process, watched from outside), ``leftovers``
 (what a finished run left behind), ``namespaces`` (a harness in a pid namespace of its own, and
-builds held open until released), ``kernel_limits`` (which cgroup enforces limits here, and
-the groups a run left), ``documents`` (verdicts and run outputs built from the
-models), ``layout`` (which tests are end to end and must lie under tests/e2e/) and ``profiles``
-(Hypothesis example counts: all of them under CI, a tenth in the inner loop). Fixtures
-live in conftest.py; everything here is a plain function or constant, re-exported by this file
-and imported as ``from support import ...``. No test module imports another test module or
-conftest (tests/meta/test_suite_hygiene.py keeps it so).
+builds held open until released; ``background_harness`` runs one in a loop, a script),
+``kernel_limits`` (which cgroup enforces limits here, and the groups a run left), ``documents``
+(verdicts and run outputs built from the models), ``layout`` (which tests are end to end and
+must lie under tests/e2e/) and ``profiles`` (Hypothesis example counts: all of them under CI, a
+tenth in the inner loop). Fixtures live in conftest.py; everything here is a plain function or
+constant, re-exported by this file and imported as ``from support import ...``. No test module
+imports another test module or conftest (tests/meta/test_suite_hygiene.py keeps it so).
 """
 
 from __future__ import annotations
