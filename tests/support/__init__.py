@@ -2,8 +2,8 @@
 factory for verdicts and run outputs built from the models.
 
 A package, one module per concern: ``places`` (paths, names, the toolchain and bubblewrap of
-this machine), ``files`` (benchmarks, submissions, archives, keys), ``runs`` (the CLI run in-
-process), ``background`` (a run-eval in a child process, watched from outside), ``leftovers``
+this machine), ``files`` (benchmarks, submissions, archives, keys), ``runs`` (the CLI run
+in-process), ``background`` (a run-eval in a child process, watched from outside), ``leftovers``
 (what a finished run left behind), ``namespaces`` (a harness in a pid namespace of its own, and
 builds held open until released; ``background_harness`` runs one in a loop, a script),
 ``kernel_limits`` (which cgroup enforces limits here, and the groups a run left), ``documents``
