@@ -57,8 +57,8 @@ EXECUTIONS: dict[Execution, ExecutionKind] = {
     "harness_error": ExecutionKind(True, False,
                                    "the harness failed preparing, running or recording it"),
     "infrastructure_error": ExecutionKind(True, False,
-                                          "the pair was killed with no limit of its reached "
-                                          "(by something outside the pair: not its doing)"),
+                                          "the pair was killed with no limit of its reached: "
+                                          "a process killed it, not a limit"),
 }
 
 if set(OUTCOMES) != set(get_args(Outcome)) or set(EXECUTIONS) != set(get_args(Execution)):

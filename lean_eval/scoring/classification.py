@@ -6,8 +6,9 @@ Invariants (design §5.4 step 6, §6.4, §6.6, §6.13):
   limit the harness enforced) is never ``rejected``.
 - A SIGKILL is ``resource_exhausted`` only where it may be a limit's: where the pair's own
   cgroup enforced its limits, that group counts every OOM kill of its members
-  (``PairGroup.exceeded``), so a SIGKILL it did not count came from outside the pair (another
-  process on the host, an operator) and is ``infrastructure_error``, never the pair's doing.
+  (``PairGroup.exceeded``), so a SIGKILL it did not count was sent by a process (another
+  harness's reclaim, an operator, or a process of the pair itself), not by a limit: it is
+  ``infrastructure_error``, never ``resource_exhausted`` (and never ``rejected``).
 - The reason of a rejection is Lake's first specific ``error:`` line.
 """
 
@@ -50,8 +51,9 @@ _GENERIC_ERROR = re.compile(
 # rlimits
 _RESOURCE_SIGNALS = frozenset({signals.SIGXCPU, signals.SIGXFSZ, signals.SIGKILL})
 _KERNEL_MECHANISMS = frozenset({"cgroup_v1", "cgroup_v2"})
-_OUTSIDE = ("with no limit of the pair reached (its cgroup counted no OOM kill): something "
-            "outside the pair killed it, an infrastructure failure, not the submission's doing")
+_OUTSIDE = ("with no limit of the pair reached (its cgroup counted no OOM kill): a process "
+            "killed it (another harness's, an operator's, or one of the pair's own), not a "
+            "limit")
 _SIGNAL_BASE = 128  # a child killed by signal n is reported as exit 128 + n
 _LIMIT_NAMES = {"disk_bytes": "disk (bytes, --disk-limit)",
                 "disk_files": "disk (files, --disk-files)"}

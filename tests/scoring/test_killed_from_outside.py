@@ -1,7 +1,7 @@
 """A pair killed with no limit of its reached is ``infrastructure_error``, never
 ``resource_exhausted`` (issue 30 item 3): where its own cgroup enforced its limits, the group
-counts every OOM kill, so a SIGKILL it did not count was sent from outside the pair (another
-harness's reclaim, an operator). Negative control: with ``classification._kill_kind``
+counts every OOM kill, so a SIGKILL it did not count was sent by a process (another harness's
+reclaim, an operator), not by a limit. Negative control: with ``classification._kill_kind``
 reverted, every case below that expects ``infrastructure_error`` was ``resource_exhausted``."""
 
 from __future__ import annotations
