@@ -38,7 +38,9 @@ from support import (
 
 from lean_eval.supervise import cgroup
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a pid namespace needs root")
+# two harnesses, each waited for (up to 120 s apiece on a loaded machine: a bound, not a claim)
+pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="a pid namespace needs root"),
+              pytest.mark.timeout(400)]
 
 
 def _groups(out: Path) -> list[Path]:
