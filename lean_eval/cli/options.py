@@ -12,6 +12,7 @@ import click
 from lean_eval.cli.deferred import reader, run_report, verdict
 from lean_eval.errors import SetupError
 from lean_eval.outputs.report.names import FORMATS
+from lean_eval.records import kinds
 
 F = TypeVar("F", bound=Callable[..., Any])
 # Spelled here so --help need not import probes.registry (a test checks they are equal).
@@ -168,8 +169,8 @@ def selection_options(func: F) -> F:
     return func
 
 
-# report.FAIL_ON's keys, spelled here so --help need not import the report module
-FAIL_ON_KINDS = "rejected, invalid, unchanged, error"
+# --fail-on's kinds for --help: records.kinds (no pydantic, so --help stays fast)
+FAIL_ON_KINDS = kinds.FAIL_ON_KINDS
 
 
 if TYPE_CHECKING:  # click's ParamType is generic for type checkers only before click 8.3

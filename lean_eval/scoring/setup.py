@@ -22,7 +22,7 @@ from lean_eval.scoring.batch import check_places
 from lean_eval.scoring.options import Signer, Tools
 from lean_eval.scoring.request import ScoreRequest
 from lean_eval.scoring.shard import Shard, parse_shard
-from lean_eval.supervise import lock
+from lean_eval.supervise import lock, resources
 
 T = TypeVar("T")
 
@@ -98,6 +98,14 @@ class Setup(NamedTuple):
     held: lock.OutLock  # the caller closes it
 
 
+def _kernel_takes(request: ScoreRequest) -> None:
+    """UsageError naming the option whose value the kernel mechanism refuses (tried on a probe
+    group): refused up front, never a run whose every pair falls back to the watchdog."""
+    why = resources.refused(resources.PairLimits(request.memory_limit, request.max_processes))
+    if why is not None:
+        raise UsageError(why)
+
+
 def checked_setup(request: ScoreRequest, env: Mapping[str, str],
                   load_key: Callable[[Path], Signer]) -> Setup:
     """Every check of ``request`` that needs no sandbox (module doc); on success ``--out``
@@ -136,6 +144,7 @@ def checked_setup(request: ScoreRequest, env: Mapping[str, str],
         tools = attempt(lambda: resolve_tools(name or "", r.toolchain, r.bwrap,
                                               r.allow_bwrap_version, env, writable,
                                               release=True, benchmark=bench))
+    attempt(lambda: _kernel_takes(r))
     held = attempt(lambda: lock.OutLock.if_present(out_dir.resolve()))
     if errors or checked is None or cat is None or tools is None:
         if held is not None:

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from lean_eval.errors import UsageError
 from lean_eval.outputs import outdir
 from lean_eval.outputs.report.names import FORMATS, Format  # noqa: F401 - named there, once
-from lean_eval.records import out_layout
+from lean_eval.records import kinds, out_layout
 from lean_eval.records.run_report import PairReport, RunReport, SubmissionReport
 from lean_eval.records.verdict import (
     TALLY,
@@ -38,10 +38,7 @@ from lean_eval.records.verdict import (
 )
 from lean_eval.scoring.shard import shard_of
 
-# What --fail-on accepts: the tally's names of the non-solved kinds, and the verdict names
-FAIL_ON: dict[str, str] = {"rejected": "rejected", "invalid": "invalid",
-                           "invalid_submission": "invalid", "unchanged": "unchanged",
-                           "error": "error"}
+FAIL_ON = kinds.FAIL_ON  # what --fail-on accepts
 
 
 # Bidi embeddings, overrides, isolates and marks, and zero-width characters: they reorder or
