@@ -152,6 +152,26 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             created.rmdir()  # only when no other session still uses it
 
 
+def passable(path: Path) -> Path:
+    """``path`` and every directory above it inside the session's temp base made passable
+    (0711; pytest makes its temp dirs 0700): a root harness runs Lake as the sandbox identity
+    (uid 65534 by default), which must reach the scoring directories tests put there."""
+    base = _SESSION.get("tmp")
+    for here in (path, *path.parents):
+        if base is None or here == base or not here.is_relative_to(base):
+            break
+        mode = here.stat().st_mode & 0o7777
+        if mode & 0o011 != 0o011:
+            here.chmod(mode | 0o011)
+    return path
+
+
+@pytest.fixture
+def tmp_path(tmp_path: Path) -> Path:
+    """pytest's ``tmp_path``, :func:`passable`."""
+    return passable(tmp_path)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def no_litter() -> Iterator[None]:
     """Fail the session when the harness left lean-eval entries in the system temp dir."""
@@ -254,7 +274,8 @@ def replayed_probes(monkeypatch: pytest.MonkeyPatch,
     shared = tmp_path_factory.getbasetemp().parent / "probes-replayed"
 
     def replay(tools: Tools, env: Mapping[str, str], work_dir: Path | None,
-               names: Sequence[str] = ()) -> tuple[ProbeResult, ...]:
+               names: Sequence[str] = (), secrets: Sequence[Path] = ()
+               ) -> tuple[ProbeResult, ...]:
         calls.append(tuple(names))
         key = json.dumps([str(tools.toolchain.root), str(tools.bwrap.path), list(names)])
         name = hashlib.sha256(key.encode()).hexdigest()[:16]
@@ -263,7 +284,7 @@ def replayed_probes(monkeypatch: pytest.MonkeyPatch,
         with (shared / f"{name}.lock").open("w") as held:
             fcntl.flock(held, fcntl.LOCK_EX)  # one worker probes, the others wait for it
             if not record.exists():
-                results = real(tools, env, work_dir, names)
+                results = real(tools, env, work_dir, names, secrets)
                 record.write_bytes(_RESULTS.dump_json(results))
                 return results
         if work_dir is not None:

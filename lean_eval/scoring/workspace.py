@@ -75,6 +75,23 @@ def materialise(dirs: PairDirs, trusted: Mapping[str, bytes], starter: Mapping[s
         (lake_dir / "packages").symlink_to(shared_packages, target_is_directory=True)
 
 
+def hand_over(scoring_root: Path, dirs: PairDirs, user: tuple[int, int] | None) -> None:
+    """Give the sandbox identity ``user`` (uid, gid; None: not switched, nothing to do) what
+    it must write, once the workspace is in place: the workspace's ``.lake`` and the state's
+    ``tmp``; everything else stays the harness's and read-only to it. The directories above
+    are made passable but not listable (0711), so it reaches its own pair and names no other."""
+    if user is None:
+        return
+    uid, gid = user
+    for here in (scoring_root, dirs.root.parent, dirs.root, dirs.state):
+        os.chmod(here, 0o711, follow_symlinks=False)  # noqa: S103 - passable, not listable
+    lake_dir = dirs.workspace / ".lake"
+    os.chown(lake_dir, uid, gid, follow_symlinks=False)
+    tmp = dirs.state / "tmp"
+    tmp.mkdir(mode=0o700)
+    os.chown(tmp, uid, gid, follow_symlinks=False)
+
+
 def prepare(dirs: PairDirs) -> tuple[str, ...]:
     """Make ``dirs.root`` exist and hold nothing (a killed run may have left it); returns what
     could not be removed (then :func:`materialise` fails and the pair is a harness error)."""
