@@ -266,7 +266,7 @@ def read_file(out_dir: Path, rel: str) -> bytes:
     OSError otherwise."""
     parts = PurePosixPath(rel).parts
     if len(parts) not in (1, 2) or ".." in parts:
-        raise FileNotFoundError(rel)
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), rel)
     with directory(out_dir) as root_fd:
         if len(parts) == 1:
             fd = open_regular(out_dir, root_fd, ".", parts[0])
@@ -274,7 +274,7 @@ def read_file(out_dir: Path, rel: str) -> bytes:
             with submission_dir(out_dir, root_fd, parts[0]) as dir_fd:
                 fd = open_regular(out_dir, dir_fd, parts[0], parts[1])
     if fd is None:
-        raise FileNotFoundError(rel)
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), rel)
     try:
         chunks, size = [], 0
         while chunk := os.read(fd, 1 << 20):
