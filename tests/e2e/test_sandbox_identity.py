@@ -202,3 +202,30 @@ def test_a_toolchain_the_identity_cannot_reach_is_a_setup_failure(
     assert f"{home} (mode 0700, owner root) blocks it" in message, message
     assert f"chmod o+x {home}" in message and "--sandbox-user" in message, message
     assert not out.exists()
+
+
+def test_a_bubblewrap_prepare_put_under_roots_home_names_how_to_install_it_for_everyone(
+        bench_copy: Path, outside: Path, bwrap: str) -> None:
+    """``lean-eval prepare`` as root installs bubblewrap under $HOME/.local/share, which the
+    identity cannot enter: run-eval says exactly what to do instead."""
+    if os.geteuid() != 0:
+        pytest.skip("the identity switch is a root harness's")
+    home = outside / "home"
+    home.mkdir(mode=0o700)
+    prepared = home / ".local" / "share" / "lean-eval" / "bwrap" / "bin" / "bwrap"
+    prepared.parent.mkdir(parents=True)
+    shutil.copy2(shutil.which("bwrap") or bwrap, prepared)
+    subs = outside / "subs"
+    good(subs)
+    env = {**os.environ, "HOME": str(home)}
+    env.pop("LEAN_EVAL_BWRAP", None)
+    env.pop("XDG_DATA_HOME", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "lean_eval", "run-eval", str(subs / "good"), "--out",
+         str(outside / "out"), "--benchmark", str(bench_copy), "--toolchain", str(STANDIN),
+         "-q", "--skip-probes", "--allow-bwrap-version", BWRAP_FLOOR], capture_output=True,
+        text=True, cwd=REPO, env=env, timeout=240, check=False)
+    assert done.returncode == 2, done.stderr
+    message = " ".join(done.stderr.split())
+    assert f"bubblewrap {prepared} is not reachable by the sandbox identity nobody" in message
+    assert "XDG_DATA_HOME=/usr/local/share lean-eval prepare" in message, message
