@@ -28,6 +28,7 @@ from support import (
     e2e_needs,
     in_e2e,
     outside_problem,
+    passable,
     real_toolchain,
     reclaim_ended,
 )
@@ -152,23 +153,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             created.rmdir()  # only when no other session still uses it
 
 
-def passable(path: Path) -> Path:
-    """``path`` and every directory above it inside the session's temp base made passable
-    (0711; pytest makes its temp dirs 0700): a root harness runs Lake as the sandbox identity
-    (uid 65534 by default), which must reach the scoring directories tests put there."""
-    base = _SESSION.get("tmp")
-    for here in (path, *path.parents):
-        if base is None or here == base or not here.is_relative_to(base):
-            break
-        mode = here.stat().st_mode & 0o7777
-        if mode & 0o011 != 0o011:
-            here.chmod(mode | 0o011)
-    return path
-
-
 @pytest.fixture
 def tmp_path(tmp_path: Path) -> Path:
-    """pytest's ``tmp_path``, :func:`passable`."""
+    """pytest's ``tmp_path``, ``support.passable``."""
     return passable(tmp_path)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from lean_eval.intake.reader import SubmissionFile
+from lean_eval.sandbox import identity
 from lean_eval.supervise import tree_removal
 
 _OVERLAY_ROOTS = ("Submission.lean", "Submission")
@@ -90,6 +91,11 @@ def hand_over(scoring_root: Path, dirs: PairDirs, user: tuple[int, int] | None) 
     tmp = dirs.state / "tmp"
     tmp.mkdir(mode=0o700)
     os.chown(tmp, uid, gid, follow_symlinks=False)
+    who = identity.SandboxUser(uid, gid, str(uid), str(gid), switched=True)
+    found = identity.blocked(tmp, who, identity.EXECUTE)  # a caller's scratch made 0700 above
+    if found is not None:
+        raise PermissionError(f"the sandbox identity (uid {uid}) cannot reach the pair's "
+                              f"directories: {found.at} (mode {found.mode:04o}) blocks it")
 
 
 def prepare(dirs: PairDirs) -> tuple[str, ...]:

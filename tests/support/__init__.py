@@ -91,6 +91,7 @@ from support.places import (
     STANDIN,
     UNPRIVILEGED,
     outside_problem,
+    passable,
     real_toolchain,
 )
 from support.profiles import examples
@@ -153,6 +154,7 @@ __all__ = [
     "outside_problem",
     "own_parents",
     "pair_line",
+    "passable",
     "processes_with",
     "real_toolchain",
     "reclaim_ended",
