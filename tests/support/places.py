@@ -30,7 +30,9 @@ def passable(path: Path) -> Path:
     the system temp dir there) made passable, 0711 at least: pytest makes its temp dirs 0700,
     and a root harness runs Lake as the sandbox identity (uid 65534 by default), which must
     reach the scoring directories a test puts there."""
-    base = Path(tempfile.gettempdir())
+    # the session base holding pytest's dirs: the controller's under xdist, not a worker's own
+    base = next((p for p in path.parents if p.name.startswith("lean-eval-pytest-")),
+                Path(tempfile.gettempdir()))
     for here in (path, *path.parents):
         if here == base or not here.is_relative_to(base):
             break
