@@ -229,3 +229,27 @@ def test_a_bubblewrap_prepare_put_under_roots_home_names_how_to_install_it_for_e
     message = " ".join(done.stderr.split())
     assert f"bubblewrap {prepared} is not reachable by the sandbox identity nobody" in message
     assert "XDG_DATA_HOME=/usr/local/share lean-eval prepare" in message, message
+
+
+def test_another_sandbox_user_is_used_and_recorded(bench_copy: Path, outside: Path,
+                                                   bwrap: str) -> None:
+    """``--sandbox-user UID:GID`` (numbers no account has): the pair is scored as them, and
+    the verdict says so; the build's own ``id`` agrees."""
+    del bwrap
+    if os.geteuid() != 0:
+        pytest.skip("the identity switch is a root harness's")
+    subs = outside / "subs"
+    make_submission(subs, "good", {P: {"Submission.lean": with_lines(
+        P, sh_payload("echo ID-$(id -u):$(id -g):$(id -G)"))}})
+    out = outside / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "lean_eval", "run-eval", str(subs / "good"), "--out", str(out),
+         "--benchmark", str(bench_copy), "--toolchain", str(STANDIN), "-q", "--skip-probes",
+         "--sandbox-user", "4242:4343", "--allow-bwrap-version", BWRAP_FLOOR],
+        capture_output=True, text=True, cwd=REPO, timeout=240, check=False)
+    assert done.returncode == 0, done.stderr
+    verdict = json.loads((out / "good" / f"{P}.json").read_text())
+    assert verdict["verdict"] == "accepted"
+    assert verdict["identity"]["sandbox_identity"] == {
+        "uid": 4242, "gid": 4343, "name": "4242", "group": "4343", "switched": True}
+    assert "ID-4242:4343:4343" in (out / "good" / f"{P}.log").read_text()
