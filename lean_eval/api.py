@@ -224,7 +224,13 @@ def _run_options(request: ScoreRequest, setup: Setup) -> RunOptions:
                                disk_limit=request.disk_limit or None,
                                disk_files=request.disk_files or None),
         disk_reserve=request.disk_reserve or None,
-        private=tuple(p.absolute() for p in request.private), sign_key=setup.signer)
+        private=tuple(p.absolute() for p in request.private), sign_key=setup.signer,
+        secret_files=_secrets(request))
+
+
+def _secrets(request: ScoreRequest) -> tuple[Path, ...]:
+    """Files no sandbox may read, whoever runs the harness (masked file by file)."""
+    return () if request.sign_key is None else (request.sign_key.absolute(),)
 
 
 def _preflight(planned: batch.Batch, request: ScoreRequest, setup: Setup,
@@ -241,7 +247,8 @@ def _preflight(planned: batch.Batch, request: ScoreRequest, setup: Setup,
     if not planned.planned.needs_sandbox:  # not a warning: preflight.reason says so
         return preflight.not_needed(setup.tools)
     # Outside the run's signal handlers: Ctrl-C stops the probes at once.
-    return preflight.preflight(setup.tools, env, request.work_dir, on_probes)
+    return preflight.preflight(setup.tools, env, request.work_dir, on_probes,
+                               secrets=_secrets(request))
 
 
 def _refusal(out_dir: Path, setup: Setup, exc: ProbesFailedError, started_at: str) -> str:

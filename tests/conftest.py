@@ -28,6 +28,7 @@ from support import (
     e2e_needs,
     in_e2e,
     outside_problem,
+    passable,
     real_toolchain,
     reclaim_ended,
 )
@@ -153,6 +154,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             created.rmdir()  # only when no other session still uses it
 
 
+@pytest.fixture
+def tmp_path(tmp_path: Path) -> Path:
+    """pytest's ``tmp_path``, ``support.passable``."""
+    return passable(tmp_path)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def no_litter() -> Iterator[None]:
     """Fail the session when the harness left lean-eval entries in the system temp dir."""
@@ -255,7 +262,8 @@ def replayed_probes(monkeypatch: pytest.MonkeyPatch,
     shared = tmp_path_factory.getbasetemp().parent / "probes-replayed"
 
     def replay(tools: Tools, env: Mapping[str, str], work_dir: Path | None,
-               names: Sequence[str] = ()) -> tuple[ProbeResult, ...]:
+               names: Sequence[str] = (), secrets: Sequence[Path] = ()
+               ) -> tuple[ProbeResult, ...]:
         calls.append(tuple(names))
         key = json.dumps([str(tools.toolchain.root), str(tools.bwrap.path), list(names)])
         name = hashlib.sha256(key.encode()).hexdigest()[:16]
@@ -264,7 +272,7 @@ def replayed_probes(monkeypatch: pytest.MonkeyPatch,
         with (shared / f"{name}.lock").open("w") as held:
             fcntl.flock(held, fcntl.LOCK_EX)  # one worker probes, the others wait for it
             if not record.exists():
-                results = real(tools, env, work_dir, names)
+                results = real(tools, env, work_dir, names, secrets)
                 record.write_bytes(_RESULTS.dump_json(results))
                 return results
         if work_dir is not None:

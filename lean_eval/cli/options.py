@@ -194,6 +194,17 @@ class FailOn(_KindsParamType):
             self.fail(str(exc).removeprefix("--fail-on: "), param, ctx)
 
 
+def sandbox_user_option(command: F) -> F:
+    """``--sandbox-user``: who a root harness runs the comparator and every build as."""
+    return click.option(
+        "--sandbox-user", "sandbox_user", metavar="USER[:GROUP]", default=None,
+        help="A root harness runs Lake, every build and every kernel as this unprivileged "
+             "user and group (name or number; no supplementary groups). Default: nobody and "
+             "its group. A harness that is not root runs them as itself. Recorded in every "
+             "verdict.",
+    )(command)
+
+
 def fail_on_option(command: F) -> F:
     """``--fail-on``, the same for every command that gates CI on verdicts."""
     return click.option(

@@ -23,6 +23,7 @@ from lean_eval.cli.options import (
     failing_exit,
     intake_limit_options,
     intake_limits,
+    sandbox_user_option,
     selection_options,
     tool_options,
     verbose_help,
@@ -94,6 +95,7 @@ RUN_STOPPED = Wording(fault="; the run stopped, verdicts already written stay va
               envvar="LEAN_EVAL_SIGN_KEY", show_envvar=True,
               help="Ed25519 private key in PEM (openssl genpkey -algorithm ed25519): write a "
                    "signed in-toto envelope <problem>.intoto.json beside every verdict.")
+@sandbox_user_option
 @selection_options
 @fail_on_option
 @common_options
@@ -104,7 +106,8 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
              max_written_file_bytes: int, jobs: int | None, memory_limit: int,
              max_processes: int, disk_limit: int, disk_files: int, disk_reserve: int,
              rescore: bool, shard_text: str | None,
-             private: tuple[Path, ...], sign_key: Path | None, set_name: str | None,
+             private: tuple[Path, ...], sign_key: Path | None, sandbox_user: str | None,
+             set_name: str | None,
              statuses: tuple[str, ...], tags: tuple[str, ...], fail_on: frozenset[str],
              benchmark: Path | None, toolchain: Path | None,
              bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
@@ -139,7 +142,7 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
             memory_limit=memory_limit, max_processes=max_processes,
             disk_limit=disk_limit, disk_files=disk_files, disk_reserve=disk_reserve,
             work_dir=work_dir, keep_work=keep_work, rescore=rescore, shard=shard_text,
-            private=private, sign_key=sign_key)
+            private=private, sign_key=sign_key, sandbox_user=sandbox_user)
         summary = api.run_request(request, dict(os.environ), on_progress=show,
                                   on_probes=lambda entries: show_probes(entries, quiet, verbose),
                                   on_warning=lambda text: warn(text, quiet),

@@ -55,6 +55,16 @@ class ProblemRef(Record):
     statement_revision: int
 
 
+class SandboxIdentity(Record):
+    """Who the comparator and everything under it ran as (``sandbox.identity``)."""
+
+    uid: int
+    gid: int  # the only group: no supplementary groups when switched
+    name: str
+    group: str
+    switched: bool  # False: the harness was not root, so its sandbox ran as its own user
+
+
 class Identity(Record):
     """Everything that a verdict's meaning depends on besides the two inputs."""
 
@@ -74,6 +84,8 @@ class Identity(Record):
     # it as benchmark_commit. ``imported`` tells a commit-less import from an older verdict.
     upstream_commit: str | None = None
     imported: bool = False
+    # None: a verdict of a lean-eval before the sandbox identity was recorded.
+    sandbox_identity: SandboxIdentity | None = None
 
 
 class Preflight(Record):

@@ -126,6 +126,6 @@ def _run_dir(options: RunOptions) -> lock.RunDir:
     if options.scoring_root is not None:
         return lock.RunDir(options.scoring_root, exact=True)
     parent = options.work_dir or Path(tempfile.gettempdir())
-    parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    parent.mkdir(mode=0o711, parents=True, exist_ok=True)  # the sandbox identity passes it
     lock.reclaim(parent, tree_removal.remove_tree)
     return lock.RunDir(parent)

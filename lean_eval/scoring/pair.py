@@ -208,6 +208,7 @@ def _score(job: PairJob, ctx: RunContext, dirs: workspace.PairDirs, started: flo
         raise OSError(f"the pair's scoring directory could not be emptied: {leftovers[0]}")
     workspace.materialise(dirs, problem.trusted, problem.starter, entry.files,
                           ctx.shared_packages)
+    workspace.hand_over(ctx.scoring_root, dirs, ctx.settings.user)
     log = log_path(ctx.out_dir, sub.submission_id, job.problem_id)
     result = driver.run_workspace(dirs.workspace, dirs.state, problem.config, ctx.settings, log)
     c = result.classification

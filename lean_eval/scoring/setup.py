@@ -17,6 +17,7 @@ from lean_eval.benchmark.sets import Selection
 from lean_eval.benchmark.toolchain import check_release, resolve_toolchain, standin_hint
 from lean_eval.errors import SetupError, UsageError
 from lean_eval.sandbox import bubblewrap
+from lean_eval.sandbox import identity as sandbox_identity
 from lean_eval.scoring import arguments
 from lean_eval.scoring.batch import check_places
 from lean_eval.scoring.options import Signer, Tools
@@ -37,12 +38,18 @@ def one_error(errors: Sequence[SetupError]) -> SetupError:
 def resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
                   allow_bwrap: str | None, env: Mapping[str, str],
                   writable: Sequence[Path], release: bool = False,
-                  benchmark: Path | None = None) -> Tools:
-    """The toolchain and bwrap; every problem with either is named in one error.
+                  benchmark: Path | None = None,
+                  sandbox_user: str | None = None) -> Tools:
+    """The toolchain, bwrap and the sandbox identity (``--sandbox-user``, None: the default);
+    every problem with any, and every tool the identity cannot reach, is named in one error.
     ``release``: also refuse a pinned release that cannot run the driver; ``benchmark``: where
     a missing release's error looks for the stand-in to mention (``standin_hint``)."""
     errors: list[SetupError] = []
-    lean = bwrap = None
+    lean = bwrap = user = None
+    try:
+        user = sandbox_identity.resolve(sandbox_user)
+    except SetupError as exc:
+        errors.append(exc)
     try:
         if release:
             check_release(toolchain, name)
@@ -53,9 +60,45 @@ def resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
         bwrap = bubblewrap.resolve_bwrap(bwrap_path, env, list(writable), allow_bwrap)
     except SetupError as exc:
         errors.append(exc)
-    if lean is None or bwrap is None:
+    if lean is None or bwrap is None or user is None:
         raise one_error(errors)
-    return Tools(toolchain=lean, bwrap=bwrap)
+    needs = [("the toolchain", lean.root, sandbox_identity.READ | sandbox_identity.EXECUTE),
+             ("its lake", lean.lake, sandbox_identity.EXECUTE),
+             ("its nanoda", lean.nanoda, sandbox_identity.EXECUTE),
+             ("bubblewrap", bwrap.path, sandbox_identity.EXECUTE)]
+    refused = sandbox_identity.unreachable(user, needs, _reach_hints(env))
+    if refused is not None:
+        raise refused
+    return Tools(toolchain=lean, bwrap=bwrap, user=user)
+
+
+def _reach_hints(env: Mapping[str, str]) -> list[tuple[Path, str]]:
+    """How to fix a tool that ``lean-eval prepare`` put under the harness's home."""
+    prefix = bubblewrap.prepared_prefix(env)
+    elan = Path(env.get("ELAN_HOME") or Path(env.get("HOME", "~")) / ".elan").expanduser()
+    return [(prefix, ("as root, install it where every user can reach it: run "
+                      "`XDG_DATA_HOME=/usr/local/share lean-eval prepare` and run-eval with the "
+                      "same XDG_DATA_HOME, or pass --bwrap with a system bubblewrap "
+                      "(apt-get install bubblewrap)")),
+            (elan, ("as root, install the toolchain where every user can reach it: run "
+                    "`ELAN_HOME=/opt/elan lean-eval prepare` and run-eval with the same "
+                    "ELAN_HOME, or pass --toolchain DIR under a directory every user can "
+                    "enter"))]
+
+
+def check_reach(tools: Tools, cat: Catalog, work_dir: Path | None) -> None:
+    """What a run's sandbox identity reaches besides the tools: the shared packages bound
+    read-only into every sandbox, and where the scoring directories go."""
+    where = work_dir if work_dir is not None else Path(tempfile.gettempdir())
+    while not where.exists() and where != where.parent:  # made 0711 when run-eval creates it
+        where = where.parent
+    needs = [("the scoring directory's parent", where, sandbox_identity.EXECUTE)]
+    if cat.shared_packages is not None:
+        needs.append(("the shared packages", cat.shared_packages,
+                      sandbox_identity.READ | sandbox_identity.EXECUTE))
+    refused = sandbox_identity.unreachable(tools.sandbox_user, needs)
+    if refused is not None:
+        raise refused
 
 
 def tools_for(cat: Catalog, toolchain: Path | None, bwrap_path: str | None,
@@ -85,6 +128,7 @@ def check_work_dir(work_dir: Path) -> None:
                              "pass a directory you can write, or leave --work-dir out (the "
                              "system temp dir)")
         return
+
 
 
 class Setup(NamedTuple):
@@ -143,8 +187,11 @@ def checked_setup(request: ScoreRequest, env: Mapping[str, str],
     else:
         tools = attempt(lambda: resolve_tools(name or "", r.toolchain, r.bwrap,
                                               r.allow_bwrap_version, env, writable,
-                                              release=True, benchmark=bench))
+                                              release=True, benchmark=bench,
+                                              sandbox_user=r.sandbox_user))
     attempt(lambda: _kernel_takes(r))
+    if tools is not None and cat is not None:
+        attempt(lambda: check_reach(tools, cat, work_dir))
     held = attempt(lambda: lock.OutLock.if_present(out_dir.resolve()))
     if errors or checked is None or cat is None or tools is None:
         if held is not None:

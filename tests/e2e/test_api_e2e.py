@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from support import BWRAP_FLOOR, CORRECT, PROBLEMS, REPO, STANDIN, no_survivor
+from support import BWRAP_FLOOR, CORRECT, PROBLEMS, REPO, STANDIN, no_survivor, passable
 
 from lean_eval import api
 from lean_eval.probes import preflight, registry
@@ -33,7 +33,7 @@ class Scored(NamedTuple):
 def scored(bench_copy: Path, bwrap: str, tmp_path_factory: pytest.TempPathFactory) -> Scored:
     """Both example submissions, scored once through the API with its defaults: probes on."""
     del bwrap
-    base = tmp_path_factory.mktemp("api")
+    base = passable(tmp_path_factory.mktemp("api"))  # the sandbox identity reaches its pairs
     out = base / "out"
     events: list[api.Progress] = []
     probes: list[tuple[api.ProbeResult, ...]] = []

@@ -187,6 +187,40 @@ def test_a_verdict_transplanted_from_a_run_on_another_commit_is_named(
     assert "alice/double_def" not in result.output
 
 
+@pytest.mark.parametrize("name", ["two_plus_two.json", "two_plus_two.intoto.json"])
+def test_a_symlinked_verdict_or_envelope_is_named_never_followed(
+        signed: Signed, outside: Path, name: str) -> None:
+    """The signed file moved elsewhere and linked back: the bytes behind the link are the
+    signed ones, yet the output does not hold them, so verify names the link (as report,
+    merge and export-results refuse it). Negative control: read through the link (the old
+    ``read_bytes``), verify passes."""
+    out = _copy(signed.a, outside / "A")
+    held = outside / "elsewhere"
+    held.mkdir()
+    shutil.move(out / "alice" / name, held / name)
+    (out / "alice" / name).symlink_to(held / name)
+    result = _verify(out, signed, "alice")
+    assert result.exit_code == 1, result.output
+    assert f"alice/{name} is a symbolic link; only regular files are read" in result.output
+    assert "bob/" not in result.output
+
+
+def test_a_symlinked_summary_or_run_envelope_is_named(signed: Signed, outside: Path) -> None:
+    out = _copy(signed.a, outside / "A")
+    held = outside / "elsewhere"
+    held.mkdir()
+    shutil.move(out / "run.intoto.json", held / "run.intoto.json")
+    (out / "run.intoto.json").symlink_to(held / "run.intoto.json")
+    result = _verify(out, signed)
+    assert result.exit_code == 1, result.output
+    assert "run.intoto.json is a symbolic link" in result.output
+    shutil.move(out / "summary.json", held / "summary.json")
+    (out / "summary.json").symlink_to(held / "summary.json")
+    result = _verify(out, signed)
+    assert result.exit_code != 0, result.output
+    assert "summary.json is a symbolic link" in result.output
+
+
 def test_an_added_pair_is_named(signed: Signed, outside: Path) -> None:
     """B's signed verdict of carol (a submission A never scored) put into A."""
     out = _copy(signed.a, outside / "A")

@@ -102,6 +102,7 @@ from support.places import (
     STANDIN,
     UNPRIVILEGED,
     outside_problem,
+    passable,
     real_toolchain,
 )
 from support.profiles import examples
@@ -168,6 +169,7 @@ __all__ = [
     "own_parents",
     "pair_line",
     "parents_of",
+    "passable",
     "pid_namespace_problem",
     "processes_with",
     "real_toolchain",
