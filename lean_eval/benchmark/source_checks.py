@@ -19,7 +19,7 @@ from lean_eval.errors import CatalogError
 
 
 class Uncommitted(NamedTuple):
-    """The paths where the checkout differs from its commit, and a warning for each."""
+    """The paths where the checkout differs from its commit, and the warning naming them."""
 
     paths: tuple[str, ...]
     warnings: tuple[tuple[str, str], ...]
@@ -39,9 +39,12 @@ def uncommitted(src: Path, head: str | None, read: set[str], allow: bool) -> Unc
                            + "; commit or discard the changes, or pass --allow-dirty to "
                            "import them and record these paths in provenance.json, every "
                            "verdict and every export")
-    why = (f"differs from {head[:12]} (uncommitted): imported as it stands and recorded in "
-           "provenance.json (--allow-dirty)")
-    return Uncommitted(dirty, tuple((path, why) for path in dirty))
+    if not dirty:
+        return Uncommitted((), ())
+    why = (f"the work tree differs from its commit {head[:12]} in {len(dirty)} file(s), "
+           "imported as they stand and recorded in provenance.json (--allow-dirty): "
+           + ", ".join(dirty))
+    return Uncommitted(dirty, ((".", why),))
 
 
 def unbumped(src: Path, head: str, statements: dict[str, dict[str, str]]

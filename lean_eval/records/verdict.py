@@ -79,6 +79,9 @@ class Identity(Record):
     # it as benchmark_commit. ``imported`` tells a commit-less import from an older verdict.
     upstream_commit: str | None = None
     imported: bool = False
+    # Source paths the import took from a work tree that differed from upstream_commit
+    # (import-catalog --allow-dirty; benchmark.provenance); export-results carries them.
+    upstream_uncommitted: tuple[str, ...] = ()
 
 
 class Preflight(Record):

@@ -89,7 +89,8 @@ def identity(catalog: Catalog, tools: Tools) -> Identity:
                     bwrap_owner=tools.bwrap.owner, bwrap_setuid=tools.bwrap.setuid,
                     bwrap_sha256=tools.bwrap.sha256,
                     bwrap_minimum_version=tools.bwrap.minimum,
-                    upstream_commit=catalog.upstream_commit, imported=catalog.is_import)
+                    upstream_commit=catalog.upstream_commit, imported=catalog.is_import,
+                    upstream_uncommitted=catalog.upstream_uncommitted)
 
 
 def not_probed(tools: Tools) -> Preflight:
