@@ -14,6 +14,7 @@ manifest layout; a bumped revision, a comment, and a change reverted later are n
 from __future__ import annotations
 
 import json
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -115,9 +116,10 @@ def test_allow_dirty_imports_and_records_the_paths_in_provenance_and_the_catalog
     assert result.exit_code == 0, result.output
     paths = sorted(["generated/scaled_norm/ChallengeDeps.lean", STATEMENT])
     assert provenance.parse((dest / "provenance.json").read_bytes()).uncommitted == tuple(paths)
-    assert (f"warning: .: the work tree differs from its commit {git(h.root, 'rev-parse', 'HEAD')[:12]} "
-            f"in 2 file(s), imported as they stand and recorded in provenance.json "
-            f"(--allow-dirty): {', '.join(paths)}") in result.stderr
+    head = git(h.root, "rev-parse", "HEAD")
+    assert (f"warning: .: the work tree differs from its commit {head[:12]} in 2 file(s), "
+            "imported as they stand and recorded in provenance.json (--allow-dirty): "
+            f"{', '.join(paths)}") in result.stderr
     loaded = catalog.load_catalog(dest, revision=None)
     assert loaded.upstream_uncommitted == tuple(paths)
     assert loaded.upstream_commit == git(h.root, "rev-parse", "HEAD")
@@ -126,7 +128,7 @@ def test_allow_dirty_imports_and_records_the_paths_in_provenance_and_the_catalog
 def test_the_domain_refusal_is_a_catalog_error(tmp_path: Path) -> None:
     h = checkout(tmp_path)
     revise(h)
-    with pytest.raises(CatalogError, match="scaled_norm/Challenge.lean"):
+    with pytest.raises(CatalogError, match=r"scaled_norm/Challenge\.lean"):
         importer.plan_import(h.root)
     assert importer.plan_import(h.root, allow_dirty=True).files["provenance.json"]
 
@@ -210,8 +212,6 @@ def test_a_source_that_is_no_git_checkout_is_not_walked(tmp_path: Path) -> None:
     git(h.root, "archive", "-o", str(tmp_path / "src.tar"), "HEAD")
     plain = tmp_path / "plain"
     plain.mkdir()
-    import tarfile
-
     with tarfile.open(tmp_path / "src.tar") as tar:
         tar.extractall(plain, filter="data")
     plan = importer.plan_import(plain, commit="1" * 40)
