@@ -98,8 +98,9 @@ def import_catalog_command(src: Path, dest: Path, check: bool, as_json: bool, ve
               help="The commit of SRC whose statements the records are held against.")
 @click.option("--json", "as_json", is_flag=True, help="Print every record's audit as JSON.")
 @click.option("-v", "--verbose", count=True, help="List the ok records too.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing when every record is ok.")
 def audit_results_command(results_dir: Path, upstream: Path, upstream_rev: str, as_json: bool,
-                          verbose: int) -> NoReturn:
+                          verbose: int, quiet: bool) -> NoReturn:
     """Hold every record of a results store against the statement its problem has now, under
     the record's statement_revision, in SRC's history: ok; stale (the statement changed after
     the record's benchmark_commit and the revision was not bumped); unknown_commit (SRC has no
@@ -118,8 +119,8 @@ def audit_results_command(results_dir: Path, upstream: Path, upstream_rev: str, 
     if as_json:
         click.echo(report.model_dump_json(indent=2))
         sys.exit(0 if clean else EXIT_FAULT)
-    out = Console()
-    shown = [r for r in report.records if verbose or r.status != "ok"]
+    out = Console(quiet=quiet and clean)
+    shown = [r for r in report.records if (verbose and not quiet) or r.status != "ok"]
     if shown:
         table = Table(title=f"audit-results: {len(shown)} of {len(report.records)} record(s)")
         for column in ("user", "problem", "rev", "benchmark_commit", "status", "detail"):

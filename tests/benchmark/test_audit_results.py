@@ -173,6 +173,9 @@ def test_a_store_of_ok_records_exits_0(history: Fixture, tmp_path: Path) -> None
     result = invoke("--results-dir", str(tmp_path / "clean"), "--upstream", str(history.src))
     assert result.exit_code == 0, result.output
     assert "2 record(s)" in result.output and "2 ok, 0 stale" in result.output
+    quiet = invoke("--results-dir", str(tmp_path / "clean"), "--upstream", str(history.src),
+                   "-q")
+    assert (quiet.exit_code, quiet.output) == (0, "")
 
 
 def test_a_bare_git_directory_is_a_source_too(history: Fixture, tmp_path: Path) -> None:
