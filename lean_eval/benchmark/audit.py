@@ -105,11 +105,12 @@ class _Source(NamedTuple):
         origin = origins.get(pid)
         if origin is None:
             return ()
+        changed = revision_history.changed_in(self.reader, origin)
         line = gitread.chain(self.commits, self.head)
         if since not in line:
-            return origin.changed_in
+            return changed
         newer = set(line[:line.index(since)])
-        return tuple(c for c in origin.changed_in if c in newer)
+        return tuple(c for c in changed if c in newer)
 
 
 def _read_source(upstream: Path, revision: str, records: list[StoreRecord]) -> _Source:

@@ -212,7 +212,7 @@ def plan_import(src: Path, *, commit: str | None = None,
                                    statements=statements, uncommitted=dirty.paths)
     if found_commit is not None:
         notes.extend(ImportNote("warning", path, message) for path, message
-                     in source_checks.unbumped(src, found_commit, statements))
+                     in source_checks.unbumped(src, found_commit, statements, dirty.paths))
     if record.commit is None:
         notes.append(ImportNote("warning", ".", "the source is no git checkout and no commit "
                                 "was stated: exports from this import will be refused "

@@ -47,15 +47,16 @@ def uncommitted(src: Path, head: str | None, read: set[str], allow: bool) -> Unc
     return Uncommitted(dirty, ((".", why),))
 
 
-def unbumped(src: Path, head: str, statements: dict[str, dict[str, str]]
-             ) -> list[tuple[str, str]]:
+def unbumped(src: Path, head: str, statements: dict[str, dict[str, str]],
+             uncommitted: tuple[str, ...]) -> list[tuple[str, str]]:
     """(manifest path, warning) for each problem whose statement (``statements``: id ->
-    revision -> digest, as imported) changed since the commit that set its revision; one
-    warning when git cannot read the history."""
+    revision -> digest, as imported, ``uncommitted`` paths taken from the work tree) changed
+    since the commit that set its revision; one warning when git cannot read the history."""
     now = {pid: (int(rev), digest) for pid, by_rev in statements.items()
            for rev, digest in by_rev.items()}
     try:
-        return revision_history.check_source(gitread.repository(src), head, now)
+        return revision_history.check_source(gitread.repository(src), head, now,
+                                             frozenset(uncommitted))
     except CatalogError as exc:
         why = f"the source's history could not be read to check each statement's revision: {exc}"
         return [(".", why)]

@@ -31,6 +31,14 @@ class Statement(NamedTuple):
     digest: str
 
 
+class Listing(NamedTuple):
+    """A problem as a state lists it: its revision, and the blobs of its statement files
+    (``provenance.STATEMENT_FILES`` in order; None: absent), read only when a digest is asked."""
+
+    revision: int | None
+    files: tuple[str | None, ...]
+
+
 def problem_ids(state: Mapping[str, str]) -> set[str]:
     """Every problem with a ``Challenge.lean`` in ``state`` (whether or not it has a
     manifest)."""
@@ -60,18 +68,26 @@ class Reader:
         self._digests: dict[tuple[str | None, ...], str] = {}
 
     @staticmethod
+    def manifest_blobs(state: Mapping[str, str], pids: Iterable[str]) -> set[str]:
+        """The blobs :meth:`listing` reads for ``pids`` in ``state``."""
+        names = {state[upstream.SINGLE_FILE]} if upstream.SINGLE_FILE in state else set()
+        names.update(state[p] for p in (_PER_PROBLEM.format(pid=pid) for pid in pids)
+                     if p in state)
+        return names
+
+    @staticmethod
     def needed(state: Mapping[str, str], pids: Iterable[str]) -> set[str]:
         """The blobs :meth:`statement` reads for ``pids`` in ``state``."""
-        names = {state[upstream.SINGLE_FILE]} if upstream.SINGLE_FILE in state else set()
+        pids = set(pids)
+        names = Reader.manifest_blobs(state, pids)
         for pid in pids:
-            paths = [_PER_PROBLEM.format(pid=pid),
-                     *(_WORKSPACE_FILE.format(pid=pid, name=n) for n in provenance.STATEMENT_FILES)]
+            paths = (_WORKSPACE_FILE.format(pid=pid, name=n) for n in provenance.STATEMENT_FILES)
             names.update(state[p] for p in paths if p in state)
         return names
 
-    def load(self, names: Iterable[str]) -> None:
+    def load(self, names: Iterable[str | None]) -> None:
         """Read every blob of ``names`` not read yet, in as few git processes as it takes."""
-        missing = set(names) - set(self.blobs)
+        missing = {n for n in names if n is not None} - set(self.blobs)
         if missing:
             self.blobs.update(gitread.blobs(self.git, missing, self.sizes))
 
@@ -91,15 +107,24 @@ class Reader:
             found.extend(self._one[one].values())
         return found[0] if len(found) == 1 else None  # listed twice: the importer refuses it
 
+    def listing(self, state: Mapping[str, str], pid: str) -> Listing | None:
+        """``pid`` in ``state`` (its manifest blobs loaded), None when it is not there."""
+        files = tuple(state.get(_WORKSPACE_FILE.format(pid=pid, name=n))
+                      for n in provenance.STATEMENT_FILES)
+        if files[0] is None:  # no Challenge.lean
+            return None
+        manifest = self._manifest(state, pid)
+        return None if manifest is None else Listing(_revision(manifest.table), files)
+
+    def digest(self, listing: Listing) -> str:
+        """The statement digest of ``listing``'s files (their blobs loaded)."""
+        if listing.files not in self._digests:
+            self._digests[listing.files] = provenance.statement_digest(
+                {n: self.blobs[b] for n, b in zip(provenance.STATEMENT_FILES, listing.files,
+                                                  strict=True) if b is not None})
+        return self._digests[listing.files]
+
     def statement(self, state: Mapping[str, str], pid: str) -> Statement | None:
         """``pid``'s statement in ``state`` (its blobs loaded), None when it is not there."""
-        files = {n: state.get(_WORKSPACE_FILE.format(pid=pid, name=n))
-                 for n in provenance.STATEMENT_FILES}
-        manifest = self._manifest(state, pid)
-        if manifest is None or files["Challenge.lean"] is None:
-            return None
-        key = tuple(files.values())
-        if key not in self._digests:
-            self._digests[key] = provenance.statement_digest(
-                {n: self.blobs[b] for n, b in files.items() if b is not None})
-        return Statement(_revision(manifest.table), self._digests[key])
+        listing = self.listing(state, pid)
+        return None if listing is None else Statement(listing.revision, self.digest(listing))
