@@ -98,19 +98,16 @@ class _Source(NamedTuple):
     states: dict[str, dict[str, str]]
     reader: statements.Reader
 
-    def changed_in(self, pid: str, since: str,
-                   origins: dict[str, revision_history.RevisionOrigin]) -> tuple[str, ...]:
-        """The commits after ``since`` on head's first-parent chain that changed ``pid``'s
-        statement under its current revision (all of them when ``since`` is off the chain)."""
-        origin = origins.get(pid)
-        if origin is None:
-            return ()
-        changed = revision_history.changed_in(self.reader, origin)
-        line = gitread.chain(self.commits, self.head)
-        if since not in line:
-            return changed
-        newer = set(line[:line.index(since)])
-        return tuple(c for c in changed if c in newer)
+    def changes(self, pids: set[str]) -> dict[str, tuple[str, ...]]:
+        """Each problem of ``pids`` -> the commits of head's first-parent chain that changed
+        its statement under its current revision, oldest first (one history walk, one batch
+        of blobs, however many problems)."""
+        if not pids:
+            return {}
+        found = revision_history.origins(self.reader, self.commits, self.head, pids)
+        self.reader.load(b for o in found.values() for _, x, y in o.edits
+                         for b in (*x.files, *y.files))
+        return {pid: revision_history.changed_in(self.reader, o) for pid, o in found.items()}
 
 
 def _read_source(upstream: Path, revision: str, records: list[StoreRecord]) -> _Source:
@@ -136,28 +133,37 @@ def audit(results_dir: Path, upstream: Path, revision: str = "HEAD") -> AuditRep
     """Every record of the store in ``results_dir`` against ``upstream`` at ``revision``."""
     records = read_store(results_dir)
     source = _read_source(upstream, revision, records)
-    now = {r.result.problem_id: source.reader.statement(source.states[source.head],
-                                                        r.result.problem_id) for r in records}
-    origins: dict[str, revision_history.RevisionOrigin] | None = None
+    head_state = source.states[source.head]
+    now = {r.result.problem_id: source.reader.statement(head_state, r.result.problem_id)
+           for r in records}
+    at = {(r.result.benchmark_commit, r.result.problem_id): source.reader.statement(
+        source.states[r.result.benchmark_commit], r.result.problem_id)
+        for r in records if r.result.benchmark_commit in source.states}
+    moved = set()
+    for (_, pid), then in at.items():
+        current = now[pid]
+        if then is not None and current is not None and then.digest != current.digest:
+            moved.add(pid)
+    changes = source.changes(moved)
+    line = gitread.chain(source.commits, source.head)
+    position = {c: i for i, c in enumerate(line)}  # 0: head
     audited: list[AuditedRecord] = []
     for user, record in records:
         commit, pid, current = record.benchmark_commit, record.problem_id, now[record.problem_id]
+        then = at.get((commit, pid))
         if commit not in source.states:
-            at, status, detail = None, "unknown_commit", f"the source has no commit {commit}"
+            status: AuditStatus = "unknown_commit"
+            detail = f"the source has no commit {commit}"
         else:
-            at = source.reader.statement(source.states[commit], pid)
-            changed: tuple[str, ...] = ()
-            if at is not None and current is not None and at.digest != current.digest:
-                if origins is None:  # the history walk, only when a statement differs
-                    origins = revision_history.origins(source.reader, source.commits,
-                                                       source.head)
-                changed = source.changed_in(pid, commit, origins)
-            status, detail = _judge(record, at, current, changed)
+            since = position.get(commit)  # only the changes after the record's commit
+            changed = tuple(c for c in changes.get(pid, ())
+                            if since is None or position[c] < since)
+            status, detail = _judge(record, then, current, changed)
         audited.append(AuditedRecord(
             result_id=record.result_id, user=user, problem_id=pid,
             statement_revision=record.statement_revision, benchmark_commit=commit,
             status=status, revision_now=current.revision if current else None,
-            digest_at_commit=at.digest if at else None,
+            digest_at_commit=then.digest if then else None,
             digest_now=current.digest if current else None, detail=detail))
     counts = Counter(r.status for r in audited)
     return AuditReport(results_dir=str(results_dir), upstream=str(upstream),
