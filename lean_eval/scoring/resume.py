@@ -52,8 +52,10 @@ def key_of(submission_digest: str, problem_id: str, statement_revision: int,
         "statement_revision": statement_revision,
         "trusted_files": dict(sorted(trusted_files.items())),
         # Not where the benchmark is: its commit and the trusted digests identify it, so the
-        # same revision checked out elsewhere resumes.
-        "identity": ident.model_dump(mode="json", exclude={"benchmark_path"}),
+        # same revision checked out elsewhere resumes. A clean import's empty
+        # upstream_uncommitted is left out, so the keys of runs before the field stay valid.
+        "identity": ident.model_dump(mode="json", exclude={"benchmark_path"} | (
+            set() if ident.upstream_uncommitted else {"upstream_uncommitted"})),
         "options": dict(options),
     }
     text = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
