@@ -20,11 +20,11 @@ from rich.text import Text
 
 from lean_eval.outputs.report import console as report_console
 from lean_eval.probes.preflight import NOTHING_TO_SCORE
+from lean_eval.records.kinds import OUTCOMES
 from lean_eval.records.verdict import Summary
 from lean_eval.scoring import scheduler
 
-_SHORT = {"accepted": "ok", "rejected": "rej", "invalid_submission": "inv",
-          "unchanged": "same", "error": "err"}
+_SHORT: dict[str, str] = {name: kind.short for name, kind in OUTCOMES.items()}
 
 
 class Display:
