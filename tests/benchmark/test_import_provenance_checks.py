@@ -117,7 +117,7 @@ def test_allow_dirty_imports_and_records_the_paths_in_provenance_and_the_catalog
     paths = sorted(["generated/scaled_norm/ChallengeDeps.lean", STATEMENT])
     assert provenance.parse((dest / "provenance.json").read_bytes()).uncommitted == tuple(paths)
     head = git(h.root, "rev-parse", "HEAD")
-    assert (f"warning: .: the work tree differs from its commit {head[:12]} in 2 file(s), "
+    assert (f"the work tree differs from its commit {head[:12]} in 2 file(s), "
             "imported as they stand and recorded in provenance.json (--allow-dirty): "
             f"{', '.join(paths)}") in result.stderr
     loaded = catalog.load_catalog(dest, revision=None)

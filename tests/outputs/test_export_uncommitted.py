@@ -4,12 +4,12 @@ verdict's ``identity.upstream_uncommitted`` reaches the store record as
 lets grow), the file still validates as the public store's validator would, and the export of
 a clean import carries no such key.
 
-Where ``LEAN_EVAL_REAL_RESULTS`` names the ``results/`` of a checkout of the public store, its
-own validator (``scripts/results_schema.py``, read at test time) also accepts the file."""
+Where ``LEAN_EVAL_REAL_SUBMISSIONS`` names a local copy of the public store (a checkout or its
+git directory), its own validator (``scripts/results_schema.py``, read at test time, never
+copied here) also accepts the file."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from pathlib import Path
@@ -22,6 +22,7 @@ from support import make_identity, write_output
 from lean_eval.cli import main
 from lean_eval.outputs.export import UNCOMMITTED_KEY
 from lean_eval.records.results_store import UserFile
+from lean_eval.supervise import process
 
 UPSTREAM = "b91d4750" + "0" * 32
 DIRTY = ("generated/tverberg/Challenge.lean",)
@@ -30,7 +31,7 @@ META = {"alice": {"user": "alice", "declared_model": "M",
                   "submission": {"kind": "gist", "repo": "alice/0123abcd", "ref": "a" * 40,
                                  "public": True},
                   "production_metadata": {"production_description": "by hand"}}}
-REAL_RESULTS = os.environ.get("LEAN_EVAL_REAL_RESULTS")
+REAL = os.environ.get("LEAN_EVAL_REAL_SUBMISSIONS")  # a checkout (or git dir) of the store
 
 
 def _export(tmp_path: Path, uncommitted: tuple[str, ...]) -> dict[str, Any]:
@@ -59,15 +60,22 @@ def test_a_clean_import_exports_no_such_key(tmp_path: Path) -> None:
     assert record["production_metadata"] == {"production_description": "by hand"}
 
 
-@pytest.mark.skipif(not REAL_RESULTS, reason="LEAN_EVAL_REAL_RESULTS is not set (the results/ "
-                                             "of a checkout of the public store); not run")
+@pytest.mark.skipif(not REAL, reason="LEAN_EVAL_REAL_SUBMISSIONS is not set (a local copy of "
+                                     "leanprover/lean-eval-submissions); not run")
 def test_the_public_validator_accepts_the_record(tmp_path: Path) -> None:
-    assert REAL_RESULTS is not None
-    script = Path(REAL_RESULTS).parent / "scripts" / "results_schema.py"
-    spec = importlib.util.spec_from_file_location("public_results_schema", script)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    assert REAL is not None
+    source = Path(REAL) / "scripts" / "results_schema.py"
+    if source.is_file():
+        text = source.read_text()
+    else:
+        shown = process.run_capture(("git", "--git-dir", REAL, "show",
+                                     "HEAD:scripts/results_schema.py"),
+                                    env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+                                    cwd=tmp_path)
+        assert shown.returncode == 0, shown.stderr
+        text = shown.stdout.decode()
+    namespace: dict[str, Any] = {"__name__": "public_results_schema"}
+    exec(compile(text, str(source), "exec"), namespace)  # noqa: S102 - the public validator
     data = _export(tmp_path, DIRTY)
-    assert module.validate_v2(data)["results"][0]["production_metadata"][UNCOMMITTED_KEY] == [
-        DIRTY[0]]
+    checked = namespace["validate_v2"](data)
+    assert checked["results"][0]["production_metadata"][UNCOMMITTED_KEY] == [DIRTY[0]]
