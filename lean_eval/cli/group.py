@@ -61,6 +61,8 @@ SECTIONS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
                                 "verdicts.")),
         ("validate-catalog", "Check the benchmark's catalog, pins and workspaces."),
         ("import-catalog", "Turn a checkout in another benchmark layout into this one."),
+        ("audit-results", ("Find the results store's records scored on a statement that "
+                           "changed without a new revision.")),
         ("config", "Show every setting's value and where it comes from."),
     )),
     ("CI and results", (

@@ -34,10 +34,17 @@ from lean_eval.outputs.report import run_report
 from lean_eval.outputs.results_store import StoreLock, file_name, result_id
 from lean_eval.records import out_layout
 from lean_eval.records.documents import ExportReport
-from lean_eval.records.results_store import STORE_SCHEMA_VERSION, MetadataEntry, Result, UserFile
+from lean_eval.records.results_store import (
+    STORE_SCHEMA_VERSION,
+    MetadataEntry,
+    ProductionMetadata,
+    Result,
+    UserFile,
+)
 from lean_eval.records.verdict import PairSummary, Verdict
 
 _COMMIT_LEN = 40
+UNCOMMITTED_KEY = "benchmark_uncommitted"  # in production_metadata: see _with_uncommitted
 
 
 class Added(NamedTuple):
@@ -81,6 +88,18 @@ def upstream_commit(verdict: Verdict) -> tuple[str, str | None]:
         return "", (f"benchmark_commit {commit or None!r} is not a 40-hex git commit (score "
                     "from a git checkout of the benchmark)")
     return commit, None
+
+
+def _with_uncommitted(production: ProductionMetadata, verdict: Verdict) -> ProductionMetadata:
+    """``production`` with the source paths the benchmark was imported with uncommitted
+    (``Identity.upstream_uncommitted``, import-catalog --allow-dirty) under
+    ``UNCOMMITTED_KEY``: benchmark_commit does not hold what was scored there, and the public
+    schema lets no other object of a record grow."""
+    paths = verdict.identity.upstream_uncommitted
+    if not paths:
+        return production
+    return ProductionMetadata.model_validate(
+        {**production.model_dump(mode="json", exclude_none=True), UNCOMMITTED_KEY: list(paths)})
 
 
 def utc_seconds(stamp: str) -> str:
@@ -187,7 +206,7 @@ def _candidates(run: run_report.Run, metadata: Mapping[str, MetadataEntry],
                 "problem_id": pair.problem, "statement_revision": revision,
                 "declared_model": entry.declared_model, "accepted_at": accepted_at,
                 "benchmark_commit": commit, "intake": entry.intake, "submission": entry.submission,
-                "production_metadata": entry.production_metadata})
+                "production_metadata": _with_uncommitted(entry.production_metadata, verdict)})
         except ValidationError as exc:
             errors += [f"{where}: {p}" for p in problems(exc)]
             continue

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lean_eval.records import documents, replay, results_store, run_report, statement
+from lean_eval.records import audit, documents, replay, results_store, run_report, statement
 from lean_eval.records.verdict import Summary, Verdict
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
@@ -35,6 +35,7 @@ def schemas() -> dict[str, dict[str, Any]]:
         "export-report.schema.json": documents.ExportReport.model_json_schema(),
         "problem-list.schema.json": documents.ProblemList.model_json_schema(),
         "replay-report.schema.json": replay.ReplayReport.model_json_schema(),
+        "audit-report.schema.json": audit.AuditReport.model_json_schema(),
     }
 
 

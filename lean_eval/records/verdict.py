@@ -86,6 +86,9 @@ class Identity(Record):
     imported: bool = False
     # None: a verdict of a lean-eval before the sandbox identity was recorded.
     sandbox_identity: SandboxIdentity | None = None
+    # Source paths the import took from a work tree that differed from upstream_commit
+    # (import-catalog --allow-dirty; benchmark.provenance); export-results carries them.
+    upstream_uncommitted: tuple[str, ...] = ()
 
 
 class Preflight(Record):

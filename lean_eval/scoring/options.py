@@ -98,7 +98,8 @@ def identity(catalog: Catalog, tools: Tools) -> Identity:
                     bwrap_sha256=tools.bwrap.sha256,
                     bwrap_minimum_version=tools.bwrap.minimum,
                     upstream_commit=catalog.upstream_commit, imported=catalog.is_import,
-                    sandbox_identity=tools.sandbox_user.record())
+                    sandbox_identity=tools.sandbox_user.record(),
+                    upstream_uncommitted=catalog.upstream_uncommitted)
 
 
 def not_probed(tools: Tools) -> Preflight:

@@ -49,6 +49,8 @@ def key_of(submission_digest: str, problem_id: str, statement_revision: int,
     identity = ident.model_dump(mode="json", exclude={"benchmark_path"})
     if identity.get("sandbox_identity") is None:  # recorded before it was: the key it had then
         del identity["sandbox_identity"]
+    if not identity.get("upstream_uncommitted"):  # a clean import: the key runs before it had
+        identity.pop("upstream_uncommitted", None)
     material = {
         "submission_digest": submission_digest,
         "problem": problem_id,

@@ -59,9 +59,11 @@ def _documented(plan: reader.Intake, problem: ProblemWorkspace, ident: Identity,
         "problem": problem.problem.id,
         "statement_revision": problem.problem.statement_revision,
         "trusted_files": problem.digests,
-        # the sandbox identity only once recorded: an older verdict keeps the key it had
+        # the sandbox identity only once recorded: an older verdict keeps the key it had; a
+        # clean import's empty upstream_uncommitted is left out likewise
         "identity": ident.model_dump(mode="json", exclude={"benchmark_path"} | (
-            set() if ident.sandbox_identity else {"sandbox_identity"})),
+            set() if ident.sandbox_identity else {"sandbox_identity"}) | (
+            set() if ident.upstream_uncommitted else {"upstream_uncommitted"})),
         "options": {"timeout": options.timeout,
                     "limits": options.limits.model_dump(mode="json"),
                     "max_written_file_bytes": options.max_written_file_bytes,
@@ -78,10 +80,15 @@ def _documented(plan: reader.Intake, problem: ProblemWorkspace, ident: Identity,
 
 def test_the_resume_key_is_the_documented_digest(problem: ProblemWorkspace) -> None:
     odd = limited(OPTIONS._replace(paranoid=True, timeout=1.5), disk_limit=None)
+    dirty = IDENT.model_copy(update={"upstream_uncommitted": ("generated/x/Challenge.lean",)})
     for options in (OPTIONS, odd):
-        key = resume.pair_key(_plan(), problem, IDENT, options, PROBED)
-        assert key == _documented(_plan(), problem, IDENT, options, PROBED)
-        assert len(key) == 64 and int(key, 16) >= 0
+        for ident in (IDENT, dirty):
+            key = resume.pair_key(_plan(), problem, ident, options, PROBED)
+            assert key == _documented(_plan(), problem, ident, options, PROBED)
+            assert len(key) == 64 and int(key, 16) >= 0
+    # an import with uncommitted paths is another benchmark: its pairs do not resume a clean one
+    assert resume.pair_key(_plan(), problem, dirty, OPTIONS, PROBED) != resume.pair_key(
+        _plan(), problem, IDENT, OPTIONS, PROBED)
 
 
 PINNED = RunOptions(out_dir=Path("/out"), timeout=600.0, limits=reader.IntakeLimits(
