@@ -20,7 +20,6 @@ from lean_eval.cli.options import (
     ByteSize,
     common_options,
     fail_on_option,
-    failing_exit,
     intake_limit_options,
     intake_limits,
     selection_options,
@@ -96,6 +95,11 @@ RUN_STOPPED = Wording(fault="; the run stopped, verdicts already written stay va
                    "signed in-toto envelope <problem>.intoto.json beside every verdict.")
 @selection_options
 @fail_on_option
+@click.option("--exit-zero", is_flag=True,
+              help="Exit 0 for every run that finished, whatever its verdicts and whatever "
+                   "--fail-on finds (ruff's and flake8's flag; for pipelines that read the "
+                   "verdicts themselves). Setup failures still exit 2, a fault 1, an interrupt "
+                   "130/143.")
 @common_options
 def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, ...],
              timeout: float, work_dir: Path | None, keep_work: bool, skip_probes: bool,
@@ -106,7 +110,7 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
              rescore: bool, shard_text: str | None,
              private: tuple[Path, ...], sign_key: Path | None, set_name: str | None,
              statuses: tuple[str, ...], tags: tuple[str, ...], fail_on: frozenset[str],
-             benchmark: Path | None, toolchain: Path | None,
+             exit_zero: bool, benchmark: Path | None, toolchain: Path | None,
              bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
              quiet: bool) -> NoReturn:
     """Score SUBMISSION... (directories or .tar/.tar.gz/.tgz archives) against the benchmark.
@@ -115,6 +119,7 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     unchanged are kept; `error` pairs and the rest are scored (--rescore: all of them).
     """
     from lean_eval.cli import progress  # rich's progress display: off --help's path
+    from lean_eval.scoring.gate import ExitPolicy
 
     err = Console(stderr=True)
     kept_before = scoring_dirs(work_dir) if keep_work else set()
@@ -143,10 +148,12 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
         summary = api.run_request(request, dict(os.environ), on_progress=show,
                                   on_probes=lambda entries: show_probes(entries, quiet, verbose),
                                   on_warning=lambda text: warn(text, quiet),
-                                  fail_on=fail_on)
+                                  policy=ExitPolicy(fail_on=fail_on, exit_zero=exit_zero))
     progress.report_end(summary, err, quiet, listed=not as_json)
-    # The gate's message before the table: the last line says the exit code the process returns.
-    code = failing_exit(summary, fail_on, summary.exit_code)
+    # summary.json records the code the process returns (scoring.gate decided it before the
+    # run was signed); the gate's message comes before the table, whose last line says it.
+    code = summary.exit_code
+    _say_gate(summary, fail_on, exit_zero)
     if keep_work:
         say_kept(scoring_dirs(work_dir) - kept_before, quiet)
     if as_json:
@@ -159,6 +166,19 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
 
         report_console.print_summary(summary, Console(), hints=True)
     sys.exit(code)
+
+
+def _say_gate(summary: Summary, fail_on: frozenset[str], exit_zero: bool) -> None:
+    """The pairs that tripped ``--fail-on``, on stderr, with the code the run returns."""
+    from lean_eval.outputs.report.run_report import failures, printable
+
+    found = failures(summary, fail_on)
+    if not found or summary.interrupted:
+        return
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    why = " (--exit-zero)" if exit_zero else ""
+    click.echo(f"lean-eval: --fail-on {','.join(sorted(fail_on))}: {len(found)} pair(s) failed "
+               f"the gate: {printable(shown)}; exit {summary.exit_code}{why}", err=True)
 
 
 def _titles(summary: Summary) -> dict[str, str]:
