@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, NoReturn
 import click
 
 from lean_eval.cli.deferred import api, documents, driver, problem, selfcheck
-from lean_eval.cli.exits import EXIT_FAULT, EXIT_SETUP, Worded, Wording
+from lean_eval.cli.exits import EXIT_FAULT, EXIT_SETUP, Worded, Wording, json_errors
 from lean_eval.cli.group import Console, warn
 from lean_eval.cli.options import (
     PROBE_NAMES,
@@ -38,6 +38,7 @@ from lean_eval.cli.steps import (
 from lean_eval.errors import UsageError
 
 if TYPE_CHECKING:
+    from lean_eval.records.run_report import ProblemInfo
     from lean_eval.records.verdict import Summary
 
 # A harness fault or an interrupt mid-run leaves the verdicts written so far valid; it says so.
@@ -45,6 +46,7 @@ RUN_STOPPED = Wording(fault="; the run stopped, verdicts already written stay va
                       stopped="; verdicts already written stay valid")
 
 
+@json_errors
 @verbose_help("Also every check of every preflight probe (a failing one's always).")
 @click.command("run-eval", cls=Worded, wording=RUN_STOPPED)
 @click.argument("submissions", nargs=-1, required=True,
@@ -159,7 +161,7 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     if as_json:
         from lean_eval.records.run_report import run_eval_document
 
-        document = run_eval_document(summary, _titles(summary))
+        document = run_eval_document(summary, _problem_info(summary))
         click.echo(document.model_dump_json(indent=2))
     elif not quiet:
         from lean_eval.outputs.report import console as report_console
@@ -181,11 +183,12 @@ def _say_gate(summary: Summary, fail_on: frozenset[str], exit_zero: bool) -> Non
                f"the gate: {printable(shown)}; exit {summary.exit_code}{why}", err=True)
 
 
-def _titles(summary: Summary) -> dict[str, str]:
-    """Each scored problem's title, from the benchmark revision the run used (ids stand in when
-    it cannot be read again: titles are descriptive)."""
+def _problem_info(summary: Summary) -> dict[str, ProblemInfo]:
+    """Each scored problem's title and visibility, from the benchmark revision the run used
+    (none when it cannot be read again: ids stand in for titles, visibility is unknown)."""
     from lean_eval.benchmark.catalog import load_catalog
     from lean_eval.errors import LeanEvalError
+    from lean_eval.records.run_report import ProblemInfo
 
     ident = summary.identity
     try:
@@ -194,7 +197,8 @@ def _titles(summary: Summary) -> dict[str, str]:
                            only=frozenset(summary.problems) or None)
     except LeanEvalError:
         return {}
-    return {pid: ws.problem.title for pid, ws in cat.problems.items()}
+    return {pid: ProblemInfo(ws.problem.title, ws.problem.visible)
+            for pid, ws in cat.problems.items()}
 
 
 @verbose_help("Every check of every probe (a failing probe's failing checks always).")

@@ -203,6 +203,15 @@ def run_report(run: Run) -> RunReport:
         disagreements=tuple(visible(d) for d in run.disagreements))
 
 
+def out_of(doc: RunReport) -> dict[str, int]:
+    """Each submission's pairs, those no run scored included: what a matrix's "solved" counts
+    out of (3 solved of 5 pairs, 2 unscored, is 3/5, never 3/3)."""
+    total = {s.id: s.pairs for s in doc.submissions}
+    for ref in doc.not_scored:
+        total[ref.submission] = total.get(ref.submission, 0) + 1
+    return total
+
+
 def _told(disagreement: str | None) -> str:
     return f"[{disagreement}; shown as the file says] " if disagreement else ""
 
