@@ -99,7 +99,9 @@ def report_end(summary: Summary, console: Console, quiet: bool, listed: bool) ->
         console.print(f"{summary.reused} pair(s) kept: their verdicts from an earlier run on "
                       "this --out still apply (--rescore scores them again)",
                       markup=False, highlight=False)
-    for sub in () if listed else summary.submissions:
-        if not sub.problems and sub.rejection is None:
+    from lean_eval.scoring.gate import scored_nothing
+
+    for sub in () if listed else scored_nothing(summary):
+        if sub.rejection is None:
             console.print(f"[yellow]warning:[/] {escape(sub.id)}: no problem directory found"
                           + (f": {escape(sub.hint)}" if sub.hint else ""), highlight=False)

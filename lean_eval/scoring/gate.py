@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from lean_eval.records.verdict import TALLY, PairRef, Summary
+from lean_eval.records.verdict import TALLY, PairRef, SubmissionSummary, Summary
 
 
 class ExitPolicy(NamedTuple):
@@ -39,6 +39,15 @@ def not_scored(summary: Summary) -> tuple[PairRef, ...]:
     return tuple(PairRef(submission=s, problem=p) for s, p in found if (s, p) not in scored)
 
 
+def scored_nothing(summary: Summary) -> tuple[SubmissionSummary, ...]:
+    """Submissions that scored nothing because they were rejected as a whole or hold no problem
+    directory: no problem in the whole batch. A shard's summary lists only its own pairs, so a
+    submission whose pairs all fell in other shards is not one of them (its batch says so)."""
+    batch = summary.shard.batch if summary.shard is not None else {}
+    return tuple(s for s in summary.submissions
+                 if not s.problems and not batch.get(s.id, ()))
+
+
 def failures(summary: Summary, kinds: frozenset[str]) -> tuple[str, ...]:
     """What trips a gate of ``kinds``: pairs of a tally kind in ``kinds``; with ``invalid``, each
     submission that scored nothing because it was rejected as a whole or holds no problem
@@ -48,7 +57,7 @@ def failures(summary: Summary, kinds: frozenset[str]) -> tuple[str, ...]:
     found = [f"{p.submission}/{p.problem}" for p in summary.every_pair()
              if TALLY[p.verdict] in kinds]
     if "invalid" in kinds:
-        found += [s.id for s in summary.submissions if not s.problems]
+        found += [s.id for s in scored_nothing(summary)]
     found += [f"{r.submission}/{r.problem} (not scored)" for r in not_scored(summary)]
     return tuple(found)
 

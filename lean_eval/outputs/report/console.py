@@ -17,6 +17,7 @@ from lean_eval.outputs.report.run_report import (
     no_problem_directory,
     not_scored,
     printable,
+    scored_nothing,
     unscored_count,
     why_not_scored,
 )
@@ -83,7 +84,7 @@ def print_summary(summary: Summary, console: Console, hints: bool = False,
                          "bold yellow"))
     counts = ", ".join(f"{n} {name}" for name, n in summary.counts.items() if n) or "no pairs"
     unscored = unscored_count(summary, missing)
-    nothing = sum(1 for s in summary.submissions if not s.problems)
+    nothing = len(scored_nothing(summary))
     empty = f"; {nothing} submission(s) scored nothing" if nothing else ""
     console.print(_t(f"{counts}{'; ' + unscored if unscored else ''}{empty}; "
                      f"exit {summary.exit_code}"))

@@ -38,6 +38,7 @@ from lean_eval.records.verdict import (
 )
 from lean_eval.scoring.gate import failures as failures  # noqa: PLC0414 - re-exported
 from lean_eval.scoring.gate import not_scored as not_scored  # noqa: PLC0414 - re-exported
+from lean_eval.scoring.gate import scored_nothing as scored_nothing  # noqa: PLC0414 - re-exported
 from lean_eval.scoring.shard import shard_of
 
 Format = Literal["table", "markdown", "junit", "json", "csv", "html"]
@@ -96,8 +97,7 @@ def unscored_count(summary: Summary, missing: Sequence[PairRef]) -> str:
 
 def no_problem_directory(summary: Summary) -> tuple[tuple[str, str | None], ...]:
     """(id, hint) of each submission in which intake found no problem directory."""
-    return tuple((s.id, s.hint) for s in summary.submissions
-                 if not s.problems and s.rejection is None)
+    return tuple((s.id, s.hint) for s in scored_nothing(summary) if s.rejection is None)
 
 
 # --- lean-eval report OUT: one output directory, rendered -----------------------------------
