@@ -113,7 +113,7 @@ def test_under_json_an_argument_error_prints_an_error_document(tmp_path: Path,
     """--json is read before the other options, so its place on the line does not matter."""
     args = ["run-eval", str(tmp_path), "--out", str(tmp_path / "o"), "--timeout", "0"]
     args = ["run-eval", "--json", *args[1:]] if where == "before" else [*args, "--json"]
-    result = CliRunner().invoke(main, args)
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 2
     document = ErrorDocument.model_validate_json(result.stdout)
     assert document.error == "usage" and "--timeout" in document.message
