@@ -126,7 +126,7 @@ class Matrix:
     """Runs and checks one combination; ``invoke`` runs run-eval (not quiet)."""
 
     def __init__(self, invoke: Invoke, batch: Batch, base: Path) -> None:
-        self.invoke, self.batch, self.base = invoke, batch, base
+        self.run_eval, self.batch, self.base = invoke, batch, base
 
     def args(self, combo: Combo, *more: str) -> tuple[str, ...]:
         return (*(("--sign-key", str(self.batch.private)) if combo.sign else ()),
@@ -137,7 +137,7 @@ class Matrix:
     def run(self, combo: Combo, out: Path, *more: str, interrupt: bool = False) -> int:
         """One run-eval, its invariants checked; its exit code."""
         subs = self.batch.subs if combo.error_pair else self.batch.subs[:2]
-        ended = self.invoke(subs, out, self.args(combo, *more), interrupt)
+        ended = self.run_eval(subs, out, self.args(combo, *more), interrupt)
         code = ended.code
         said = f"{out.name} {combo}: {ended.stdout[-2000:]}{ended.stderr[-2000:]}"
         assert code == expected_code(out, combo, interrupt), said
