@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from types import TracebackType
 
+import click
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
@@ -19,9 +20,11 @@ from rich.progress import (
 from rich.text import Text
 
 from lean_eval.outputs.report import console as report_console
+from lean_eval.outputs.report.run_report import printable
 from lean_eval.probes.preflight import NOTHING_TO_SCORE
 from lean_eval.records.verdict import Summary
 from lean_eval.scoring import scheduler
+from lean_eval.scoring.gate import failures, scored_nothing
 
 _SHORT = {"accepted": "ok", "rejected": "rej", "invalid_submission": "inv",
           "unchanged": "same", "error": "err"}
@@ -99,9 +102,20 @@ def report_end(summary: Summary, console: Console, quiet: bool, listed: bool) ->
         console.print(f"{summary.reused} pair(s) kept: their verdicts from an earlier run on "
                       "this --out still apply (--rescore scores them again)",
                       markup=False, highlight=False)
-    from lean_eval.scoring.gate import scored_nothing
-
     for sub in () if listed else scored_nothing(summary):
         if sub.rejection is None:
             console.print(f"[yellow]warning:[/] {escape(sub.id)}: no problem directory found"
                           + (f": {escape(sub.hint)}" if sub.hint else ""), highlight=False)
+
+
+def say_gate(summary: Summary, fail_on: frozenset[str], exit_zero: bool) -> None:
+    """The pairs that tripped ``--fail-on``, on stderr, with the code the run returns (its
+    summary's: ``scoring.gate`` decided it)."""
+    found = failures(summary, fail_on)
+    if not found or summary.interrupted:
+        return
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    why = " (--exit-zero)" if exit_zero else ""
+    click.echo(f"lean-eval: --fail-on {','.join(sorted(fail_on))}: {len(found)} pair(s) failed "
+               f"the gate: {printable(shown)}; exit {summary.exit_code}{why}",
+               err=True)

@@ -155,7 +155,7 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     # summary.json records the code the process returns (scoring.gate decided it before the
     # run was signed); the gate's message comes before the table, whose last line says it.
     code = summary.exit_code
-    _say_gate(summary, fail_on, exit_zero)
+    progress.say_gate(summary, fail_on, exit_zero)
     if keep_work:
         say_kept(scoring_dirs(work_dir) - kept_before, quiet)
     if as_json:
@@ -168,19 +168,6 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
 
         report_console.print_summary(summary, Console(), hints=True)
     sys.exit(code)
-
-
-def _say_gate(summary: Summary, fail_on: frozenset[str], exit_zero: bool) -> None:
-    """The pairs that tripped ``--fail-on``, on stderr, with the code the run returns."""
-    from lean_eval.outputs.report.run_report import failures, printable
-
-    found = failures(summary, fail_on)
-    if not found or summary.interrupted:
-        return
-    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-    why = " (--exit-zero)" if exit_zero else ""
-    click.echo(f"lean-eval: --fail-on {','.join(sorted(fail_on))}: {len(found)} pair(s) failed "
-               f"the gate: {printable(shown)}; exit {summary.exit_code}{why}", err=True)
 
 
 def _problem_info(summary: Summary) -> dict[str, ProblemInfo]:
