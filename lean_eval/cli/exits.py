@@ -16,7 +16,7 @@ import sys
 import tempfile
 import threading
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 from typing import Any, NamedTuple, NoReturn
 
@@ -63,6 +63,16 @@ def json_errors(command: click.Command) -> click.Command:
             param.is_eager = True
             param.callback = _ask_for_json_errors
     return command
+
+
+def asks_for_json(command: click.Command | None, args: Sequence[str]) -> bool:
+    """Whether ``command``, given ``args`` it has not parsed yet, will print its failures as
+    JSON too: for a failure before it parses them (the ``--config`` file's, read first)."""
+    if command is None or not any(p.name == "as_json" and p.callback is _ask_for_json_errors
+                                  for p in command.params):
+        return False
+    options = args[:args.index("--")] if "--" in args else args  # after "--": arguments
+    return "--json" in options
 
 
 def _ask_for_json_errors(ctx: click.Context, param: click.Parameter, value: Any) -> Any:

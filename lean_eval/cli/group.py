@@ -14,6 +14,7 @@ from lean_eval.cli.exits import (
     EXIT_INTERRUPTED,
     JSON_ERRORS,
     Wording,
+    asks_for_json,
     fail,
     handled,
     wording_of,
@@ -119,8 +120,11 @@ class LeanEvalGroup(click.Group):
             name = ctx.invoked_subcommand
             return wording_of(self.get_command(ctx, name) if name else None)
 
-        # the group callback (the config file) and the command
-        with handled(wording, lambda: bool(ctx.meta.get(JSON_ERRORS))):
+        def as_json() -> bool:
+            _, command, args = ctx.meta.get(SUBCOMMAND_KEY, (None, None, ()))
+            return bool(ctx.meta.get(JSON_ERRORS)) or asks_for_json(command, args)
+
+        with handled(wording, as_json):  # the group callback (the config file) and the command
             return super().invoke(ctx)
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,

@@ -117,3 +117,18 @@ def test_under_json_an_argument_error_prints_an_error_document(tmp_path: Path,
     assert result.exit_code == 2
     document = ErrorDocument.model_validate_json(result.stdout)
     assert document.error == "usage" and "--timeout" in document.message
+
+
+def test_under_json_a_config_file_error_prints_an_error_document(tmp_path: Path) -> None:
+    """The --config file is read before run-eval parses its options: --json is seen anyway."""
+    config = tmp_path / "lean-eval.toml"
+    config.write_text('[run-eval]\ntimeout = "x"\n')
+    args = ["--config", str(config), "run-eval", str(tmp_path), "--out", str(tmp_path / "o")]
+    result = CliRunner().invoke(main, [*args, "--json"], catch_exceptions=False)
+    assert result.exit_code == 2
+    document = ErrorDocument.model_validate_json(result.stdout)
+    assert document.error == "config" and "timeout" in document.message
+    plain = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert plain.exit_code == 2 and plain.stdout == ""
+    after = CliRunner().invoke(main, [*args, "--", "--json"], catch_exceptions=False)
+    assert after.exit_code == 2 and after.stdout == ""  # after "--", a submission's name

@@ -8,7 +8,9 @@ read from the checkout when the test runs). Three of its pieces, unmodified:
 - ``scripts/evaluate_submission.py`` (the consumer): finds the workspaces of a submission by
   their ``lakefile.toml`` name, overlays them, runs ``lake exe lean-eval run-eval --json ...``
   and keeps the problems whose entry has ``succeeded`` true, or nothing when the command exits
-  non-zero. A ``lake`` on PATH turns that call into the one docs/pipeline.md documents;
+  non-zero. A ``lake`` on PATH turns that call into the one docs/pipeline.md documents (plus
+  what this machine needs: the stand-in toolchain, the bubblewrap floor, no probes, a short
+  deadline);
 - the workflow's "Comment submission summary" step (``.github/workflows/submission.yml``),
   which reads ``total_problems``, ``attempted_problems`` and ``succeeded_problems``;
 - ``scripts/update_leaderboard.py`` and ``scripts/results_schema.py`` (the recorder and the
