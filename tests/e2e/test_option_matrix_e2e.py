@@ -1,6 +1,7 @@
 """A few of the option matrix's combinations (``support/matrix.py``) end to end: each run-eval a
-child process under real bubblewrap and the stand-in toolchain, carol's build really running out
-its deadline, and the interrupt a real SIGINT sent once the first verdict is on disk.
+child process under real bubblewrap and the stand-in toolchain, carol's build really going over
+its memory limit (``error``, whatever the machine's speed: no deadline is tight), and the
+interrupt a real SIGINT sent once the first verdict is on disk.
 ``tests/cli/test_option_matrix.py`` runs every combination with replayed Lake launches."""
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from lean_eval.supervise import process
 
 pytestmark = pytest.mark.timeout(900)
 SORRY = "namespace Submission\ntheorem two_plus_two : 2 + 2 = 4 := by sorry\nend Submission\n"
-DEADLINE = 3  # seconds per pair: carol's build sleeps far longer
+# carol's build holds 1 GiB, four times --memory-limit, until the limit ends it
+HOG = "python3 -c 'import time; hog = bytearray(1 << 30); time.sleep(300)'"
 
 
 @pytest.fixture
@@ -42,15 +44,15 @@ def matrix(outside: Path, bench_copy: Path, bwrap: str) -> Matrix:
                                         for pid in ("two_plus_two", "double_def")})
     wrong = make_submission(subs, WRONG, {"two_plus_two": {"Submission.lean": SORRY}})
     slow = make_submission(subs, SLOW, {"two_plus_two": {
-        "Submission.lean": with_lines("two_plus_two", sh_payload("sleep 120"))}})
+        "Submission.lean": with_lines("two_plus_two", sh_payload(HOG))}})
     private, public = keypair(outside)
 
     def invoke(inputs: tuple[Path, ...], out: Path, extra: tuple[str, ...],
                interrupt: bool) -> Ended:
         argv = (sys.executable, "-m", "lean_eval", "run-eval", *map(str, inputs), "--out",
                 str(out), "--benchmark", str(bench_copy), "--toolchain", str(STANDIN),
-                "--timeout", str(DEADLINE), "--skip-probes", "--allow-bwrap-version",
-                BWRAP_FLOOR, *extra)
+                "--timeout", "240", "--memory-limit", "256M", "--skip-probes",
+                "--allow-bwrap-version", BWRAP_FLOOR, *extra)
         if interrupt:
             thread, outcomes = in_background(argv, timeout=300, grace=60)
             wait_for_verdicts(out, 1, thread, outcomes)

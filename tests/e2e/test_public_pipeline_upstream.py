@@ -9,15 +9,15 @@ read from the checkout when the test runs). Three of its pieces, unmodified:
   their ``lakefile.toml`` name, overlays them, runs ``lake exe lean-eval run-eval --json ...``
   and keeps the problems whose entry has ``succeeded`` true, or nothing when the command exits
   non-zero. A ``lake`` on PATH turns that call into the one docs/pipeline.md documents (plus
-  what this machine needs: the stand-in toolchain, the bubblewrap floor, no probes, a short
-  deadline);
+  what this machine needs: the stand-in toolchain, the bubblewrap floor, no probes, a memory
+  limit one problem's build goes over);
 - the workflow's "Comment submission summary" step (``.github/workflows/submission.yml``),
   which reads ``total_problems``, ``attempted_problems`` and ``succeeded_problems``;
 - ``scripts/update_leaderboard.py`` and ``scripts/results_schema.py`` (the recorder and the
   store's validator), fed the consumer's ``results.json``.
 
 The batch has every outcome: two accepted problems (which must be recorded), a rejected one, one
-that runs out its deadline (``error``) and a pristine one the consumer skips.
+whose build goes over its memory limit (``error``) and a pristine one the consumer skips.
 """
 
 from __future__ import annotations
@@ -103,7 +103,8 @@ def _comment_step() -> str:
 def _source(base: Path, bench: Path) -> Path:
     """A submitter's repository in the pipeline's layout: one workspace per problem, found by
     its lakefile.toml name."""
-    texts = {"two_plus_two": with_lines("two_plus_two", sh_payload("sleep 60")),
+    hog = "python3 -c 'import time; hog = bytearray(1 << 30); time.sleep(300)'"
+    texts = {"two_plus_two": with_lines("two_plus_two", sh_payload(hog)),
              "double_def": correct("double_def"), "widget_instance": correct("widget_instance"),
              "add_comm_explicit": (INCORRECT / "add_comm_explicit" / "Submission.lean")
              .read_text(), "multi_hole": starter("multi_hole")}
@@ -141,7 +142,7 @@ class Pipeline:
     def options(self, out: str, *more: str) -> tuple[str, ...]:
         return ("--out", str(self.base / out), "--benchmark", str(self.bench), "--toolchain",
                 str(STANDIN), "--allow-bwrap-version", BWRAP_FLOOR, "--skip-probes",
-                "--timeout", "5", "-q", *more)
+                "--timeout", "240", "--memory-limit", "256M", "-q", *more)
 
 
 @pytest.fixture
