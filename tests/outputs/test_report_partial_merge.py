@@ -52,9 +52,14 @@ def test_pairs_no_shard_scored_fail_every_gate(partial: tuple[Path, int, int],
     assert result.stderr.rstrip().endswith("exit 1")
 
 
-def test_without_a_gate_report_exits_0(partial: tuple[Path, int, int]) -> None:
+def test_without_a_gate_report_exits_0_and_calls_the_merge_s_code_recorded(
+        partial: tuple[Path, int, int]) -> None:
+    """The table's last line is the merge's record ("recorded exit 1"), never a code report
+    would seem to return."""
     merged, _, _ = partial
-    assert _cli("report", str(merged)).exit_code == 0
+    result = _cli("report", str(merged))
+    assert result.exit_code == 0
+    assert result.stdout.rstrip().splitlines()[-1].endswith("; recorded exit 1"), result.stdout
 
 
 def test_the_matrix_counts_solved_out_of_every_pair(partial: tuple[Path, int, int]) -> None:

@@ -37,7 +37,7 @@ EXPECTED = {(GOOD, "two_plus_two"): "accepted", (GOOD, "double_def"): "accepted"
             (WRONG, "two_plus_two"): "rejected", (SLOW, "two_plus_two"): "error"}
 GATES = ("", "rejected", "error", "unchanged", "rejected,invalid,error")
 MODES = ("single", "shards", "resume")
-_EXIT_IN_TEXT = re.compile(r"\bexit (\d+)\b")
+_EXIT_IN_TEXT = re.compile(r"(?<!recorded )\bexit (\d+)\b")  # a code the process says it returns
 
 
 class Combo(NamedTuple):
@@ -72,6 +72,11 @@ Invoke = Callable[[tuple[Path, ...], Path, tuple[str, ...], bool], Ended]
 
 def cli(*args: str) -> Result:
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def said_codes(result: Result) -> set[int]:
+    """Every exit code a command's output says it returns."""
+    return {int(n) for n in _EXIT_IN_TEXT.findall(result.output)}
 
 
 def expected(combo: Combo) -> dict[tuple[str, str], str]:
@@ -185,6 +190,7 @@ class Matrix:
         report = cli("report", str(merged), *(("--fail-on", combo.fail_on) if kinds else ()))
         failing = bool(kinds & {TALLY[v] for v in expected(combo).values()})
         assert report.exit_code == int(failing), report.output
+        assert said_codes(report) <= {report.exit_code}, report.output
         # one shard alone: a partial merge, whose unscored pairs fail every gate
         alone = next((p for p in parts if verdicts(p)), parts[0])
         partial = where / "partial"
@@ -192,6 +198,7 @@ class Matrix:
         assert merged_alone.exit_code == 1, merged_alone.output  # a shard is missing
         report = cli("report", str(partial), *(("--fail-on", combo.fail_on) if kinds else ()))
         assert report.exit_code == int(bool(kinds)), report.output
+        assert said_codes(report) <= {report.exit_code}, report.output
 
     def resume(self, combo: Combo, where: Path) -> None:
         out, fresh = where / "resumed", where / "fresh"

@@ -61,11 +61,12 @@ def summary_table(summary: Summary) -> Table:
 
 
 def print_summary(summary: Summary, console: Console, hints: bool = False,
-                  disagreements: Sequence[str] = ()) -> None:
+                  disagreements: Sequence[str] = (), recorded: bool = False) -> None:
     """The table, whole-submission rejections, each submission without a problem directory
     (``hints``: with intake's hint), counts and exit code: every submission that scored
     nothing is named; first each pair whose summary line ``disagreements`` names (shown as its
-    verdict file says)."""
+    verdict file says). ``recorded``: the summary is a finished run's, read by another command
+    (``report``), so its code is called "recorded exit", never the reader's own."""
     for line in disagreements:
         console.print(Text.assemble(("warning", "bold yellow"), ": ", printable(line),
                                     " (shown as the verdict file says)"))
@@ -87,7 +88,7 @@ def print_summary(summary: Summary, console: Console, hints: bool = False,
     nothing = len(scored_nothing(summary))
     empty = f"; {nothing} submission(s) scored nothing" if nothing else ""
     console.print(_t(f"{counts}{'; ' + unscored if unscored else ''}{empty}; "
-                     f"exit {summary.exit_code}"))
+                     f"{'recorded ' if recorded else ''}exit {summary.exit_code}"))
 
 
 def print_selfcheck(result: SelfCheckReport, console: Console) -> None:
@@ -127,7 +128,7 @@ def render_table(run: Run, width: int = 120, hints: bool = False) -> str:
     buffer = io.StringIO()
     print_summary(run.summary, Console(file=buffer, width=width, color_system=None,
                                        force_terminal=False), hints=hints,
-                  disagreements=run.disagreements)
+                  disagreements=run.disagreements, recorded=True)
     return buffer.getvalue()
 
 
