@@ -1,5 +1,5 @@
 """The documented Python API of lean-eval (design §3): score a batch, check a submission, load a
-catalog, read an output directory. README.md "Python API" documents it and its semver promise,
+catalog, read an output directory. docs/api.md documents it and its semver promise,
 which covers every name in ``__all__``; every other module of ``lean_eval`` is internal.
 """
 
@@ -176,10 +176,30 @@ def run_request(request: ScoreRequest, env: Mapping[str, str],
         except ProbesFailedError as exc:
             raise ProbesFailedError(_refusal(request.out, setup, exc, started_at),
                                     exc.preflight) from None
-        return batch.execute(planned, caller_env, record, on_progress=on_progress,
-                             policy=policy)
+        return batch.execute(planned, caller_env, record, on_progress=_downgrades_told(
+            on_progress, on_warning, resources.best_effort(options.pair_limits) is None),
+            policy=policy)
     finally:
         setup.held.close()
+
+
+def _downgrades_told(on_progress: Callable[[Progress], None] | None,
+                     on_warning: Callable[[str], None] | None,
+                     kernel: bool) -> Callable[[Progress], None] | None:
+    """``on_progress``, and a warning for each pair scored under the watchdog in a run the
+    kernel mechanism was to enforce (``kernel``): its group could not be made."""
+    if on_warning is None or not kernel:
+        return on_progress
+
+    def told(progress: Progress) -> None:
+        v = progress.verdict
+        if (v is not None and not progress.kept and v.limits is not None
+                and v.limits.mechanism == "watchdog"):
+            on_warning(resources.downgrade_warning(f"{v.submission.id}/{v.problem.id}"))
+        if on_progress is not None:
+            on_progress(progress)
+
+    return told
 
 
 def _load_key(path: Path) -> Signer:

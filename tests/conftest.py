@@ -140,7 +140,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Remove the session's temp base and its outside directory; in the controller, reclaim
-    the cgroups of harnesses the tests SIGKILLed (and of workers that have ended)."""
+    the cgroups of harnesses the tests SIGKILLed (and of workers that have ended): only those
+    whose lock is free, never a live harness's beside the suite (``reclaim_ended``)."""
     if not hasattr(config, "workerinput"):
         reclaim_ended()
     for key in ("tmp", "outside"):

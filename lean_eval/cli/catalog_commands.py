@@ -24,7 +24,8 @@ from lean_eval.cli.steps import load_selected
               help="Write nothing: compare DEST with what importing would write (exit 1 when "
                    "it differs).")
 @click.option("--json", "as_json", is_flag=True, help="Print every note as a JSON document.")
-@click.option("-v", "--verbose", count=True, help="List every file a note concerns.")
+@click.option("-v", "--verbose", count=True,
+              help="List every file a note concerns (with --check: print the notes too).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors and warnings.")
 @click.option("--upstream-commit", metavar="SHA", default=None,
               help="The upstream commit SRC holds, when SRC is no git checkout (recorded in "
@@ -56,12 +57,14 @@ def import_catalog_command(src: Path, dest: Path, check: bool, as_json: bool, ve
             grouped[(note.action, note.message)].append(note.path)
         for (action, message), paths in grouped.items():
             err = action == "warning"
-            if quiet and not err:
+            # --check says whether DEST is stale; what an import changes is the import's news
+            if (quiet or (check and not verbose)) and not err:
                 continue
-            where = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more"
+            named = [str(src) if p == "." else p for p in paths]  # "." is the source itself
+            where = named[0] if len(named) == 1 else f"{named[0]} and {len(named) - 1} more"
             click.echo(f"{action}: {where}: {message}", err=err)
-            if verbose and len(paths) > 1:
-                for path in paths[1:]:
+            if verbose and len(named) > 1:
+                for path in named[1:]:
                     click.echo(f"  {path}", err=err)
         for line in stale:
             click.echo(f"stale: {dest}/{line}", err=True)

@@ -11,12 +11,14 @@ import click
 
 from lean_eval.cli.deferred import reader, run_report, verdict
 from lean_eval.errors import SetupError
+from lean_eval.outputs.report.names import FORMATS
+from lean_eval.records import kinds
 
 F = TypeVar("F", bound=Callable[..., Any])
 # Spelled here so --help need not import probes.registry (a test checks they are equal).
 PROBE_NAMES = ("sandbox_engaged", "env_dump", "tool_path", "artifact_tamper", "comparator")
-# Likewise report.run_report.FORMATS.
-REPORT_FORMATS = ("table", "markdown", "junit", "json", "csv", "html")
+# The outputs' own list, from a module that imports nothing (not a copy).
+REPORT_FORMATS = FORMATS
 
 _BYTE_UNITS = {"": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
                "g": 1 << 30, "gib": 1 << 30}
@@ -167,8 +169,8 @@ def selection_options(func: F) -> F:
     return func
 
 
-# report.FAIL_ON's keys, spelled here so --help need not import the report module
-FAIL_ON_KINDS = "rejected, invalid, unchanged, error"
+# --fail-on's kinds for --help: records.kinds (no pydantic, so --help stays fast)
+FAIL_ON_KINDS = kinds.FAIL_ON_KINDS
 
 
 if TYPE_CHECKING:  # click's ParamType is generic for type checkers only before click 8.3
@@ -209,7 +211,11 @@ def failing_exit(summary: verdict.Summary, fail_on: frozenset[str], code: int) -
     found = run_report.failures(summary, fail_on) if fail_on else ()
     if found and code in (0, 1):
         shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-        click.echo(f"lean-eval: --fail-on {','.join(sorted(fail_on))}: {len(found)} "
-                   f"pair(s) failed the gate: {run_report.printable(shown)}; exit 1", err=True)
+        # a pair is "submission/problem"; a bare id is a submission that scored nothing
+        pairs = sum("/" in item for item in found)
+        counted = " and ".join(f"{n} {noun}" for n, noun in (
+            (pairs, "pair(s)"), (len(found) - pairs, "submission(s) that scored nothing")) if n)
+        click.echo(f"lean-eval: --fail-on {','.join(sorted(fail_on))}: {counted} "
+                   f"failed the gate: {run_report.printable(shown)}; exit 1", err=True)
         return 1
     return code

@@ -22,12 +22,12 @@ from rich.text import Text
 from lean_eval.outputs.report import console as report_console
 from lean_eval.outputs.report.run_report import printable
 from lean_eval.probes.preflight import NOTHING_TO_SCORE
+from lean_eval.records.kinds import OUTCOMES
 from lean_eval.records.verdict import Summary
 from lean_eval.scoring import scheduler
 from lean_eval.scoring.gate import failures, scored_nothing
 
-_SHORT = {"accepted": "ok", "rejected": "rej", "invalid_submission": "inv",
-          "unchanged": "same", "error": "err"}
+_SHORT: dict[str, str] = {name: kind.short for name, kind in OUTCOMES.items()}
 
 
 class Display:

@@ -272,7 +272,8 @@ CHECK_WORKFLOW = _selfcheck_command(
 def test(workspace: Path | None, timeout: float, keep_work: bool, toolchain: Path | None,
          bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
          quiet: bool) -> NoReturn:
-    """Run the WorkspaceTest driver on WORKSPACE (default: the current directory) as it stands.
+    """Score WORKSPACE (default: the current directory) as it stands: `lake comparator` inside
+    bubblewrap, as run-eval scores one pair, and the verdict it would get.
 
     The workspace's own config.json is used, so a pass here proves nothing about the trusted
     benchmark. Exits 0 when accepted, 1 when not, 2 when it cannot run (no workspace there,

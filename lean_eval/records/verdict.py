@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from lean_eval.records import out_layout
 from lean_eval.records.base import Record
+from lean_eval.records.kinds import INFRASTRUCTURE_FAILURES, TALLY, Execution, Outcome
 from lean_eval.records.probe_result import ProbeOutcome
 
 # 2: every verdict holds the settings it was given under (``options``); 1 is read, never resumed
@@ -14,14 +15,8 @@ SCHEMA_VERSION = 2
 # 2: unchanged pairs listed by id per submission, not in ``pairs``; 3: ``not_reused`` (2 is read)
 SUMMARY_SCHEMA_VERSION = 3
 
-Execution = Literal[
-    "completed", "timed_out", "resource_exhausted", "crashed", "sandbox_error", "not_run",
-    "harness_error",
-]
-Outcome = Literal["accepted", "rejected", "invalid_submission", "unchanged", "error"]
-INFRASTRUCTURE_FAILURES: frozenset[str] = frozenset(
-    {"timed_out", "resource_exhausted", "crashed", "sandbox_error", "harness_error"}
-)
+# The outcomes and execution kinds, and the tally's names for them: records.kinds, defined once
+__all__ = ["INFRASTRUCTURE_FAILURES", "TALLY", "Execution", "Outcome"]
 
 
 class Reason(Record):
@@ -187,11 +182,6 @@ class Tally(Record):
     error: int = 0
 
 
-# A verdict's name in the tally (summary.json's ``tally``, the reports' columns, --fail-on):
-# leaderboards read ``solved``; README states the two renamings.
-TALLY: dict[str, str] = {"accepted": "solved", "rejected": "rejected",
-                         "invalid_submission": "invalid", "unchanged": "unchanged",
-                         "error": "error"}
 
 
 class SubmissionSummary(Record):

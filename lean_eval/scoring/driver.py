@@ -1,4 +1,4 @@
-"""The WorkspaceTest driver: run ``lake comparator`` on one workspace and classify its outcome.
+"""The driver: run ``lake comparator`` on one workspace and classify its outcome.
 
 Invariants (design §5.4, whose steps the functions name; §6.3-§6.6):
 - Lake is started by ``DriverSettings.runner`` (the sandboxed one unless a test passes its

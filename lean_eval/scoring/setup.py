@@ -5,6 +5,7 @@ all passed.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import NamedTuple, TypeVar
 from lean_eval.benchmark.catalog import Catalog
 from lean_eval.benchmark.checkout import default_benchmark, load_selected, pinned_name
 from lean_eval.benchmark.sets import Selection
-from lean_eval.benchmark.toolchain import check_release, resolve_toolchain
+from lean_eval.benchmark.toolchain import check_release, resolve_toolchain, standin_hint
 from lean_eval.errors import SetupError, UsageError
 from lean_eval.sandbox import bubblewrap
 from lean_eval.scoring import arguments
@@ -21,7 +22,7 @@ from lean_eval.scoring.batch import check_places
 from lean_eval.scoring.options import Signer, Tools
 from lean_eval.scoring.request import ScoreRequest
 from lean_eval.scoring.shard import Shard, parse_shard
-from lean_eval.supervise import lock
+from lean_eval.supervise import lock, resources
 
 T = TypeVar("T")
 
@@ -35,15 +36,17 @@ def one_error(errors: Sequence[SetupError]) -> SetupError:
 
 def resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
                   allow_bwrap: str | None, env: Mapping[str, str],
-                  writable: Sequence[Path], release: bool = False) -> Tools:
+                  writable: Sequence[Path], release: bool = False,
+                  benchmark: Path | None = None) -> Tools:
     """The toolchain and bwrap; every problem with either is named in one error.
-    ``release``: also refuse a pinned release that cannot run the driver."""
+    ``release``: also refuse a pinned release that cannot run the driver; ``benchmark``: where
+    a missing release's error looks for the stand-in to mention (``standin_hint``)."""
     errors: list[SetupError] = []
     lean = bwrap = None
     try:
         if release:
             check_release(toolchain, name)
-        lean = resolve_toolchain(toolchain, env, name)
+        lean = resolve_toolchain(toolchain, env, name, standin_hint(benchmark))
     except SetupError as exc:
         errors.append(exc)
     try:
@@ -60,7 +63,28 @@ def tools_for(cat: Catalog, toolchain: Path | None, bwrap_path: str | None,
               writable: Sequence[Path]) -> Tools:
     """The tools that score ``cat``: its pinned release must be one the driver runs on."""
     check_release(toolchain, cat.toolchain_name)
-    return resolve_tools(cat.toolchain_name, toolchain, bwrap_path, allow_bwrap, env, writable)
+    return resolve_tools(cat.toolchain_name, toolchain, bwrap_path, allow_bwrap, env, writable,
+                         benchmark=cat.root)
+
+
+def check_work_dir(work_dir: Path) -> None:
+    """``--work-dir`` must be a directory this user can create entries in, or be creatable
+    where it would go (nothing is created here): a UsageError naming it, before any planning,
+    instead of an OSError from the first pair or probe that writes there."""
+    for place in (work_dir, *work_dir.absolute().parents):
+        if not os.path.lexists(place):
+            continue
+        if not place.is_dir():
+            what = "is not a directory" if place == work_dir else (
+                f"cannot be created: {place} is not a directory")
+            raise UsageError(f"--work-dir {work_dir} {what}")
+        if not os.access(place, os.W_OK | os.X_OK):
+            what = "is not writable" if place == work_dir else (
+                f"cannot be created: {place} is not writable")
+            raise UsageError(f"--work-dir {work_dir} {what} by this user (uid {os.geteuid()}); "
+                             "pass a directory you can write, or leave --work-dir out (the "
+                             "system temp dir)")
+        return
 
 
 class Setup(NamedTuple):
@@ -72,6 +96,14 @@ class Setup(NamedTuple):
     cat: Catalog
     tools: Tools
     held: lock.OutLock  # the caller closes it
+
+
+def _kernel_takes(request: ScoreRequest) -> None:
+    """UsageError naming the option whose value the kernel mechanism refuses (tried on a probe
+    group): refused up front, never a run whose every pair falls back to the watchdog."""
+    why = resources.refused(resources.PairLimits(request.memory_limit, request.max_processes))
+    if why is not None:
+        raise UsageError(why)
 
 
 def checked_setup(request: ScoreRequest, env: Mapping[str, str],
@@ -97,6 +129,8 @@ def checked_setup(request: ScoreRequest, env: Mapping[str, str],
     bench = r.benchmark or default_benchmark()
     found = len(errors)
     attempt(lambda: arguments.check_run(r.submissions, out_dir, work_dir, selected, bench))
+    if work_dir is not None:
+        attempt(lambda: check_work_dir(work_dir))
     # an unknown --problem is named once, by check_run; the catalog then only names the release
     narrow = selected if len(errors) == found else None
     checked = attempt(lambda: arguments.check_ids(r.submissions))
@@ -109,7 +143,8 @@ def checked_setup(request: ScoreRequest, env: Mapping[str, str],
     else:
         tools = attempt(lambda: resolve_tools(name or "", r.toolchain, r.bwrap,
                                               r.allow_bwrap_version, env, writable,
-                                              release=True))
+                                              release=True, benchmark=bench))
+    attempt(lambda: _kernel_takes(r))
     held = attempt(lambda: lock.OutLock.if_present(out_dir.resolve()))
     if errors or checked is None or cat is None or tools is None:
         if held is not None:

@@ -75,8 +75,9 @@ def write_summary(started_at: str, ident: Identity, preflight: Preflight, catalo
         counts=counts, pairs=pairs, exit_code=verdicts_code, shard=shard,
         interrupted=signum is not None, not_scored=len(items) - len(every),
         reused=run.reused, jobs=run.jobs, options=options,
-        limits_best_effort=bool(every) and resources.best_effort(
-            run.options.pair_limits) is not None,
+        # the watchdog was all there was, or a pair's group could not be made (a downgrade)
+        limits_best_effort=bool(every) and (resources.best_effort(
+            run.options.pair_limits) is not None or run.watchdog_pairs > 0),
         signing_key=run.options.sign_key.fingerprint if run.options.sign_key else None,
         not_reused=not_reused)
     finished = signum is None and run.stop.fault is None

@@ -245,18 +245,21 @@ def test_a_replay_takes_no_limit_and_no_probe_policy_from_its_record(
     # the record's skip_probes is a pin, never the replay's policy
     probing = _cli("replay", str(record), *subs, "--timeout", "60", *tools)
     assert probing.exit_code == 2, probing.output
-    assert "option skip_probes of run: recorded 'true', now 'false'" in probing.output
+    assert ("--skip-probes of run: the record skipped the probes, this replay runs them; pass "
+            "--skip-probes to replay as recorded") in probing.output
     summary = _json(record / "summary.json")
     summary["options"].update(memory_limit=TIB, max_processes=1_000_000, disk_limit=None,
                               timeout=100_000.0)
     _write(record / "summary.json", summary)
     refused = _cli("replay", str(record), *subs, "--timeout", "60", "--skip-probes", *tools)
     assert refused.exit_code == 2, refused.output
-    assert f"option memory_limit of run: recorded '{TIB}', now '{8 << 30}'" in refused.output
-    assert "option timeout of run: recorded '100000.0', now '60.0'" in refused.output
-    assert (f"limit memory_limit of alice/two_plus_two: recorded '{TIB}', now 'the verdict "
-            f"says {8 << 30}'") in refused.output
-    assert "option max_processes of bob/two_plus_two: recorded '1000000'" in refused.output
+    assert "--memory-limit of run: recorded 1024G, now 8G; pass --memory-limit 1024G" \
+        in refused.output
+    assert "--timeout of run: recorded 100000, now 60; pass --timeout 100000" in refused.output
+    assert ("--memory-limit of alice/two_plus_two: recorded 1024G, the verdict says 8G (the "
+            "recorded verdict disagrees with the record's options)") in refused.output
+    assert "--max-processes of bob/two_plus_two: recorded 1000000, the verdict says 512" \
+        in refused.output
     assert "resume_key of alice/double_def: recorded '" in refused.output
     out = outside / "replayed"
     allowed = _cli("replay", str(record), *subs, "--timeout", "60", "--skip-probes",

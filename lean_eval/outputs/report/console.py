@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from lean_eval.outputs.report.run_report import (
+    NO_VERDICT,
     Run,
     detail,
     no_problem_directory,
@@ -54,10 +55,16 @@ def summary_table(summary: Summary) -> Table:
         table.add_row(_t(pair.submission), _t(pair.problem),
                       _t(pair.verdict, _STYLE.get(pair.verdict, "")),
                       _t(detail(pair.verdict, pair.reason, pair.execution)))
-    for ref in not_scored(summary):
+    for ref in not_scored(summary):  # why: said once below the table (``print_summary``)
+        why = why_not_scored(summary, ref)
         table.add_row(_t(ref.submission), _t(ref.problem), _t("not scored", "bold yellow"),
-                      _t(why_not_scored(summary, ref)))
+                      _t(_SHORT_WHY.get(why, why)))
     return table
+
+
+# A reason every unscored pair of an interrupted run shares, said once after the table; its
+# rows say only this (a missing shard's reason is short and differs per shard: kept per row)
+_SHORT_WHY = {NO_VERDICT: "no verdict"}
 
 
 def print_summary(summary: Summary, console: Console, hints: bool = False,
@@ -80,6 +87,10 @@ def print_summary(summary: Summary, console: Console, hints: bool = False,
     for sid, hint in no_problem_directory(summary):
         console.print(Text.assemble((printable(sid), "yellow"), ": no problem directory found",
                                     f": {printable(hint)}" if hint and hints else ""))
+    unrecorded = sum(why_not_scored(summary, ref) == NO_VERDICT for ref in missing)
+    if unrecorded:
+        console.print(_t(f"no verdict: no run recorded one for {unrecorded} pair(s) "
+                         "(interrupted or stopped); a re-run scores them"))
     for text in summary.missing_shards:
         console.print(_t(f"shard {text} is missing: none of the merged outputs scored it",
                          "bold yellow"))

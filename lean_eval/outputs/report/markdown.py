@@ -20,6 +20,7 @@ from lean_eval.outputs.report.run_report import (
     unscored_count,
     why_not_scored,
 )
+from lean_eval.records import kinds
 from lean_eval.records.run_report import PairReport, RunReport
 from lean_eval.records.verdict import TALLY, Summary
 
@@ -28,7 +29,7 @@ NOT_SCORED_ROWS = 1000  # markdown rows listing unscored pairs; the rest are cou
 # One symbol per tally kind (and for a pair no run scored, and for a problem not submitted)
 SYMBOLS = {"solved": "✅", "rejected": "❌", "invalid": "🚫", "unchanged": "➖",  # noqa: RUF001
            "error": "⚠️", "not scored": "❔", "not submitted": "·"}
-FAILING = ("rejected", "invalid_submission", "error")
+FAILING = tuple(o for o, k in kinds.OUTCOMES.items() if k.category in ("fail", "error"))
 _RESERVE = 400  # bytes kept for the notes that say what was cut and the closing lines
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")

@@ -19,13 +19,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 from pydantic import ValidationError
 
 from lean_eval.errors import UsageError
 from lean_eval.outputs import outdir
-from lean_eval.records import out_layout
+from lean_eval.outputs.report.names import FORMATS, Format  # noqa: F401 - named there, once
+from lean_eval.records import kinds, out_layout
 from lean_eval.records.run_report import PairReport, RunReport, SubmissionReport
 from lean_eval.records.verdict import (
     TALLY,
@@ -41,12 +42,7 @@ from lean_eval.scoring.gate import not_scored as not_scored  # noqa: PLC0414 - r
 from lean_eval.scoring.gate import scored_nothing as scored_nothing  # noqa: PLC0414 - re-exported
 from lean_eval.scoring.shard import shard_of
 
-Format = Literal["table", "markdown", "junit", "json", "csv", "html"]
-FORMATS: tuple[Format, ...] = ("table", "markdown", "junit", "json", "csv", "html")
-# What --fail-on accepts: the tally's names of the non-solved kinds, and the verdict names
-FAIL_ON: dict[str, str] = {"rejected": "rejected", "invalid": "invalid",
-                           "invalid_submission": "invalid", "unchanged": "unchanged",
-                           "error": "error"}
+FAIL_ON = kinds.FAIL_ON  # what --fail-on accepts
 
 
 # Bidi embeddings, overrides, isolates and marks, and zero-width characters: they reorder or
@@ -84,8 +80,11 @@ def why_not_scored(summary: Summary, ref: PairRef) -> str:
         k, n = (int(x) for x in text.split("/"))
         if shard_of(ref.submission, ref.problem, n) == k:
             return f"not scored: its shard {text} is missing from the merge"
-    return ("not scored: no run recorded a verdict for it (interrupted or stopped); a re-run "
-            "scores it")
+    return NO_VERDICT
+
+
+NO_VERDICT = ("not scored: no run recorded a verdict for it (interrupted or stopped); a re-run "
+              "scores it")
 
 
 def unscored_count(summary: Summary, missing: Sequence[PairRef]) -> str:
