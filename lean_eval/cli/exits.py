@@ -48,6 +48,24 @@ def fail(message: str, code: int = EXIT_SETUP, document: str | None = None) -> N
     sys.exit(code)
 
 
+def gate_message(fail_on: frozenset[str], found: Sequence[str], code: int,
+                 note: str = "") -> str:
+    """The stderr line naming what tripped ``--fail-on`` (``scoring.gate.failures``: a pair is
+    "submission/problem", a bare id a submission that scored nothing) and the code returned."""
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    pairs = sum("/" in item for item in found)
+    counted = " and ".join(f"{n} {noun}" for n, noun in (
+        (pairs, "pair(s)"), (len(found) - pairs, "submission(s) that scored nothing")) if n)
+    return (f"lean-eval: --fail-on {','.join(sorted(fail_on))}: {counted} failed the gate: "
+            f"{_printable(shown)}; exit {code}{note}")
+
+
+def _printable(text: str) -> str:
+    from lean_eval.outputs.report.run_report import printable  # only when a gate tripped
+
+    return printable(text)
+
+
 def error_kind(exc: BaseException) -> str:
     """``ProbesFailedError`` -> ``probes_failed``: the ``error`` of a JSON error document."""
     name = type(exc).__name__.removesuffix("Error") or "setup"

@@ -19,8 +19,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from lean_eval.cli.exits import gate_message
 from lean_eval.outputs.report import console as report_console
-from lean_eval.outputs.report.run_report import printable
 from lean_eval.probes.preflight import NOTHING_TO_SCORE
 from lean_eval.records.kinds import OUTCOMES
 from lean_eval.records.verdict import Summary
@@ -109,13 +109,9 @@ def report_end(summary: Summary, console: Console, quiet: bool, listed: bool) ->
 
 
 def say_gate(summary: Summary, fail_on: frozenset[str], exit_zero: bool) -> None:
-    """The pairs that tripped ``--fail-on``, on stderr, with the code the run returns (its
-    summary's: ``scoring.gate`` decided it)."""
+    """What tripped ``--fail-on``, on stderr, with the code the run returns (its summary's:
+    ``scoring.gate`` decided it)."""
     found = failures(summary, fail_on)
-    if not found or summary.interrupted:
-        return
-    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-    why = " (--exit-zero)" if exit_zero else ""
-    click.echo(f"lean-eval: --fail-on {','.join(sorted(fail_on))}: {len(found)} pair(s) failed "
-               f"the gate: {printable(shown)}; exit {summary.exit_code}{why}",
-               err=True)
+    if found and not summary.interrupted:
+        click.echo(gate_message(fail_on, found, summary.exit_code,
+                                " (--exit-zero)" if exit_zero else ""), err=True)
