@@ -48,11 +48,12 @@ from lean_eval.records.probe_result import ProbeResult
 from lean_eval.records.verdict import PairSummary, Preflight, Summary, Verdict
 from lean_eval.scoring import arguments, batch, precheck
 from lean_eval.scoring.driver import DEFAULT_MAX_FILE_BYTES
+from lean_eval.scoring.gate import VERDICTS_ONLY, ExitPolicy
 from lean_eval.scoring.options import RunOptions, Signer, not_probed
 from lean_eval.scoring.request import DEFAULT_TIMEOUT, ScoreRequest, keyword_names
 from lean_eval.scoring.scheduler import Progress
 from lean_eval.scoring.setup import Setup, checked_setup
-from lean_eval.scoring.summary import record_exit_code, write_refusal
+from lean_eval.scoring.summary import write_refusal
 from lean_eval.supervise import resources
 from lean_eval.supervise.disk import DEFAULT_DISK_BYTES as DEFAULT_DISK_LIMIT
 from lean_eval.supervise.disk import DEFAULT_DISK_FILES, DEFAULT_DISK_RESERVE
@@ -156,10 +157,10 @@ def run_request(request: ScoreRequest, env: Mapping[str, str],
                 on_progress: Callable[[Progress], None] | None = None,
                 on_probes: Callable[[tuple[ProbeResult, ...]], None] | None = None,
                 on_warning: Callable[[str], None] | None = None,
-                fail_on: frozenset[str] = frozenset()) -> Summary:
+                policy: ExitPolicy = VERDICTS_ONLY) -> Summary:
     """:func:`score` with errors worded for the command line, which calls it (design §2.2);
-    ``fail_on`` (``run_report.FAIL_ON`` kinds): the gate, whose exit code ``summary.json``
-    records too."""
+    ``policy``: ``--fail-on`` and ``--exit-zero``, which decide the exit code ``summary.json``
+    records (``scoring.gate``)."""
     caller_env = dict(env)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     setup = checked_setup(request, caller_env, _load_key)
@@ -175,11 +176,9 @@ def run_request(request: ScoreRequest, env: Mapping[str, str],
         except ProbesFailedError as exc:
             raise ProbesFailedError(_refusal(request.out, setup, exc, started_at),
                                     exc.preflight) from None
-        summary = batch.execute(planned, caller_env, record, on_progress=_downgrades_told(
-            on_progress, on_warning, resources.best_effort(options.pair_limits) is None))
-        if fail_on and summary.exit_code == 0 and run_report.failures(summary, fail_on):
-            summary = record_exit_code(request.out, summary, 1)  # still under the OutLock
-        return summary
+        return batch.execute(planned, caller_env, record, on_progress=_downgrades_told(
+            on_progress, on_warning, resources.best_effort(options.pair_limits) is None),
+            policy=policy)
     finally:
         setup.held.close()
 

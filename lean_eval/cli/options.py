@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from lean_eval.cli.deferred import reader, run_report, verdict
+from lean_eval.cli.exits import gate_message
 from lean_eval.errors import SetupError
 from lean_eval.outputs.report.names import FORMATS
 from lean_eval.records import kinds
@@ -212,21 +213,17 @@ def fail_on_option(command: F) -> F:
         help=f"Exit 1 when any pair's verdict is one of these ({FAIL_ON_KINDS}; comma-"
              "separated; verdict names such as invalid_submission too); a submission that "
              "scored nothing (rejected as a whole, or no problem directory) counts as "
-             "invalid. Default: none; the usual exit codes apply.",
+             "invalid, and a pair no run scored (a shard missing from a merge) fails any "
+             "gate. Default: none; the usual exit codes apply.",
     )(command)
 
 
 def failing_exit(summary: verdict.Summary, fail_on: frozenset[str], code: int) -> int:
-    """``code``, or 1 when it is 0 and ``run_report.failures`` finds a pair (named on stderr);
-    ``code`` 1 that the gate itself set (run-eval records it in the summary) is named too."""
+    """``report``'s gate: ``code``, or 1 when it is 0 or 1 and ``run_report.failures`` finds
+    something (named on stderr). run-eval's code is decided before its summary is written
+    (``scoring.gate``)."""
     found = run_report.failures(summary, fail_on) if fail_on else ()
     if found and code in (0, 1):
-        shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-        # a pair is "submission/problem"; a bare id is a submission that scored nothing
-        pairs = sum("/" in item for item in found)
-        counted = " and ".join(f"{n} {noun}" for n, noun in (
-            (pairs, "pair(s)"), (len(found) - pairs, "submission(s) that scored nothing")) if n)
-        click.echo(f"lean-eval: --fail-on {','.join(sorted(fail_on))}: {counted} "
-                   f"failed the gate: {run_report.printable(shown)}; exit 1", err=True)
+        click.echo(gate_message(fail_on, found, 1), err=True)
         return 1
     return code

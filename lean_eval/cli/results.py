@@ -115,7 +115,7 @@ def report_command(out_dir: Path, fmt: str, output: Path | None,
         pass
     elif fmt == "table" and output is None:
         console.print_summary(run.summary, Console(), hints=True,
-                              disagreements=run.disagreements)
+                              disagreements=run.disagreements, recorded=True)
     else:
         text = formats.render(run, cast("Format", fmt),
                               output.absolute().parent if output else Path.cwd())

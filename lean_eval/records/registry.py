@@ -27,6 +27,7 @@ def schemas() -> dict[str, dict[str, Any]]:
         "config-report.schema.json": documents.ConfigReport.model_json_schema(),
         "run-report.schema.json": run_report.RunReport.model_json_schema(),
         "run-eval-json.schema.json": run_report.RunEvalDocument.model_json_schema(),
+        "error-document.schema.json": run_report.ErrorDocument.model_json_schema(),
         "submission-check.schema.json": documents.SubmissionCheck.model_json_schema(),
         "results-store.schema.json": results_store.UserFile.model_json_schema(),
         "verdict-statement.schema.json": statement.Statement.model_json_schema(),

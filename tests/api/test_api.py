@@ -110,7 +110,7 @@ RENAMED = {"out_dir": "out", "bwrap_path": "bwrap", "allow_bwrap": "allow_bwrap_
 LIMIT_FIELDS = {"max_file_bytes": "max_file_bytes", "max_total_bytes": "max_total_bytes",
                 "max_files": "max_files", "max_depth": "max_depth",
                 "max_archive_bytes": "max_archive_bytes", "intake_timeout": "intake_seconds"}
-CLI_ONLY = {"as_json", "verbose", "quiet", "fail_on"}
+CLI_ONLY = {"as_json", "verbose", "quiet", "fail_on", "exit_zero"}
 
 
 def _cli_default(param: click.Parameter) -> Any:

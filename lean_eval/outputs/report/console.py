@@ -18,6 +18,7 @@ from lean_eval.outputs.report.run_report import (
     no_problem_directory,
     not_scored,
     printable,
+    scored_nothing,
     unscored_count,
     why_not_scored,
 )
@@ -67,11 +68,12 @@ _SHORT_WHY = {NO_VERDICT: "no verdict"}
 
 
 def print_summary(summary: Summary, console: Console, hints: bool = False,
-                  disagreements: Sequence[str] = ()) -> None:
+                  disagreements: Sequence[str] = (), recorded: bool = False) -> None:
     """The table, whole-submission rejections, each submission without a problem directory
     (``hints``: with intake's hint), counts and exit code: every submission that scored
     nothing is named; first each pair whose summary line ``disagreements`` names (shown as its
-    verdict file says)."""
+    verdict file says). ``recorded``: the summary is a finished run's, read by another command
+    (``report``), so its code is called "recorded exit", never the reader's own."""
     for line in disagreements:
         console.print(Text.assemble(("warning", "bold yellow"), ": ", printable(line),
                                     " (shown as the verdict file says)"))
@@ -94,10 +96,10 @@ def print_summary(summary: Summary, console: Console, hints: bool = False,
                          "bold yellow"))
     counts = ", ".join(f"{n} {name}" for name, n in summary.counts.items() if n) or "no pairs"
     unscored = unscored_count(summary, missing)
-    nothing = sum(1 for s in summary.submissions if not s.problems)
+    nothing = len(scored_nothing(summary))
     empty = f"; {nothing} submission(s) scored nothing" if nothing else ""
     console.print(_t(f"{counts}{'; ' + unscored if unscored else ''}{empty}; "
-                     f"exit {summary.exit_code}"))
+                     f"{'recorded ' if recorded else ''}exit {summary.exit_code}"))
 
 
 def print_selfcheck(result: SelfCheckReport, console: Console) -> None:
@@ -137,7 +139,7 @@ def render_table(run: Run, width: int = 120, hints: bool = False) -> str:
     buffer = io.StringIO()
     print_summary(run.summary, Console(file=buffer, width=width, color_system=None,
                                        force_terminal=False), hints=hints,
-                  disagreements=run.disagreements)
+                  disagreements=run.disagreements, recorded=True)
     return buffer.getvalue()
 
 

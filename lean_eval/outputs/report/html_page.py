@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from lean_eval.outputs.report.markdown import FAILING, matrix_cells, matrix_problems
 from lean_eval.outputs.report.run_report import (
     Run,
+    out_of,
     printable,
     run_report,
     unscored_count,
@@ -217,6 +218,7 @@ def render_html(run: Run, page_dir: Path | None = None) -> str:
                for n, r in enumerate(doc.not_scored)]
     head = "".join(f"<th>{h(p)}</th>" for p in problems)
     body = []
+    total = out_of(doc)
     for s in doc.submissions:
         if not s.pairs and not any((s.id, p) in kinds for p in problems):
             body.append(f'<tr data-search="{h(s.id.lower())}"><th scope="row">{h(s.id)}</th>'
@@ -234,7 +236,7 @@ def render_html(run: Run, page_dir: Path | None = None) -> str:
                          f'<a href="#pair-{anchors[(s.id, p)]}" title="{h(f"{s.id} / {p}")}: '
                          f'{h(kind)}">{SYMBOLS[kind]}</a></td>')
         body.append(f'<tr data-search="{h(s.id.lower())}"><th scope="row">{h(s.id)}</th>'
-                    f"{''.join(cells)}<td>{s.solved}/{s.pairs}</td></tr>")
+                    f"{''.join(cells)}<td>{s.solved}/{total[s.id]}</td></tr>")
     counts = ", ".join(f"{n} {name}" for name, n in doc.counts.items() if n) or "no pairs"
     unscored = unscored_count(run.summary, doc.not_scored)
     legend = ", ".join(f"{sym} {name}" for name, sym in SYMBOLS.items())

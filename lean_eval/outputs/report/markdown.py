@@ -14,6 +14,7 @@ import re
 from lean_eval.outputs.report.run_report import (
     Run,
     detail,
+    out_of,
     printable,
     run_report,
     unscored_count,
@@ -83,11 +84,12 @@ def matrix_cells(doc: RunReport) -> dict[tuple[str, str], str]:
 def _matrix(run: Run, doc: RunReport) -> list[str]:
     problems = matrix_problems(run, doc)
     cells = matrix_cells(doc)
+    total = out_of(doc)
     lines = ["| submission | " + " | ".join(md(p) for p in problems) + " | solved |",
              "|---|" + ":-:|" * len(problems) + "---:|"]
     for s in doc.submissions:
         row = [SYMBOLS[cells.get((s.id, p), "not submitted")] for p in problems]
-        lines.append(f"| {md(s.id)} | " + " | ".join(row) + f" | {s.solved}/{s.pairs} |")
+        lines.append(f"| {md(s.id)} | " + " | ".join(row) + f" | {s.solved}/{total[s.id]} |")
     legend = ", ".join(f"{symbol} {name}" for name, symbol in SYMBOLS.items())
     return [*lines, "", f"Legend: {legend}.", ""]
 
