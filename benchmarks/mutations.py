@@ -91,9 +91,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "readset-accepts-hard-links",
         "a hard link (a file shared with something outside the submission) is accepted",
-        "None if node.nlink == 1 else",
-        "None if node.nlink >= 1 else",
-        ("tests/intake/test_intake.py",)),
+        "if met < node.nlink:",
+        "if met < 0:",
+        ("tests/intake/test_hard_links.py", "tests/intake/test_intake.py")),
     Mutation(
         "readset-nul-only-at-end",
         "a submitted file holding NUL bytes (not at its end) is accepted",

@@ -1,5 +1,5 @@
 """The documented Python API of lean-eval (design §3): score a batch, check a submission, load a
-catalog, read an output directory. README.md "Python API" documents it and its semver promise,
+catalog, read an output directory. docs/api.md documents it and its semver promise,
 which covers every name in ``__all__``; every other module of ``lean_eval`` is internal.
 """
 
@@ -48,11 +48,12 @@ from lean_eval.records.probe_result import ProbeResult
 from lean_eval.records.verdict import PairSummary, Preflight, Summary, Verdict
 from lean_eval.scoring import arguments, batch, precheck
 from lean_eval.scoring.driver import DEFAULT_MAX_FILE_BYTES
+from lean_eval.scoring.gate import VERDICTS_ONLY, ExitPolicy
 from lean_eval.scoring.options import RunOptions, Signer, not_probed
 from lean_eval.scoring.request import DEFAULT_TIMEOUT, ScoreRequest, keyword_names
 from lean_eval.scoring.scheduler import Progress
 from lean_eval.scoring.setup import Setup, checked_setup
-from lean_eval.scoring.summary import record_exit_code, write_refusal
+from lean_eval.scoring.summary import write_refusal
 from lean_eval.supervise import pair_fs, resources
 from lean_eval.supervise.disk import DEFAULT_DISK_BYTES as DEFAULT_DISK_LIMIT
 from lean_eval.supervise.disk import DEFAULT_DISK_FILES, DEFAULT_DISK_RESERVE
@@ -156,10 +157,10 @@ def run_request(request: ScoreRequest, env: Mapping[str, str],
                 on_progress: Callable[[Progress], None] | None = None,
                 on_probes: Callable[[tuple[ProbeResult, ...]], None] | None = None,
                 on_warning: Callable[[str], None] | None = None,
-                fail_on: frozenset[str] = frozenset()) -> Summary:
+                policy: ExitPolicy = VERDICTS_ONLY) -> Summary:
     """:func:`score` with errors worded for the command line, which calls it (design §2.2);
-    ``fail_on`` (``run_report.FAIL_ON`` kinds): the gate, whose exit code ``summary.json``
-    records too."""
+    ``policy``: ``--fail-on`` and ``--exit-zero``, which decide the exit code ``summary.json``
+    records (``scoring.gate``)."""
     caller_env = dict(env)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     setup = checked_setup(request, caller_env, _load_key)
@@ -179,12 +180,30 @@ def run_request(request: ScoreRequest, env: Mapping[str, str],
         except ProbesFailedError as exc:
             raise ProbesFailedError(_refusal(request.out, setup, exc, started_at),
                                     exc.preflight) from None
-        summary = batch.execute(planned, caller_env, record, on_progress=on_progress)
-        if fail_on and summary.exit_code == 0 and run_report.failures(summary, fail_on):
-            summary = record_exit_code(request.out, summary, 1)  # still under the OutLock
-        return summary
+        return batch.execute(planned, caller_env, record, on_progress=_downgrades_told(
+            on_progress, on_warning, resources.best_effort(options.pair_limits) is None),
+            policy=policy)
     finally:
         setup.held.close()
+
+
+def _downgrades_told(on_progress: Callable[[Progress], None] | None,
+                     on_warning: Callable[[str], None] | None,
+                     kernel: bool) -> Callable[[Progress], None] | None:
+    """``on_progress``, and a warning for each pair scored under the watchdog in a run the
+    kernel mechanism was to enforce (``kernel``): its group could not be made."""
+    if on_warning is None or not kernel:
+        return on_progress
+
+    def told(progress: Progress) -> None:
+        v = progress.verdict
+        if (v is not None and not progress.kept and v.limits is not None
+                and v.limits.mechanism == "watchdog"):
+            on_warning(resources.downgrade_warning(f"{v.submission.id}/{v.problem.id}"))
+        if on_progress is not None:
+            on_progress(progress)
+
+    return told
 
 
 def _load_key(path: Path) -> Signer:
@@ -208,7 +227,13 @@ def _run_options(request: ScoreRequest, setup: Setup) -> RunOptions:
                                disk_limit=request.disk_limit or None,
                                disk_files=request.disk_files or None),
         disk_reserve=request.disk_reserve or None,
-        private=tuple(p.absolute() for p in request.private), sign_key=setup.signer)
+        private=tuple(p.absolute() for p in request.private), sign_key=setup.signer,
+        secret_files=_secrets(request))
+
+
+def _secrets(request: ScoreRequest) -> tuple[Path, ...]:
+    """Files no sandbox may read, whoever runs the harness (masked file by file)."""
+    return () if request.sign_key is None else (request.sign_key.absolute(),)
 
 
 def _preflight(planned: batch.Batch, request: ScoreRequest, setup: Setup,
@@ -225,7 +250,8 @@ def _preflight(planned: batch.Batch, request: ScoreRequest, setup: Setup,
     if not planned.planned.needs_sandbox:  # not a warning: preflight.reason says so
         return preflight.not_needed(setup.tools)
     # Outside the run's signal handlers: Ctrl-C stops the probes at once.
-    return preflight.preflight(setup.tools, env, request.work_dir, on_probes)
+    return preflight.preflight(setup.tools, env, request.work_dir, on_probes,
+                               secrets=_secrets(request))
 
 
 def _refusal(out_dir: Path, setup: Setup, exc: ProbesFailedError, started_at: str) -> str:

@@ -28,6 +28,7 @@ from support import (
     e2e_needs,
     in_e2e,
     outside_problem,
+    passable,
     real_toolchain,
     reclaim_ended,
 )
@@ -141,7 +142,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Remove the session's temp base and its outside directory; in the controller, reclaim
-    the cgroups of harnesses the tests SIGKILLed (and of workers that have ended)."""
+    the cgroups of harnesses the tests SIGKILLed (and of workers that have ended): only those
+    whose lock is free, never a live harness's beside the suite (``reclaim_ended``)."""
     if not hasattr(config, "workerinput"):
         reclaim_ended()
     for key in ("tmp", "outside"):
@@ -151,6 +153,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if created is not None:
         with contextlib.suppress(OSError):
             created.rmdir()  # only when no other session still uses it
+
+
+@pytest.fixture
+def tmp_path(tmp_path: Path) -> Path:
+    """pytest's ``tmp_path``, ``support.passable``."""
+    return passable(tmp_path)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -256,7 +264,8 @@ def replayed_probes(monkeypatch: pytest.MonkeyPatch,
     shared = tmp_path_factory.getbasetemp().parent / "probes-replayed"
 
     def replay(tools: Tools, env: Mapping[str, str], work_dir: Path | None,
-               names: Sequence[str] = ()) -> tuple[ProbeResult, ...]:
+               names: Sequence[str] = (), secrets: Sequence[Path] = ()
+               ) -> tuple[ProbeResult, ...]:
         calls.append(tuple(names))
         key = json.dumps([str(tools.toolchain.root), str(tools.bwrap.path), list(names)])
         name = hashlib.sha256(key.encode()).hexdigest()[:16]
@@ -265,7 +274,7 @@ def replayed_probes(monkeypatch: pytest.MonkeyPatch,
         with (shared / f"{name}.lock").open("w") as held:
             fcntl.flock(held, fcntl.LOCK_EX)  # one worker probes, the others wait for it
             if not record.exists():
-                results = real(tools, env, work_dir, names)
+                results = real(tools, env, work_dir, names, secrets)
                 record.write_bytes(_RESULTS.dump_json(results))
                 return results
         if work_dir is not None:

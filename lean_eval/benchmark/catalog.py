@@ -105,6 +105,7 @@ class Catalog(Record):
     # own commit when it is not an import; None when neither is known.
     upstream_commit: str | None = None
     is_import: bool = False
+    upstream_uncommitted: tuple[str, ...] = ()  # provenance.json's ``uncommitted``
     toolchain_name: str
     problems: dict[str, ProblemWorkspace]
     shared_packages: Path | None
@@ -267,5 +268,6 @@ def load_catalog(root: Path, *, revision: str | None = "HEAD",
     return Catalog(root=root, commit=commit, toolchain_name=toolchain_name, problems=problems,
                    upstream_commit=record.commit if record is not None else commit,
                    is_import=record is not None,
+                   upstream_uncommitted=record.uncommitted if record is not None else (),
                    shared_packages=shared.resolve() if shared.is_dir() else None,
                    warnings=warnings, solution_only_modules=reserved, sets=load_sets(files))

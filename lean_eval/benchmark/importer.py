@@ -19,7 +19,7 @@ from typing import Any, Literal, NamedTuple
 import tomli_w
 from pydantic import ValidationError
 
-from lean_eval.benchmark import provenance, upstream
+from lean_eval.benchmark import provenance, source_checks, upstream
 from lean_eval.benchmark.index import index_of, render
 from lean_eval.benchmark.problem import Problem, axiom_faults, manifest_errors, parse_config
 from lean_eval.benchmark.sets import parse_set, set_faults
@@ -164,14 +164,18 @@ def _requires(table: dict[str, Any]) -> list[str]:
     return sorted(json.dumps(e, sort_keys=True) for e in entries if isinstance(e, dict))
 
 
-def plan_import(src: Path, *, commit: str | None = None) -> ImportPlan:
+def plan_import(src: Path, *, commit: str | None = None,
+                allow_dirty: bool = False) -> ImportPlan:
     """Everything an import of ``src`` writes, or one CatalogError listing every fault (each
-    naming its file). ``commit`` states the upstream commit when ``src`` is no git checkout."""
+    naming its file). ``commit`` states the upstream commit when ``src`` is no git checkout;
+    a git checkout whose work tree differs from its HEAD is refused unless ``allow_dirty``."""
     src = src.resolve()
     tree = upstream.read_source(src)
     errors = list(tree.errors)
     notes = [ImportNote("warning", path, message) for path, message in tree.warnings]
     repository, found_commit = provenance.source_commit(src)
+    dirty = source_checks.uncommitted(src, found_commit, upstream.read_paths(tree), allow_dirty)
+    notes.extend(ImportNote("warning", path, message) for path, message in dirty.warnings)
     files: dict[str, bytes] = {}
     statements: dict[str, dict[str, str]] = {}
     toolchains: dict[bytes, list[str]] = defaultdict(list)
@@ -205,7 +209,10 @@ def plan_import(src: Path, *, commit: str | None = None) -> ImportPlan:
     files.update(_root_files(tree.root, list(pins), toolchain, notes))
     files.update(_sets(tree, files, notes))
     record = provenance.Provenance(repository=repository, commit=commit or found_commit,
-                                   statements=statements)
+                                   statements=statements, uncommitted=dirty.paths)
+    if found_commit is not None:
+        notes.extend(ImportNote("warning", path, message) for path, message
+                     in source_checks.unbumped(src, found_commit, statements, dirty.paths))
     if record.commit is None:
         notes.append(ImportNote("warning", ".", "the source is no git checkout and no commit "
                                 "was stated: exports from this import will be refused "

@@ -5,6 +5,9 @@ Invariants:
 - ``provenance.json`` is trusted like ``benchmark.toml``: ``workspaces/index.json`` holds its
   digest, so it cannot change without the index noticing.
 - A benchmark without the file is not an import: it is its own upstream (its own commit).
+- ``commit`` holds exactly the bytes imported, or ``uncommitted`` names every path where the
+  source's work tree differed from it (``import-catalog --allow-dirty``; without it such an
+  import is refused), and every verdict and export of the catalog carries the list.
 - A statement digest is over the declarations of the hole-bearing trusted Lean
   (``Challenge.lean`` and ``ChallengeDeps.lean``) with comments blanked and whitespace
   collapsed (``statement_digest``), so a reformatting or a regenerated header is not a change;
@@ -21,6 +24,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from lean_eval.benchmark import gitread
 from lean_eval.errors import CatalogError
 from lean_eval.files.decoding import strict_json
 from lean_eval.lean.declarations import collapse, declarations
@@ -40,6 +44,9 @@ class Provenance(Record):
     commit: str | None
     # problem id -> statement revision (as a string: JSON keys) -> "sha256:<hex>"
     statements: dict[str, dict[str, str]] = Field(default_factory=dict)
+    # Source paths the import took from the work tree as they differed from ``commit``
+    # (import-catalog --allow-dirty); absent from the file when empty.
+    uncommitted: tuple[str, ...] = ()
 
 
 def statement_digest(workspace: Mapping[str, bytes]) -> str:
@@ -54,7 +61,10 @@ def statement_digest(workspace: Mapping[str, bytes]) -> str:
 
 
 def render(record: Provenance) -> bytes:
-    return (json.dumps(record.model_dump(mode="json"), indent=2, sort_keys=True) + "\n").encode()
+    data = record.model_dump(mode="json")
+    if not data["uncommitted"]:
+        del data["uncommitted"]  # a clean import's file is what it was before the field
+    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
 
 
 def parse(data: bytes) -> Provenance:
@@ -97,3 +107,12 @@ def source_commit(src: Path) -> tuple[str | None, str | None]:
                                   "remote.origin.url"), env=env, cwd=src)
     url = remote.stdout.decode().strip() if remote.returncode == 0 else None
     return url or None, commit or None
+
+
+def uncommitted(src: Path, read: set[str]) -> tuple[str, ...]:
+    """The paths where the git work tree ``src`` differs from its HEAD in what an import
+    takes: every tracked file with uncommitted changes (staged or not, deleted included), and
+    each untracked file in ``read`` (the source paths the import reads; an untracked file it
+    does not read changes nothing, and git's ignored files are not the source's)."""
+    tracked, untracked = gitread.uncommitted(src)
+    return tuple(sorted({*tracked, *(path for path in untracked if path in read)}))

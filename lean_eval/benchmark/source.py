@@ -10,6 +10,7 @@ Invariants:
 from __future__ import annotations
 
 import io
+import os
 import tarfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,7 +32,8 @@ def git_files(root: Path, revision: str,
         cwd=root,
     )
     if rev.returncode != 0:
-        raise CatalogError(f"benchmark revision {revision!r} not found in {root}")
+        refused = _refused(root, rev.stderr)
+        raise CatalogError(refused or f"benchmark revision {revision!r} not found in {root}")
     commit = rev.stdout.decode().strip()
     present = process.run_capture(
         ("git", "-C", str(root), "ls-tree", "--name-only", commit, "--", *paths),
@@ -59,6 +61,21 @@ def git_files(root: Path, revision: str,
                 if handle is not None:
                     files[member.name] = handle.read()
     return commit, files
+
+
+def _refused(root: Path, stderr: bytes) -> str | None:
+    """Why git would not read ``root`` at all, when it is git's ownership check (else None)."""
+    if b"dubious ownership" not in stderr:
+        return None
+    try:
+        owner = f"uid {root.stat().st_uid}"
+    except OSError:
+        owner = "another user"
+    return (f"git refuses to read the benchmark checkout {root}: it is owned by {owner}, not by "
+            f"the user running lean-eval (uid {os.geteuid()}; git's 'dubious ownership' check, "
+            "safe.directory). lean-eval runs git without your git configuration, so a "
+            "safe.directory entry there does not apply: run lean-eval as the checkout's owner, "
+            f"or make the checkout yours (chown -R {os.geteuid()} {root})")
 
 
 def dirty(root: Path, commit: str, paths: Sequence[str]) -> tuple[str, ...]:

@@ -32,8 +32,27 @@ def _executable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
 
 
-def resolve_toolchain(explicit: Path | None, env: Mapping[str, str], name: str) -> Toolchain:
-    """``--toolchain``, else the elan install of ``name``; ToolchainError when it is unusable."""
+# The repository's stand-in for a Lean toolchain (tests/standin/README.md), named to a
+# newcomer without Lean; it is used only when named with --toolchain, like any toolchain.
+STANDIN = Path("tests") / "standin" / "toolchain"
+
+
+def standin_hint(benchmark: Path | None) -> str:
+    """What a machine without the Lean release can still try, when ``benchmark`` is a checkout
+    of this project (it ships the stand-in); "" elsewhere."""
+    if benchmark is None or not (benchmark / STANDIN / "bin" / "lake").is_file():
+        return ""
+    where = (benchmark / STANDIN).absolute()
+    shown = os.path.relpath(where) if where.is_relative_to(Path.cwd()) else str(where)
+    return (f" To try lean-eval without Lean, this checkout ships a stand-in toolchain: "
+            f"--toolchain {shown} (the test suite's imitation of `lake comparator`; its "
+            "verdicts prove nothing about a proof).")
+
+
+def resolve_toolchain(explicit: Path | None, env: Mapping[str, str], name: str,
+                      hint: str = "") -> Toolchain:
+    """``--toolchain``, else the elan install of ``name``; ToolchainError when it is unusable.
+    ``hint``: appended when the release is not installed (``standin_hint``)."""
     if explicit is not None:
         root = explicit.expanduser()
         if not root.is_dir():
@@ -46,7 +65,9 @@ def resolve_toolchain(explicit: Path | None, env: Mapping[str, str], name: str) 
                 f"the pinned Lean release {name} is not installed (looked for {root}). "
                 f"Install it with `lean-eval prepare` (or `elan toolchain install {name}`), "
                 "or pass --toolchain DIR "
-                "(or set LEAN_EVAL_TOOLCHAIN) to use a toolchain directory holding bin/lake."
+                "(or set LEAN_EVAL_TOOLCHAIN) to use a toolchain directory holding bin/lake; "
+                "`lean-eval prepare --toolchain DIR` installs no release, so pass that same "
+                "--toolchain DIR here too." + hint
             )
     root = root.resolve()
     lake = root / "bin" / "lake"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -30,9 +31,6 @@ SINGLE_FILE = "manifests/problems.toml"
 # Files of a source workspace an import drops (and so a fork of the source carries beside each
 # problem's Submission.lean): validate-submission lists them only under -v.
 SOURCE_ONLY_FILES = ("holes.json", "WorkspaceTest.lean", "lake-manifest.json")
-_NO_WORKSPACE = "problem {pid!r} has no workspace generated/{pid}/ (not generated yet): skipped"
-_NO_MANIFEST = ("workspace has no manifest (manifests/problems/{pid}.toml or an entry in "
-                "{single}): skipped")
 _NO_WORKSPACE = "problem {pid!r} has no workspace generated/{pid}/ (not generated yet): skipped"
 _NO_MANIFEST = ("workspace has no manifest (manifests/problems/{pid}.toml or an entry in "
                 "{single}): skipped")
@@ -103,43 +101,60 @@ def _join(top: str, name: str) -> str:
 
 
 def _manifests(src: Path, errors: list[str]) -> dict[str, Manifest]:
-    found: dict[str, Manifest] = {}
     single = src / SINGLE_FILE
     per_problem = src / "manifests" / "problems"
+    single_data: bytes | None = None
     if _kind(single) is not None:
         if _kind(single) != "file":
             errors.append(_refused(SINGLE_FILE, _kind(single)))
         else:
-            table = _table(single.read_bytes(), SINGLE_FILE, errors)
-            entries = table.get("problem", [])
-            if not isinstance(entries, list):
-                errors.append(f"{SINGLE_FILE}: `problem` is not an array of tables")
-                entries = []
-            for number, entry in enumerate(entries, 1):
-                where = f"{SINGLE_FILE} [[problem]] #{number}"
-                pid = entry.get("id") if isinstance(entry, dict) else None
-                if not isinstance(pid, str):
-                    errors.append(f"{where}: no string `id`")
-                elif pid in found:
-                    errors.append(f"{where}: problem {pid!r} listed twice")
-                else:
-                    found[pid] = Manifest(f"{SINGLE_FILE} [[problem]] {pid!r}", dict(entry))
+            single_data = single.read_bytes()
+    files: dict[str, bytes] = {}
     kind = _kind(per_problem)
     if kind not in (None, "dir"):
         errors.append(_refused("manifests/problems", kind))
     elif kind == "dir":
         for entry in sorted(os.listdir(per_problem)):
-            rel = f"manifests/problems/{entry}"
             if not entry.endswith(".toml"):
                 continue
             if _kind(per_problem / entry) != "file":
-                errors.append(_refused(rel, _kind(per_problem / entry)))
+                errors.append(_refused(f"manifests/problems/{entry}", _kind(per_problem / entry)))
                 continue
-            pid = entry.removesuffix(".toml")
-            if pid in found:
-                errors.append(f"{rel}: problem {pid!r} is also listed in {SINGLE_FILE}")
-                continue
-            found[pid] = Manifest(rel, _table((per_problem / entry).read_bytes(), rel, errors))
+            files[entry] = (per_problem / entry).read_bytes()
+    return manifest_tables(single_data, files, errors)
+
+
+def manifest_tables(single: bytes | None, per_problem: Mapping[str, bytes],
+                    errors: list[str]) -> dict[str, Manifest]:
+    """The manifests of ``manifests/problems.toml`` (its bytes, None when absent) and of
+    ``manifests/problems/<name>.toml`` (``per_problem``: name -> bytes) by problem id, each
+    fault appended to ``errors``. The on-disk reader and the readers of git history
+    (``benchmark.statements``) share it, so every layout is read one way."""
+    found: dict[str, Manifest] = {}
+    if single is not None:
+        table = _table(single, SINGLE_FILE, errors)
+        entries = table.get("problem", [])
+        if not isinstance(entries, list):
+            errors.append(f"{SINGLE_FILE}: `problem` is not an array of tables")
+            entries = []
+        for number, entry in enumerate(entries, 1):
+            where = f"{SINGLE_FILE} [[problem]] #{number}"
+            pid = entry.get("id") if isinstance(entry, dict) else None
+            if not isinstance(pid, str):
+                errors.append(f"{where}: no string `id`")
+            elif pid in found:
+                errors.append(f"{where}: problem {pid!r} listed twice")
+            else:
+                found[pid] = Manifest(f"{SINGLE_FILE} [[problem]] {pid!r}", dict(entry))
+    for entry, data in sorted(per_problem.items()):
+        rel = f"manifests/problems/{entry}"
+        if not entry.endswith(".toml"):
+            continue
+        pid = entry.removesuffix(".toml")
+        if pid in found:
+            errors.append(f"{rel}: problem {pid!r} is also listed in {SINGLE_FILE}")
+            continue
+        found[pid] = Manifest(rel, _table(data, rel, errors))
     return found
 
 
@@ -215,3 +230,15 @@ def read_source(src: Path) -> SourceTree:
     return SourceTree(manifests={p: m for p, m in manifests.items() if p in workspaces},
                       workspaces=workspaces, root=root, sets=sets, other_sets=tuple(other),
                       has_tags=tags == "file", warnings=tuple(warnings), errors=tuple(errors))
+
+
+def read_paths(tree: SourceTree) -> set[str]:
+    """Every source path whose bytes an import of ``tree`` takes."""
+    paths = {m.where if m.where.startswith("manifests/problems/") else SINGLE_FILE
+             for m in tree.manifests.values()}
+    paths.update(f"generated/{pid}/{rel}" for pid, ws in tree.workspaces.items() for rel in ws)
+    paths.update(tree.root)
+    paths.update(f"manifests/sets/{name}" for name in tree.sets)
+    if tree.has_tags:
+        paths.add("manifests/tags.toml")
+    return paths

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import NoReturn
 
 import click
+from click.core import ParameterSource
 
 from lean_eval.cli.deferred import (
     check_release,
@@ -179,11 +181,12 @@ def validate_submission_command(path: Path, problems: tuple[str, ...], benchmark
         else:
             marked = (f + (" (changed)" if f in item.changed else "") for f in item.files)
             say(False, f"{where}: would be scored: ", ", ".join(marked))
-            for text in item.warnings:  # the comparator would reject it: a fault, on stderr
-                say(True, f"  warning: {text}")
+        for text in item.warnings:  # a rejection to come, or an edit to no effect: on stderr
+            say(True, f"  warning: {text}")
+        if item.outcome == "scored":
             for name in item.files if verbose else ():
-                say(False, f"  {name}: ", "differs from the starter" if name in item.changed
-                    else "the starter's bytes")
+                say(False, f"  {name}: ", "differs from the starter"
+                    if name in item.changed else "the starter's bytes")
         for line in item.ignored:
             say(False, f"  ignored: {line}")
         if item.reference and verbose:  # start-problem's read-only copies: expected, not news
@@ -242,10 +245,12 @@ def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
     missing = failed.missing if isinstance(failed, PrerequisitesError) else ()
     failed_step, cause = (failed.step, failed.cause) if isinstance(failed, StepFailedError) \
         else ("prerequisites", str(failed)) if failed else (None, None)
+    run_with = _run_with(click.get_current_context(), settings) if failed is None else ()
     if as_json:
         click.echo(documents.PrepareReport(
             dry_run=dry_run, steps=tuple(documents.PrepareStep(**s._asdict()) for s in done),
-            ok=failed is None, failed_step=failed_step, error=cause).model_dump_json(indent=2))
+            ok=failed is None, failed_step=failed_step, error=cause,
+            run_with=run_with).model_dump_json(indent=2))
     elif not quiet:  # each failure is said once: here, and the error line only points here
         for step in done:
             click.echo(f"{step.name:<13} {step.status:<8} {step.detail}")
@@ -255,6 +260,10 @@ def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
             click.echo(f"{failed.step:<13} {'FAILED':<8} {failed.cause}")
         elif dry_run and failed is None:
             click.echo("dry run: nothing was changed")
+        if run_with:
+            click.echo(f"run-eval, test and replay do not remember these options: give them "
+                       f"`{' '.join(shlex.quote(a) for a in run_with)}` too (or set "
+                       f"{', '.join(_ENVVARS[a] for a in run_with if a in _ENVVARS)})")
     if failed is not None:
         if as_json or quiet:
             fail(f"prepare: {failed}")
@@ -264,6 +273,28 @@ def prepare_command(offline: Path | None, dry_run: bool, benchmark: Path | None,
         fail(f"prepare: {len(missing)} prerequisite(s) missing (listed above); nothing was "
              "downloaded or changed")
     sys.exit(0)
+
+
+# prepare's tool options that the scoring commands take too, with their variables
+_ENVVARS = {"--toolchain": "LEAN_EVAL_TOOLCHAIN", "--bwrap": "LEAN_EVAL_BWRAP",
+            "--allow-bwrap-version": "LEAN_EVAL_ALLOW_BWRAP_VERSION"}
+
+
+def _run_with(ctx: click.Context, settings: prepare.Settings) -> tuple[str, ...]:
+    """The tool options prepare used that a scoring command would not see by itself: given as
+    a flag or in the config file's [prepare] table, not through the environment (which
+    run-eval reads as well). Without them, run-eval looks for the elan install prepare did not
+    make, or refuses the bubblewrap prepare accepted."""
+    given = {"--toolchain": settings.toolchain, "--bwrap": settings.bwrap,
+             "--allow-bwrap-version": settings.allow_bwrap}
+    names = {"--toolchain": "toolchain", "--bwrap": "bwrap_path",
+             "--allow-bwrap-version": "allow_bwrap"}
+    found: list[str] = []
+    for flag, value in given.items():
+        source = ctx.get_parameter_source(names[flag])
+        if value is not None and source is not ParameterSource.ENVIRONMENT:
+            found += [flag, str(value)]
+    return tuple(found)
 
 
 COMMANDS = (start_problem_command, validate_catalog_command, validate_submission_command,

@@ -64,6 +64,27 @@ def describe(command: click.Command, name: str, parent: click.Context, args: Seq
     return rows, errors
 
 
+def _take_config(words: Sequence[str]) -> tuple[list[str], Path | None]:
+    """``words`` without ``--config F`` / ``--config=F``, and F (the last one given); exits 2
+    when F is missing or is no file, as the group's own option would."""
+    kept: list[str] = []
+    found: Path | None = None
+    rest = iter(words)
+    for word in rest:
+        if word == "--config":
+            value = next(rest, None)
+            if value is None:
+                fail("--config needs a FILE")
+            found = Path(value)
+        elif word.startswith("--config="):
+            found = Path(word.partition("=")[2])
+        else:
+            kept.append(word)
+    if found is not None and not found.is_file():
+        fail(f"--config {found}: no such file")
+    return kept, found
+
+
 @click.command("config", context_settings={"ignore_unknown_options": True,
                                            "allow_interspersed_args": False})
 @click.argument("command_name", metavar="[COMMAND [ARGS]...]", required=False)
@@ -84,17 +105,23 @@ def config_command(ctx: click.Context, command_name: str | None, args: tuple[str
     flag, env (LEAN_EVAL_<OPTION>), the config file, or the built-in default.
 
     With COMMAND [ARGS]..., only that command, as `lean-eval COMMAND ARGS...` would see it
-    (so flags show as `flag`); config's own --json, -q and -v are taken wherever they stand.
+    (so flags show as `flag`); config's own --json, -q and -v, and --config FILE (as in
+    `lean-eval --config FILE config`), are taken wherever they stand.
     Exits 2 naming every bad environment value (and prints no table) when there is one.
     """
+    # the group's --config, given after `config` (before or after COMMAND): `lean-eval
+    # --config F config ...` means the same, and a command never takes --config itself
+    words = [command_name, *args] if command_name is not None else list(args)
+    words, given_config = _take_config(words)
     # config's own flags are its own wherever they stand (`config run-eval --json` too)
-    own = [a for a in args if a in OWN_FLAGS]
-    args = tuple(a for a in args if a not in OWN_FLAGS)
+    own = [a for a in words if a in OWN_FLAGS]
+    words = [a for a in words if a not in OWN_FLAGS]
+    command_name, args = (words[0], tuple(words[1:])) if words else (None, ())
     as_json = as_json or "--json" in own
     quiet = quiet or "-q" in own or "--quiet" in own
     verbose += sum(OWN_FLAGS[a] for a in own if a.startswith("-v") or a == "--verbose")
     group_ctx, group = ctx.find_root(), group_of(ctx)
-    explicit = group_ctx.params.get("config_file")
+    explicit = given_config or group_ctx.params.get("config_file")
     names = sorted(group.commands) if command_name is None else [command_name]
     if command_name is not None and command_name not in group.commands:
         fail(f"no command {command_name!r}{did_you_mean(command_name, group.commands)}; "

@@ -10,12 +10,13 @@ import contextlib
 import errno
 import os
 import platform
+import re
 import signal
 import sys
 import tempfile
 import threading
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 from typing import Any, NamedTuple, NoReturn
 
@@ -30,11 +31,73 @@ EXIT_UNEXPECTED = 3  # a bug: the traceback is in a file the message names
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM
 CRASH_PREFIX = "lean-eval-crash-"
+# ctx.meta key (click shares meta between a context and its children): the command asked for
+# --json and prints a setup failure as a JSON error document too (``json_errors``)
+JSON_ERRORS = "lean_eval.json_errors"
 
 
-def fail(message: str, code: int = EXIT_SETUP) -> NoReturn:
+def fail(message: str, code: int = EXIT_SETUP, document: str | None = None) -> NoReturn:
+    """``lean-eval: error: message`` on stderr and exit ``code``; ``document``: the kind of
+    failure, when the command asked for a JSON error document on stdout as well."""
+    if document is not None:
+        from lean_eval.records.run_report import ErrorDocument  # pydantic: only on this path
+
+        click.echo(ErrorDocument(message=message, error=document, exit_code=code)
+                   .model_dump_json(indent=2))
     click.echo(f"lean-eval: error: {message}", err=True)
     sys.exit(code)
+
+
+def gate_message(fail_on: frozenset[str], found: Sequence[str], code: int,
+                 note: str = "") -> str:
+    """The stderr line naming what tripped ``--fail-on`` (``scoring.gate.failures``: a pair is
+    "submission/problem", a bare id a submission that scored nothing) and the code returned."""
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    pairs = sum("/" in item for item in found)
+    counted = " and ".join(f"{n} {noun}" for n, noun in (
+        (pairs, "pair(s)"), (len(found) - pairs, "submission(s) that scored nothing")) if n)
+    return (f"lean-eval: --fail-on {','.join(sorted(fail_on))}: {counted} failed the gate: "
+            f"{_printable(shown)}; exit {code}{note}")
+
+
+def _printable(text: str) -> str:
+    from lean_eval.outputs.report.run_report import printable  # only when a gate tripped
+
+    return printable(text)
+
+
+def error_kind(exc: BaseException) -> str:
+    """``ProbesFailedError`` -> ``probes_failed``: the ``error`` of a JSON error document."""
+    name = type(exc).__name__.removesuffix("Error") or "setup"
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def json_errors(command: click.Command) -> click.Command:
+    """Under ``--json``, a setup failure (exit 2) also prints an ``ErrorDocument`` on stdout,
+    the shape the public pipeline reads (design §3); put it above ``@click.command``. --json
+    becomes eager, so an argument error found after it is reported so too."""
+    for param in command.params:
+        if param.name == "as_json" and isinstance(param, click.Option):
+            param.is_eager = True
+            param.callback = _ask_for_json_errors
+    return command
+
+
+def asks_for_json(command: click.Command | None, args: Sequence[str]) -> bool:
+    """Whether ``command``, given ``args`` it has not parsed yet, will print its failures as
+    JSON too: for a failure before it parses them (the ``--config`` file's, read first)."""
+    if command is None or not any(p.name == "as_json" and p.callback is _ask_for_json_errors
+                                  for p in command.params):
+        return False
+    options = args[:args.index("--")] if "--" in args else args  # after "--": arguments
+    return "--json" in options
+
+
+def _ask_for_json_errors(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    del param
+    if value:
+        ctx.meta[JSON_ERRORS] = True
+    return value
 
 
 class Wording(NamedTuple):
@@ -60,13 +123,15 @@ def wording_of(command: click.Command | None) -> Wording:
 
 
 @contextlib.contextmanager
-def handled(wording: Callable[[], Wording] = lambda: PLAIN) -> Iterator[None]:
-    """Map what escapes the body to an exit code; ``wording`` is asked only when needed."""
+def handled(wording: Callable[[], Wording] = lambda: PLAIN,
+            as_json: Callable[[], bool] = lambda: False) -> Iterator[None]:
+    """Map what escapes the body to an exit code; ``wording`` is asked only when needed, and
+    ``as_json`` (whether a setup failure prints a JSON error document too) only on one."""
     previous = _raise_on_sigterm()
     try:
         yield
     except SetupError as exc:
-        fail(str(exc), EXIT_SETUP)
+        fail(str(exc), EXIT_SETUP, error_kind(exc) if as_json() else None)
     except LeanEvalError as exc:
         fail(f"{exc}{wording().fault}", EXIT_FAULT)
     except KeyboardInterrupt:

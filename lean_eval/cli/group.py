@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from lean_eval.cli.config import SUBCOMMAND_KEY, add_envvars
-from lean_eval.cli.exits import EXIT_INTERRUPTED, Wording, fail, handled, wording_of
+from lean_eval.cli.exits import (
+    EXIT_INTERRUPTED,
+    JSON_ERRORS,
+    Wording,
+    asks_for_json,
+    fail,
+    handled,
+    wording_of,
+)
 
 __all__ = ["NO_TERMINAL_WIDTH", "Console", "LeanEvalGroup", "no_wrap_console", "warn"]
 
@@ -61,6 +69,8 @@ SECTIONS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
                                 "verdicts.")),
         ("validate-catalog", "Check the benchmark's catalog, pins and workspaces."),
         ("import-catalog", "Turn a checkout in another benchmark layout into this one."),
+        ("audit-results", ("Find the results store's records scored on a statement that "
+                           "changed without a new revision.")),
         ("config", "Show every setting's value and where it comes from."),
     )),
     ("CI and results", (
@@ -112,7 +122,11 @@ class LeanEvalGroup(click.Group):
             name = ctx.invoked_subcommand
             return wording_of(self.get_command(ctx, name) if name else None)
 
-        with handled(wording):  # the group callback (the config file) and the command
+        def as_json() -> bool:
+            _, command, args = ctx.meta.get(SUBCOMMAND_KEY, (None, None, ()))
+            return bool(ctx.meta.get(JSON_ERRORS)) or asks_for_json(command, args)
+
+        with handled(wording, as_json):  # the group callback (the config file) and the command
             return super().invoke(ctx)
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
@@ -134,8 +148,14 @@ class LeanEvalGroup(click.Group):
 
 
 def _show_click_error(exc: click.ClickException) -> None:
-    """Click's usage and help hint, then ``lean-eval: error: ...`` where click says ``Error:``."""
+    """Click's usage and help hint, then ``lean-eval: error: ...`` where click says ``Error:``
+    (and the JSON error document on stdout when the command asked for one, ``json_errors``)."""
     usage_ctx = exc.ctx if isinstance(exc, click.UsageError) else None
+    if usage_ctx is not None and usage_ctx.meta.get(JSON_ERRORS):
+        from lean_eval.records.run_report import ErrorDocument  # pydantic: only on this path
+
+        click.echo(ErrorDocument(message=exc.format_message(), error="usage",
+                                 exit_code=exc.exit_code).model_dump_json(indent=2))
     if usage_ctx is not None:
         click.echo(usage_ctx.get_usage(), err=True)
         if usage_ctx.command.get_help_option(usage_ctx) is not None:

@@ -10,13 +10,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from lean_eval.cli.deferred import reader, run_report, verdict
+from lean_eval.cli.exits import gate_message
 from lean_eval.errors import SetupError
+from lean_eval.outputs.report.names import FORMATS
+from lean_eval.records import kinds
 
 F = TypeVar("F", bound=Callable[..., Any])
 # Spelled here so --help need not import probes.registry (a test checks they are equal).
 PROBE_NAMES = ("sandbox_engaged", "env_dump", "tool_path", "artifact_tamper", "comparator")
-# Likewise report.run_report.FORMATS.
-REPORT_FORMATS = ("table", "markdown", "junit", "json", "csv", "html")
+# The outputs' own list, from a module that imports nothing (not a copy).
+REPORT_FORMATS = FORMATS
 
 _BYTE_UNITS = {"": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
                "g": 1 << 30, "gib": 1 << 30}
@@ -167,8 +170,8 @@ def selection_options(func: F) -> F:
     return func
 
 
-# report.FAIL_ON's keys, spelled here so --help need not import the report module
-FAIL_ON_KINDS = "rejected, invalid, unchanged, error"
+# --fail-on's kinds for --help: records.kinds (no pydantic, so --help stays fast)
+FAIL_ON_KINDS = kinds.FAIL_ON_KINDS
 
 
 if TYPE_CHECKING:  # click's ParamType is generic for type checkers only before click 8.3
@@ -192,6 +195,17 @@ class FailOn(_KindsParamType):
             self.fail(str(exc).removeprefix("--fail-on: "), param, ctx)
 
 
+def sandbox_user_option(command: F) -> F:
+    """``--sandbox-user``: who a root harness runs the comparator and every build as."""
+    return click.option(
+        "--sandbox-user", "sandbox_user", metavar="USER[:GROUP]", default=None,
+        help="A root harness runs Lake, every build and every kernel as this unprivileged "
+             "user and group (name or number; no supplementary groups). Default: nobody and "
+             "its group. A harness that is not root runs them as itself. Recorded in every "
+             "verdict.",
+    )(command)
+
+
 def fail_on_option(command: F) -> F:
     """``--fail-on``, the same for every command that gates CI on verdicts."""
     return click.option(
@@ -199,17 +213,17 @@ def fail_on_option(command: F) -> F:
         help=f"Exit 1 when any pair's verdict is one of these ({FAIL_ON_KINDS}; comma-"
              "separated; verdict names such as invalid_submission too); a submission that "
              "scored nothing (rejected as a whole, or no problem directory) counts as "
-             "invalid. Default: none; the usual exit codes apply.",
+             "invalid, and a pair no run scored (a shard missing from a merge) fails any "
+             "gate. Default: none; the usual exit codes apply.",
     )(command)
 
 
 def failing_exit(summary: verdict.Summary, fail_on: frozenset[str], code: int) -> int:
-    """``code``, or 1 when it is 0 and ``run_report.failures`` finds a pair (named on stderr);
-    ``code`` 1 that the gate itself set (run-eval records it in the summary) is named too."""
+    """``report``'s gate: ``code``, or 1 when it is 0 or 1 and ``run_report.failures`` finds
+    something (named on stderr). run-eval's code is decided before its summary is written
+    (``scoring.gate``)."""
     found = run_report.failures(summary, fail_on) if fail_on else ()
     if found and code in (0, 1):
-        shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-        click.echo(f"lean-eval: --fail-on {','.join(sorted(fail_on))}: {len(found)} "
-                   f"pair(s) failed the gate: {run_report.printable(shown)}; exit 1", err=True)
+        click.echo(gate_message(fail_on, found, 1), err=True)
         return 1
     return code

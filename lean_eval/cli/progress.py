@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from types import TracebackType
 
+import click
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
@@ -18,13 +19,15 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from lean_eval.cli.exits import gate_message
 from lean_eval.outputs.report import console as report_console
 from lean_eval.probes.preflight import NOTHING_TO_SCORE
+from lean_eval.records.kinds import OUTCOMES
 from lean_eval.records.verdict import Summary
 from lean_eval.scoring import scheduler
+from lean_eval.scoring.gate import failures, scored_nothing
 
-_SHORT = {"accepted": "ok", "rejected": "rej", "invalid_submission": "inv",
-          "unchanged": "same", "error": "err"}
+_SHORT: dict[str, str] = {name: kind.short for name, kind in OUTCOMES.items()}
 
 
 class Display:
@@ -99,7 +102,16 @@ def report_end(summary: Summary, console: Console, quiet: bool, listed: bool) ->
         console.print(f"{summary.reused} pair(s) kept: their verdicts from an earlier run on "
                       "this --out still apply (--rescore scores them again)",
                       markup=False, highlight=False)
-    for sub in () if listed else summary.submissions:
-        if not sub.problems and sub.rejection is None:
+    for sub in () if listed else scored_nothing(summary):
+        if sub.rejection is None:
             console.print(f"[yellow]warning:[/] {escape(sub.id)}: no problem directory found"
                           + (f": {escape(sub.hint)}" if sub.hint else ""), highlight=False)
+
+
+def say_gate(summary: Summary, fail_on: frozenset[str], exit_zero: bool) -> None:
+    """What tripped ``--fail-on``, on stderr, with the code the run returns (its summary's:
+    ``scoring.gate`` decided it)."""
+    found = failures(summary, fail_on)
+    if found and not summary.interrupted:
+        click.echo(gate_message(fail_on, found, summary.exit_code,
+                                " (--exit-zero)" if exit_zero else ""), err=True)

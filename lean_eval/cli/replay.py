@@ -19,7 +19,7 @@ from lean_eval.cli.options import (
     intake_limits,
     verbose_help,
 )
-from lean_eval.cli.steps import load, preflight, tools_for
+from lean_eval.cli.steps import check_work_dir, load, preflight, tools_for
 
 
 @verbose_help("Also every check of every preflight probe (a failing one's always).")
@@ -103,6 +103,7 @@ def replay_command(record_dir: Path, submissions: tuple[Path, ...], out_dir: Pat
     settings = replay.Settings(out_dir=out_dir, work_dir=work_dir, keep_work=keep_work,
                                jobs=jobs, paranoid=paranoid, skip_probes=skip_probes,
                                overrides=overrides)
+    check_work_dir(work_dir)
     record = replay.load_record(record_dir)
     cat = load(benchmark, benchmark_rev, quiet=quiet)
     writable = [*([out_dir] if out_dir else []), Path(tempfile.gettempdir()),

@@ -12,6 +12,7 @@ from lean_eval.cli.deferred import run_report
 from lean_eval.cli.group import Console
 from lean_eval.cli.options import FAIL_ON_KINDS, REPORT_FORMATS, fail_on_option, failing_exit
 from lean_eval.errors import UsageError
+from lean_eval.outputs.report.names import Format
 from lean_eval.records import out_layout
 
 # FAIL_ON_KINDS is read from here by tests/outputs/test_report_formats.py (it names the kinds).
@@ -114,9 +115,9 @@ def report_command(out_dir: Path, fmt: str, output: Path | None,
         pass
     elif fmt == "table" and output is None:
         console.print_summary(run.summary, Console(), hints=True,
-                              disagreements=run.disagreements)
+                              disagreements=run.disagreements, recorded=True)
     else:
-        text = formats.render(run, cast("run_report.Format", fmt),
+        text = formats.render(run, cast("Format", fmt),
                               output.absolute().parent if output else Path.cwd())
         if output is None:
             click.echo(text, nl=False)

@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING, NoReturn
 import click
 
 from lean_eval.cli.deferred import api, documents, driver, problem, selfcheck
-from lean_eval.cli.exits import EXIT_FAULT, EXIT_SETUP, Worded, Wording
+from lean_eval.cli.exits import EXIT_FAULT, EXIT_SETUP, Worded, Wording, json_errors
 from lean_eval.cli.group import Console, warn
 from lean_eval.cli.options import (
     PROBE_NAMES,
     ByteSize,
     common_options,
     fail_on_option,
-    failing_exit,
     intake_limit_options,
     intake_limits,
+    sandbox_user_option,
     selection_options,
     tool_options,
     verbose_help,
@@ -39,6 +39,7 @@ from lean_eval.cli.steps import (
 from lean_eval.errors import UsageError
 
 if TYPE_CHECKING:
+    from lean_eval.records.run_report import ProblemInfo
     from lean_eval.records.verdict import Summary
 
 # A harness fault or an interrupt mid-run leaves the verdicts written so far valid; it says so.
@@ -46,6 +47,7 @@ RUN_STOPPED = Wording(fault="; the run stopped, verdicts already written stay va
                       stopped="; verdicts already written stay valid")
 
 
+@json_errors
 @verbose_help("Also every check of every preflight probe (a failing one's always).")
 @click.command("run-eval", cls=Worded, wording=RUN_STOPPED)
 @click.argument("submissions", nargs=-1, required=True,
@@ -94,8 +96,14 @@ RUN_STOPPED = Wording(fault="; the run stopped, verdicts already written stay va
               envvar="LEAN_EVAL_SIGN_KEY", show_envvar=True,
               help="Ed25519 private key in PEM (openssl genpkey -algorithm ed25519): write a "
                    "signed in-toto envelope <problem>.intoto.json beside every verdict.")
+@sandbox_user_option
 @selection_options
 @fail_on_option
+@click.option("--exit-zero", is_flag=True,
+              help="Exit 0 for every run that finished, whatever its verdicts and whatever "
+                   "--fail-on finds (ruff's and flake8's flag; for pipelines that read the "
+                   "verdicts themselves). Setup failures still exit 2, a fault 1, an interrupt "
+                   "130/143.")
 @common_options
 def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, ...],
              timeout: float, work_dir: Path | None, keep_work: bool, skip_probes: bool,
@@ -104,9 +112,10 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
              max_written_file_bytes: int, jobs: int | None, memory_limit: int,
              max_processes: int, disk_limit: int, disk_files: int, disk_reserve: int,
              rescore: bool, shard_text: str | None,
-             private: tuple[Path, ...], sign_key: Path | None, set_name: str | None,
+             private: tuple[Path, ...], sign_key: Path | None, sandbox_user: str | None,
+             set_name: str | None,
              statuses: tuple[str, ...], tags: tuple[str, ...], fail_on: frozenset[str],
-             benchmark: Path | None, toolchain: Path | None,
+             exit_zero: bool, benchmark: Path | None, toolchain: Path | None,
              bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
              quiet: bool) -> NoReturn:
     """Score SUBMISSION... (directories or .tar/.tar.gz/.tgz archives) against the benchmark.
@@ -115,6 +124,7 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     unchanged are kept; `error` pairs and the rest are scored (--rescore: all of them).
     """
     from lean_eval.cli import progress  # rich's progress display: off --help's path
+    from lean_eval.scoring.gate import ExitPolicy
 
     err = Console(stderr=True)
     kept_before = scoring_dirs(work_dir) if keep_work else set()
@@ -139,20 +149,22 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
             memory_limit=memory_limit, max_processes=max_processes,
             disk_limit=disk_limit, disk_files=disk_files, disk_reserve=disk_reserve,
             work_dir=work_dir, keep_work=keep_work, rescore=rescore, shard=shard_text,
-            private=private, sign_key=sign_key)
+            private=private, sign_key=sign_key, sandbox_user=sandbox_user)
         summary = api.run_request(request, dict(os.environ), on_progress=show,
                                   on_probes=lambda entries: show_probes(entries, quiet, verbose),
                                   on_warning=lambda text: warn(text, quiet),
-                                  fail_on=fail_on)
+                                  policy=ExitPolicy(fail_on=fail_on, exit_zero=exit_zero))
     progress.report_end(summary, err, quiet, listed=not as_json)
-    # The gate's message before the table: the last line says the exit code the process returns.
-    code = failing_exit(summary, fail_on, summary.exit_code)
+    # summary.json records the code the process returns (scoring.gate decided it before the
+    # run was signed); the gate's message comes before the table, whose last line says it.
+    code = summary.exit_code
+    progress.say_gate(summary, fail_on, exit_zero)
     if keep_work:
         say_kept(scoring_dirs(work_dir) - kept_before, quiet)
     if as_json:
         from lean_eval.records.run_report import run_eval_document
 
-        document = run_eval_document(summary, _titles(summary))
+        document = run_eval_document(summary, _problem_info(summary))
         click.echo(document.model_dump_json(indent=2))
     elif not quiet:
         from lean_eval.outputs.report import console as report_console
@@ -161,11 +173,12 @@ def run_eval(submissions: tuple[Path, ...], out_dir: Path, problems: tuple[str, 
     sys.exit(code)
 
 
-def _titles(summary: Summary) -> dict[str, str]:
-    """Each scored problem's title, from the benchmark revision the run used (ids stand in when
-    it cannot be read again: titles are descriptive)."""
+def _problem_info(summary: Summary) -> dict[str, ProblemInfo]:
+    """Each scored problem's title and visibility, from the benchmark revision the run used
+    (none when it cannot be read again: ids stand in for titles, visibility is unknown)."""
     from lean_eval.benchmark.catalog import load_catalog
     from lean_eval.errors import LeanEvalError
+    from lean_eval.records.run_report import ProblemInfo
 
     ident = summary.identity
     try:
@@ -174,7 +187,8 @@ def _titles(summary: Summary) -> dict[str, str]:
                            only=frozenset(summary.problems) or None)
     except LeanEvalError:
         return {}
-    return {pid: ws.problem.title for pid, ws in cat.problems.items()}
+    return {pid: ProblemInfo(ws.problem.title, ws.problem.visible)
+            for pid, ws in cat.problems.items()}
 
 
 @verbose_help("Every check of every probe (a failing probe's failing checks always).")
@@ -261,7 +275,8 @@ CHECK_WORKFLOW = _selfcheck_command(
 def test(workspace: Path | None, timeout: float, keep_work: bool, toolchain: Path | None,
          bwrap_path: str | None, allow_bwrap: str | None, as_json: bool, verbose: int,
          quiet: bool) -> NoReturn:
-    """Run the WorkspaceTest driver on WORKSPACE (default: the current directory) as it stands.
+    """Score WORKSPACE (default: the current directory) as it stands: `lake comparator` inside
+    bubblewrap, as run-eval scores one pair, and the verdict it would get.
 
     The workspace's own config.json is used, so a pass here proves nothing about the trusted
     benchmark. Exits 0 when accepted, 1 when not, 2 when it cannot run (no workspace there,

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from lean_eval.cli.deferred import catalog, checkout, options, preflight_steps, setup_steps
 from lean_eval.cli.group import Console, warn
+from lean_eval.errors import LeanEvalError
 
 if TYPE_CHECKING:
     from lean_eval.records.probe_result import ProbeResult
@@ -43,8 +44,20 @@ def tools_for(cat: catalog.Catalog, toolchain: Path | None, bwrap_path: str | No
 def resolve_tools(name: str, toolchain: Path | None, bwrap_path: str | None,
                   allow_bwrap: str | None, env: dict[str, str],
                   writable: list[Path]) -> options.Tools:
-    """The toolchain and bwrap; when neither can be used, one error names both."""
-    return setup_steps.resolve_tools(name, toolchain, bwrap_path, allow_bwrap, env, writable)
+    """The toolchain and bwrap; when neither can be used, one error names both (a missing
+    release's names the stand-in when the current checkout ships it)."""
+    try:
+        here: Path | None = default_benchmark()
+    except (OSError, LeanEvalError):  # no checkout here: no stand-in to name
+        here = None
+    return setup_steps.resolve_tools(name, toolchain, bwrap_path, allow_bwrap, env, writable,
+                                     benchmark=here)
+
+
+def check_work_dir(work_dir: Path | None) -> None:
+    """``--work-dir`` usable (``scoring.setup.check_work_dir``), checked before anything runs."""
+    if work_dir is not None:
+        setup_steps.check_work_dir(work_dir)
 
 
 def load(benchmark: Path | None, revision: str = "HEAD",
@@ -62,6 +75,7 @@ def setup(benchmark: Path | None, toolchain: Path | None, bwrap_path: str | None
           allow_bwrap: str | None, env: dict[str, str], work_dir: Path | None,
           quiet: bool = False) -> tuple[catalog.Catalog, options.Tools]:
     """Catalog and tools for the commands that score generated submissions under work_dir."""
+    check_work_dir(work_dir)
     cat = load(benchmark, quiet=quiet)
     tools = tools_for(cat, toolchain, bwrap_path, allow_bwrap, env,
                       [Path(tempfile.gettempdir()), *([work_dir] if work_dir else [])])

@@ -4,7 +4,8 @@ supplies the bytes.
 Security invariants (design §6.2, §6.10):
 - Headers (ustar, GNU, pax) are parsed here in linear time, not by ``tarfile``, whose pax
   parser is quadratic on some patch levels (CVE-2024-6232). Nothing is extracted: a link or
-  special member is a data-less leaf, classified like the same entry in a directory.
+  special member is a data-less leaf, classified like the same entry in a directory; a
+  hard-link member is a copy of the earlier ``.lean`` member it names, or refused (``links``).
 - Absolute or ``..`` names, duplicate paths, a member under a non-directory and a corrupt
   stream reject the whole submission.
 - Extension records, pax keys, extension headers per member and global headers are bounded
@@ -32,6 +33,7 @@ from lean_eval.intake.bounds import (
     show,
     skip_allowance,
 )
+from lean_eval.intake.links import link_target
 
 if TYPE_CHECKING:
     from hashlib import _Hash
@@ -76,7 +78,7 @@ def _number(field: bytes, where: str) -> int:
     if not text:
         return 0
     if not text.isdigit() or b"8" in text or b"9" in text:
-        raise corrupt(where, f"bad number {show(text.decode('latin-1'))!r} in a tar header")
+        raise corrupt(where, f"bad number '{show(text.decode('latin-1'))}' in a tar header")
     return int(text, 8)
 
 
@@ -101,6 +103,7 @@ class _Parser:
         stream, seen = self.stream, False
         pax: dict[str, str] | None = None
         long_name: bytes | None = None
+        long_link: bytes | None = None
         extensions = 0
         while True:
             block = stream.read(BLOCK)
@@ -126,9 +129,11 @@ class _Parser:
                     pax = self._pax(data)
                 elif kind == b"L":
                     long_name = _nts(data)
+                else:
+                    long_link = _nts(data)
                 continue
-            self._member(block, kind, size, pax or {}, long_name)
-            pax, long_name, extensions, seen = None, None, 0, True
+            self._member(block, kind, size, pax or {}, (long_name, long_link))
+            pax, long_name, long_link, extensions, seen = None, None, None, 0, True
         while stream.read(CHUNK):  # to the end, so a gzip CRC or length error is seen
             pass
 
@@ -187,7 +192,7 @@ class _Parser:
                              f"{self.stream.where}")
 
     def _member(self, block: bytes, kind: bytes, size: int, pax: dict[str, str],
-                long_name: bytes | None) -> None:
+                longs: tuple[bytes | None, bytes | None]) -> None:
         stream, where = self.stream, self.stream.where
         merged = dict(self.globals)
         for key, value in pax.items():
@@ -195,6 +200,7 @@ class _Parser:
                 merged[key] = value
             else:
                 merged.pop(key, None)
+        long_name, long_link = longs
         raw_name = _nts(block[0:100])
         prefix = _nts(block[345:500]) if block[257:263] == b"ustar\0" else b""
         name = _text(long_name if long_name is not None else
@@ -220,6 +226,9 @@ class _Parser:
         if len(parts) > self.limits.max_depth:  # a leaf at the first depth past the limit
             parts, node_kind = parts[: self.limits.max_depth + 1], TOO_DEEP
         node = Node(node_kind)
+        if node_kind == "hard link":
+            node = self._copy(parts, merged.get("linkpath", _text(
+                long_link if long_link is not None else _nts(block[157:257]))), shown)
         kept = node_kind == "file" and not SKIPPED_NAMES.intersection(parts)
         if node_kind == "file" and size > self.limits.max_file_bytes:  # refused from its size
             self.budget.skip(shown, size)  # before any of it is decoded; never in the total
@@ -236,6 +245,13 @@ class _Parser:
         elif node_kind != "dir":
             raise RejectError(f"{shown}: names the archive root but is not a directory")
         stream.where = f"after member {shown}"
+
+    def _copy(self, parts: list[str], linkname: str, shown: str) -> Node:
+        """A hard-link member: a copy of the earlier member it names, or refused."""
+        node = link_target(parts, linkname, self.root)
+        if node.kind == "file" and not node.oversize:
+            self.budget.data(shown, len(node.data))  # a copy's bytes count again
+        return node
 
     def _sparse_extensions(self, block: bytes) -> None:
         """Skip old-GNU sparse map blocks; each counts toward the decoded-byte cap."""

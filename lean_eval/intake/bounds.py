@@ -80,13 +80,18 @@ class Node:
     kind: str  # dir | file | skipped, or a link or special kind: "symlink", "FIFO", ...
     data: bytes = b""
     nlink: int = 1
+    inode: tuple[int, int] | None = None  # (st_dev, st_ino) of a walked file with nlink > 1
+    uid: int = -1  # its owner (a walked file with nlink > 1)
+    # Why a hard link is not read as a copy (``links``); empty: it is, or it is no link.
+    link_refusal: str = ""
     oversize: int = 0  # a file refused from its size (that size); its data was never read
     error: str = ""  # why an UNREADABLE leaf could not be read
     children: dict[str, Node] = field(default_factory=dict)
 
 
 def show(text: str) -> str:
-    """`text` with non-printable characters escaped, truncated for messages."""
+    """`text` with non-printable characters escaped, truncated for messages: quote it as is,
+    never through ``!r``, which would escape the escapes' backslashes a second time."""
     if len(text) <= 300 and text.isprintable():  # the usual case, called for every entry
         return text
     out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

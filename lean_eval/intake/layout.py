@@ -183,7 +183,7 @@ def find(root: Node, problem_ids: frozenset[str]) -> Found:
             elif child.kind == "dir":
                 if name in problem_ids:
                     ignored.append(f"{show(path)}/: named after problem {name}, "
-                                   "no Submission.lean")
+                                   f"no Submission.lean{miscased(child)}")
                 if holds(child):
                     visit(child, path + "/")
                 elif name not in problem_ids:
@@ -214,12 +214,32 @@ def _find_fork(root: Node, workspaces: Node, problem_ids: frozenset[str]) -> Fou
         if is_problem_dir(name, child, problem_ids):
             found[name] = [(path, child)]
         elif child.kind == "dir" and name in problem_ids:
-            ignored.append(f"{show(path)}/: named after problem {name}, no Submission.lean")
+            ignored.append(f"{show(path)}/: named after problem {name}, no Submission.lean"
+                           + miscased(child))
         elif child.kind == "dir":
             ignored.append(f"{show(path)}/: not a catalog problem id, not read")
         else:
             ignored.append(_other(name, child, path))
     return Found(found, ignored, hidden)
+
+
+def miscased(node: Node) -> str:
+    """For a problem directory without Submission.lean: the file it most likely meant when
+    only the case differs (names are case-sensitive: ``submission.lean`` is not read)."""
+    near = sorted(n for n in node.children
+                  if n.lower() == "submission.lean" and n != "Submission.lean")
+    if not near:
+        return ""
+    return f"; it holds {show(near[0])}: names are case-sensitive, rename it to Submission.lean"
+
+
+def case_hint(name: str) -> str:
+    """For an entry of a problem directory that is not read: the name meant, when only the
+    case differs from ``Submission.lean`` or ``Submission/`` (else "")."""
+    for meant, shown in (("Submission.lean", "Submission.lean"), ("Submission", "Submission/")):
+        if name != meant and name.lower() == meant.lower():
+            return f"; names are case-sensitive: did you mean {shown}?"
+    return ""
 
 
 def hint(root: Node, problem_ids: frozenset[str]) -> str:
@@ -240,7 +260,7 @@ def hint(root: Node, problem_ids: frozenset[str]) -> str:
                 continue
             path = prefix + name
             if name in problem_ids:
-                lacking.append(f"{show(path)}/ has no Submission.lean")
+                lacking.append(f"{show(path)}/ has no Submission.lean{miscased(child)}")
             elif "Submission.lean" in child.children:
                 close = _closest(name, problem_ids)
                 if close:

@@ -5,6 +5,7 @@ Security invariants enforced here (design §6.2, §6.10):
 - Nothing is followed, executed, extracted or written: the walk opens entries ``O_NOFOLLOW``
   relative to a directory descriptor, each still the entry it ``lstat``-ed; it counts entries
   before walking them, opens nothing past ``max_depth`` and reads no file past its limits.
+  A hard link is a copy only when every name of it is inside the submission (``links``).
 - A host error reading an entry (``HOST_ERRNOS``) makes an ``UNREADABLE`` leaf, never the
   submitter's fault.
 - Two directories for one problem reject the whole submission (unless all but one are its
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lean_eval.errors import UsageError
-from lean_eval.intake import layout
+from lean_eval.intake import layout, links
 from lean_eval.intake.archive import read_archive
 from lean_eval.intake.bounds import (
     CHUNK,
@@ -98,7 +99,7 @@ def submission_id(path: Path) -> str:
         suffix = next((s for s in ARCHIVE_SUFFIXES if name.lower().endswith(s)), "")
         name = name[: len(name) - len(suffix)]
     if not SUBMISSION_ID_RE.fullmatch(name):
-        raise UsageError(f"submission {show(str(path))}: {show(name)!r} is not a valid id")
+        raise UsageError(f"submission {show(str(path))}: '{show(name)}' is not a valid id")
     return name
 
 
@@ -138,7 +139,7 @@ def read_submission(
         if (os.fstat(fd).st_ino, os.fstat(fd).st_mode) != (st.st_ino, st.st_mode):
             raise UsageError(f"submission {show(source)}: changed while it was opened")
         if is_dir:
-            _walk_dir(fd, "", root, budget, digest)
+            _walk_root(fd, root, budget, digest, st.st_uid)
         else:
             read_archive(fd, budget, digest, root)
         budget.walking = ()  # the walk is over: a rejection from here on is in no directory
@@ -199,6 +200,12 @@ def _record(digest: _Hash, *fields: bytes) -> None:
         digest.update(len(item).to_bytes(8, "big") + item)
 
 
+def _walk_root(fd: int, root: Node, budget: Budget, digest: _Hash, owner: int) -> None:
+    _walk_dir(fd, "", root, budget, digest)
+    for rel in links.settle(root, owner):  # a link refused is part of what was read
+        _record(digest, os.fsencode(rel), b"link refused", b"")
+
+
 def _walk_dir(dfd: int, prefix: str, node: Node, budget: Budget, digest: _Hash) -> None:
     walking = tuple(prefix.split("/")[:-1])
     budget.walking = walking
@@ -224,6 +231,8 @@ def _walk_dir(dfd: int, prefix: str, node: Node, budget: Budget, digest: _Hash) 
             child = Node("skipped" if name in SKIPPED_NAMES and kind in ("dir", "file") else kind)
             node.children[name] = child
             extra = b""
+            if child.kind == "file" and st.st_nlink > 1:  # links.settle decides after the walk
+                child.inode, child.uid = (st.st_dev, st.st_ino), st.st_uid
             if child.kind == "file" and st.st_size > budget.limits.max_file_bytes:
                 child.nlink, child.oversize = st.st_nlink, st.st_size  # refused from its size
                 extra = b"oversize %d" % st.st_size

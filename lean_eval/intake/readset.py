@@ -1,11 +1,12 @@
 """The read set of one problem directory (design §4.3), and the problems a limit hid.
 
 Security invariants (design §6.1, §6.2; tests/intake/):
-- Only ``Submission.lean`` and ``Submission/**/*.lean`` are read, each a regular file with one
-  link, UTF-8 without NUL, within ``max_file_bytes``, its relpath Lean module components within
-  ``max_path_bytes``, its import header plain (``lean.header.check_header``): no relpath leaves
-  the problem directory and no import names an escaped module. Anything else in the read set
-  rejects this problem only, naming the entry.
+- Only ``Submission.lean`` and ``Submission/**/*.lean`` are read, each a regular file (a hard
+  link only as a copy of a file inside the submission, ``links``), UTF-8 without NUL, within
+  ``max_file_bytes``, its relpath Lean module components within ``max_path_bytes``, its
+  import header plain (``lean.header.check_header``): no relpath leaves the problem directory
+  and no import names an escaped module. Anything else in the read set rejects this problem
+  only, naming the entry.
 - An ``UNREADABLE`` entry of the read set is the problem's ``fault`` (scored ``error``).
 - Nothing a limit hides is silent: an opaque leaf outside every problem directory is a problem
   entry when named after a problem id without another directory, else a ``hidden`` line.
@@ -124,9 +125,11 @@ def with_hidden(problems: tuple[ProblemEntry, ...], found: layout.Found,
 
 
 def _bad_kind(node: Node) -> str | None:
-    if node.kind == "file":
-        return None if node.nlink == 1 else f"hard link ({node.nlink} links)"
-    return None if node.kind in ("dir", "skipped", TOO_DEEP) else node.kind
+    if node.kind == "file":  # a hard link read as a copy is a file (``links``)
+        return node.link_refusal or None
+    if node.kind in ("dir", "skipped", TOO_DEEP):
+        return None
+    return f"{node.kind} {node.link_refusal}" if node.link_refusal else node.kind
 
 
 def _fold(text: str) -> str:
@@ -146,7 +149,8 @@ class _ProblemReader:
         for name, child in node.children.items():
             if name not in ("Submission.lean", "Submission"):
                 slash = "/" if child.kind == "dir" else ""
-                self.ignored.append(f"{self.loc}/{show(name)}{slash}: {NOT_READ}")
+                self.ignored.append(f"{self.loc}/{show(name)}{slash}: {NOT_READ}"
+                                    + layout.case_hint(name))
         self.lean_file(node.children["Submission.lean"], "Submission.lean")
         sub = node.children.get("Submission")
         if sub is not None and sub.kind == UNREADABLE:
@@ -201,7 +205,7 @@ class _ProblemReader:
         for part in rel[: -len(".lean")].split("/")[1:]:  # "Submission" itself is fixed
             if not LEAN_COMPONENT_RE.fullmatch(part) or len(part) > NAME_MAX - len(".lean"):
                 raise _BadProblemError(
-                    f"{shown}: {show(part)!r} is not a valid Lean module name component")
+                    f"{shown}: '{show(part)}' is not a valid Lean module name component")
         if (size := len(rel.encode())) > (most := self.limits.max_path_bytes):
             raise _BadProblemError(f"{shown}: a path of {size} bytes inside the scoring "
                                    f"workspace, over the limit of {most}")

@@ -233,7 +233,7 @@ def prepare(settings: Settings) -> tuple[Step, ...]:
         raise PrepareError(f"{root} is not a benchmark checkout (no lean-toolchain or "
                            "lakefile.toml); pass --benchmark DIR")
     name = (root / "lean-toolchain").read_text(encoding="utf-8").strip()
-    missing = prerequisites(settings)
+    missing = prerequisites(settings, name)
     if missing:
         raise PrerequisitesError(missing)
     scratch = _Scratch(settings.scratch)  # never made in a dry run: nothing is fetched or run

@@ -9,7 +9,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from lean_eval.errors import SetupError
-from lean_eval.machine.settings import BWRAP_TARBALL, BWRAP_URL, Settings, command_env, elan_home
+from lean_eval.machine.settings import (
+    BWRAP_TARBALL,
+    BWRAP_URL,
+    Settings,
+    command_env,
+    elan_home,
+    lean_offline,
+)
 from lean_eval.sandbox import bubblewrap
 from lean_eval.supervise import process
 
@@ -46,9 +53,10 @@ def installer_env(settings: Settings) -> dict[str, str]:
     return env
 
 
-def prerequisites(settings: Settings) -> tuple[tuple[str, str], ...]:
+def prerequisites(settings: Settings, name: str = "") -> tuple[tuple[str, str], ...]:
     """(step, what is missing) for every step still to do, checked before any of them runs;
-    the installer's own tool check is a command, so a dry run leaves it out."""
+    the installer's own tool check is a command, so a dry run leaves it out. ``name``: the
+    pinned Lean release."""
     missing: list[tuple[str, str]] = []
     elan = elan_home(settings.env) / "bin" / "elan"
     if settings.toolchain is None and not (elan.is_file() and os.access(elan, os.X_OK)):
@@ -69,6 +77,12 @@ def prerequisites(settings: Settings) -> tuple[tuple[str, str], ...]:
             missing.append(("bubblewrap", str(exc)))
     elif usable_bwrap(None, settings.env, settings.allow_bwrap) is None:
         missing += [("bubblewrap", text) for text in _build_prerequisites(settings)]
+    # prepare stops here anyway: on a machine without elan yet (a newcomer's), say now what
+    # --offline cannot bring either, not only once elan is installed
+    fresh = settings.toolchain is None and not (elan.is_file() and os.access(elan, os.X_OK))
+    lean = lean_offline(settings, name) if missing and name and fresh else None
+    if lean is not None:
+        missing.insert(sum(step == "elan" for step, _ in missing), ("lean", lean))
     return tuple(missing)
 
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+from lean_eval.benchmark.toolchain import elan_dir_name, standin_hint
 from lean_eval.machine import download
 from lean_eval.sandbox import bubblewrap
 
@@ -53,7 +54,21 @@ def offline_hint(settings: Settings, elan: bool = True) -> str:
             "exactly these names; the Lean release itself comes only through elan's network "
             "(`elan toolchain install`), so without network also pass --toolchain DIR (a Lean "
             "toolchain directory holding bin/lake and bin/nanoda_bin, e.g. copied from "
-            "~/.elan/toolchains of a networked machine; elan is then not needed)")
+            "~/.elan/toolchains of a networked machine; elan is then not needed)."
+            + standin_hint(settings.benchmark))
+
+
+def lean_offline(settings: Settings, name: str) -> str | None:
+    """With --offline and no --toolchain, what the Lean step still needs when the release
+    ``name`` is not installed (None otherwise): elan's network, which --offline cannot replace."""
+    if settings.offline is None or settings.toolchain is not None:
+        return None
+    if (elan_home(settings.env) / "toolchains" / elan_dir_name(name)).is_dir():
+        return None
+    return (f"{name} is not installed and --offline does not cover it: the Lean release comes "
+            "only through elan's network (`elan toolchain install`); without network pass "
+            "--toolchain DIR (a Lean toolchain directory holding bin/lake and bin/nanoda_bin; "
+            "elan and its archive are then not needed)." + standin_hint(settings.benchmark))
 
 
 def plan_details(settings: Settings) -> tuple[str, ...]:

@@ -1,6 +1,8 @@
 """Export the accepted pairs of a run into the leaderboard results store (design §5.5).
 
-Invariants: only pairs whose verdict file says ``accepted`` become results; everything (the
+Invariants: only pairs whose verdict file says ``accepted`` become results, and, bound to an
+intake (``Expected``), only the problem and statement revision it accepted: any other accepted
+pair refuses the export naming both; everything (the
 metadata, the run, every store file touched) is checked before anything is written, and any
 problem refuses the whole export; the store is append-only and sticky; every store file is
 read and written under the store's lock (``results_store.StoreLock``), so two exports into one
@@ -10,7 +12,7 @@ store both keep every record.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -19,16 +21,30 @@ from pydantic import ValidationError
 
 from lean_eval.errors import CatalogError, ExportRefusedError, OutputError
 from lean_eval.files.atomic import write_text_atomic
-from lean_eval.files.decoding import strict_json, toml_table
+from lean_eval.files.decoding import strict_json
+from lean_eval.outputs.export_metadata import (
+    Expected,
+    MetadataFormat,
+    binding,
+    problems,
+    read_metadata,
+    where,
+)
 from lean_eval.outputs.report import run_report
 from lean_eval.outputs.results_store import StoreLock, file_name, result_id
 from lean_eval.records import out_layout
 from lean_eval.records.documents import ExportReport
-from lean_eval.records.results_store import STORE_SCHEMA_VERSION, MetadataEntry, Result, UserFile
+from lean_eval.records.results_store import (
+    STORE_SCHEMA_VERSION,
+    MetadataEntry,
+    ProductionMetadata,
+    Result,
+    UserFile,
+)
 from lean_eval.records.verdict import PairSummary, Verdict
 
 _COMMIT_LEN = 40
-_TAGS = frozenset({"issue", "server"})  # discriminator tags pydantic puts in error locations
+UNCOMMITTED_KEY = "benchmark_uncommitted"  # in production_metadata: see _with_uncommitted
 
 
 class Added(NamedTuple):
@@ -74,43 +90,16 @@ def upstream_commit(verdict: Verdict) -> tuple[str, str | None]:
     return commit, None
 
 
-def _where(loc: Sequence[int | str]) -> str:
-    parts = [str(p) for i, p in enumerate(loc) if not (i and loc[i - 1] == "intake"
-                                                        and p in _TAGS)]
-    return ".".join(parts) or "(the entry itself)"
-
-
-def _problems(exc: ValidationError) -> list[str]:
-    return [f"field {_where(e['loc'])}: {e['msg']}" for e in exc.errors()]
-
-
-def _decode(data: bytes, path: Path) -> Any:
-    try:
-        if path.name.lower().endswith(".toml"):
-            return toml_table(data, str(path))
-        return strict_json(data, str(path))
-    except CatalogError as exc:
-        raise ExportRefusedError(f"{exc}; nothing was written") from exc
-
-
-def read_metadata(path: Path) -> tuple[dict[str, MetadataEntry], dict[str, list[str]]]:
-    """``--metadata``: its valid entries by submission id, and each invalid entry's problems."""
-    try:
-        raw = _decode(path.read_bytes(), path)
-    except OSError as exc:
-        raise ExportRefusedError(f"--metadata {path}: {exc.strerror or exc}") from exc
-    if not isinstance(raw, dict):
-        raise ExportRefusedError(f"--metadata {path}: expected an object keyed by submission "
-                                 "id; nothing was written")
-    entries: dict[str, MetadataEntry] = {}
-    invalid: dict[str, list[str]] = {}
-    for sid, value in raw.items():
-        try:
-            entries[sid] = MetadataEntry.model_validate(value)
-        except ValidationError as exc:  # noqa: PERF203 - every entry's problems are named
-            invalid[sid] = [f"--metadata {path}: submission {sid!r}: {p}"
-                            for p in _problems(exc)]
-    return entries, invalid
+def _with_uncommitted(production: ProductionMetadata, verdict: Verdict) -> ProductionMetadata:
+    """``production`` with the source paths the benchmark was imported with uncommitted
+    (``Identity.upstream_uncommitted``, import-catalog --allow-dirty) under
+    ``UNCOMMITTED_KEY``: benchmark_commit does not hold what was scored there, and the public
+    schema lets no other object of a record grow."""
+    paths = verdict.identity.upstream_uncommitted
+    if not paths:
+        return production
+    return ProductionMetadata.model_validate(
+        {**production.model_dump(mode="json", exclude_none=True), UNCOMMITTED_KEY: list(paths)})
 
 
 def utc_seconds(stamp: str) -> str:
@@ -132,9 +121,9 @@ def _store_errors(path: Path, data: Any) -> list[str]:
                 record = data["results"][loc[1]]
                 rid = record.get("result_id") if isinstance(record, dict) else None
                 errors.append(f"{path}: record {loc[1]} ({rid or 'no result_id'}): field "
-                              f"{_where(loc[2:])}: {e['msg']}")
+                              f"{where(loc[2:])}: {e['msg']}")
             else:
-                errors.append(f"{path}: {_where(loc)}: {e['msg']}")
+                errors.append(f"{path}: {where(loc)}: {e['msg']}")
         return errors
     errors = []
     if path.name != file_name(store.user):
@@ -176,7 +165,7 @@ def render(document: Mapping[str, Any]) -> str:
 
 
 def _candidates(run: run_report.Run, metadata: Mapping[str, MetadataEntry],
-                invalid: Mapping[str, object]
+                invalid: Mapping[str, object], expected: Expected | None
                 ) -> tuple[list[tuple[MetadataEntry, Result, PairSummary]], list[str]]:
     errors: list[str] = []
     found: list[tuple[MetadataEntry, Result, PairSummary]] = []
@@ -194,6 +183,13 @@ def _candidates(run: run_report.Run, metadata: Mapping[str, MetadataEntry],
             errors.append(f"{where}: summary.json says accepted but the verdict file "
                           + ("is unreadable" if verdict is None else f"says {verdict.verdict}"))
             continue
+        revision = statement_revision(verdict)
+        if expected is not None and (pair.problem, revision) != expected[:2]:
+            errors.append(f"{where}: the run accepted problem {pair.problem} at statement "
+                          f"revision {revision}, but {expected.said_by} expects problem "
+                          f"{expected.problem_id} at statement revision "
+                          f"{expected.statement_revision}")
+            continue
         entry = metadata.get(pair.submission)
         if entry is None:
             if pair.submission in invalid:
@@ -204,16 +200,15 @@ def _candidates(run: run_report.Run, metadata: Mapping[str, MetadataEntry],
         if problem is not None:
             errors.append(f"{where}: {problem}")
             continue
-        revision = statement_revision(verdict)
         try:
             result = Result.model_validate({
                 "result_id": result_id(entry.user, entry.declared_model, pair.problem, revision),
                 "problem_id": pair.problem, "statement_revision": revision,
                 "declared_model": entry.declared_model, "accepted_at": accepted_at,
                 "benchmark_commit": commit, "intake": entry.intake, "submission": entry.submission,
-                "production_metadata": entry.production_metadata})
+                "production_metadata": _with_uncommitted(entry.production_metadata, verdict)})
         except ValidationError as exc:
-            errors += [f"{where}: {p}" for p in _problems(exc)]
+            errors += [f"{where}: {p}" for p in problems(exc)]
             continue
         found.append((entry, result, pair))
     errors += [f"submission {sid!r} has accepted pairs ({', '.join(pids)}) but no entry in "
@@ -244,13 +239,17 @@ def check_results_dir(results_dir: Path) -> None:
 
 
 def export(out_dir: Path, metadata_path: Path, results_dir: Path,
-           on_wait: Callable[[str], None] | None = None) -> Exported:
+           on_wait: Callable[[str], None] | None = None, *, expected: Expected | None = None,
+           metadata_format: MetadataFormat = "auto") -> Exported:
     """Append the accepted pairs of ``out_dir`` to the store in ``results_dir``, once no other
-    export writes it (``on_wait``: told when this one has to wait)."""
+    export writes it (``on_wait``: told when this one has to wait); with ``expected`` (or a
+    server intake's pipeline metadata), only that problem at that revision."""
     check_results_dir(results_dir)
     run = run_report.load_run(out_dir)
-    metadata, invalid = read_metadata(metadata_path)
-    candidates, errors = _candidates(run, metadata, invalid)
+    metadata = read_metadata(metadata_path, run, metadata_format)
+    invalid = metadata.invalid
+    candidates, errors = _candidates(run, metadata.entries, invalid,
+                                     binding(expected, metadata.expected))
     errors = [line for lines in invalid.values() for line in lines] + errors
     if not candidates or errors:  # it writes nothing: no lock (and no store directory made)
         return _append(candidates, errors, results_dir, waited=False)

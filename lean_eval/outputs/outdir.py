@@ -257,3 +257,32 @@ def pair_files(where: Path, summary: Summary) -> tuple[PairFiles, ...]:
                     os.close(log)
             found.append(PairFiles(verdict, log is not None))
     return tuple(found)
+
+
+def read_file(out_dir: Path, rel: str) -> bytes:
+    """``rel`` (``NAME`` or ``SUBMISSION/NAME``) as report and merge read an output's files
+    (``outputs.outdir``): no link followed below ``out_dir``, a regular file only, bounded.
+    FileNotFoundError when absent; OutputRefusedError naming a link or another kind of file;
+    OSError otherwise."""
+    parts = PurePosixPath(rel).parts
+    if len(parts) not in (1, 2) or ".." in parts:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), rel)
+    with directory(out_dir) as root_fd:
+        if len(parts) == 1:
+            fd = open_regular(out_dir, root_fd, ".", parts[0])
+        else:
+            with submission_dir(out_dir, root_fd, parts[0]) as dir_fd:
+                fd = open_regular(out_dir, dir_fd, parts[0], parts[1])
+    if fd is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), rel)
+    try:
+        chunks, size = [], 0
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > VERDICT_CAP:
+                raise _refuse(out_dir, f"{rel} is larger than any file lean-eval writes "
+                              f"({VERDICT_CAP} bytes)")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

@@ -33,6 +33,7 @@ from lean_eval.outputs.report import run_report
 from lean_eval.records import out_layout
 from lean_eval.records.replay import (
     STATUSES,
+    VERDICT_SAYS,
     Drift,
     Judgement,
     ReplayPair,
@@ -129,7 +130,7 @@ def _verdict_drift(verdict: Verdict, recorded: Mapping[str, Any] | None,
         return []
     own = verdict.options or {}
     found = [Drift(pin=f"option {key}", subject=subject, recorded=_compact(recorded.get(key)),
-                   current=f"the verdict says {_compact(own.get(key))}")
+                   current=f"{VERDICT_SAYS}{_compact(own.get(key))}")
              for key in (sorted({*own, *recorded}) if own else ())
              if own.get(key) != recorded.get(key)]
     for option, field in _LIMIT_FIELDS if verdict.limits is not None else ():
@@ -137,7 +138,7 @@ def _verdict_drift(verdict: Verdict, recorded: Mapping[str, Any] | None,
         if option in recorded and recorded[option] != said:
             found.append(Drift(pin=f"limit {option}", subject=subject,
                                recorded=_compact(recorded[option]),
-                               current=f"the verdict says {_compact(said)}"))
+                               current=f"{VERDICT_SAYS}{_compact(said)}"))
     if verdict.resume_key is not None:
         key = resume.key_of(verdict.submission.digest, verdict.problem.id,
                             verdict.problem.statement_revision, verdict.trusted_files,

@@ -114,10 +114,13 @@ class UnverifiedError(ValueError):
     """An envelope that is absent, unreadable, or not signed by the key: why, in words."""
 
 
-def open_envelope(envelope_file: Path) -> Envelope:
-    """The DSSE envelope in ``envelope_file`` (read bounded; its payload not yet believed)."""
-    with envelope_file.open("rb") as handle:
-        data = handle.read(ENVELOPE_MAX + 1)
+def open_envelope(envelope_file: Path, data: bytes | None = None) -> Envelope:
+    """The DSSE envelope in ``envelope_file`` (read bounded; its payload not yet believed);
+    ``data``: its bytes, already read by the caller (``outputs.verify``: without following a
+    link)."""
+    if data is None:
+        with envelope_file.open("rb") as handle:
+            data = handle.read(ENVELOPE_MAX + 1)
     if len(data) > ENVELOPE_MAX:
         raise ValueError(f"larger than {ENVELOPE_MAX} bytes")
     raw = strict_json(data, str(envelope_file))
@@ -142,13 +145,13 @@ class PublicKey:
         self.fingerprint = fingerprint(key)
         self.sslib = SSlibKey.from_crypto(key, keyid=self.fingerprint)
 
-    def verified_payload(self, envelope_file: Path) -> bytes:
-        """The payload of the envelope at ``envelope_file`` once its signature verified under
-        this key; else ``UnverifiedError`` saying why."""
-        if not envelope_file.is_file():
+    def verified_payload(self, envelope_file: Path, data: bytes | None = None) -> bytes:
+        """The payload of the envelope at ``envelope_file`` (``data``: its bytes, read by the
+        caller) once its signature verified under this key; else ``UnverifiedError``."""
+        if data is None and not envelope_file.is_file():
             raise UnverifiedError(f"{envelope_file.name} is missing")
         try:
-            envelope = open_envelope(envelope_file)
+            envelope = open_envelope(envelope_file, data)
         except (OSError, CatalogError, ValueError, KeyError, TypeError, FormatError) as exc:
             raise UnverifiedError(f"not a DSSE envelope: {type(exc).__name__}: {exc}") from exc
         if envelope.payload_type != PAYLOAD_TYPE:

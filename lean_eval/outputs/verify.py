@@ -14,17 +14,17 @@ Invariants (SECURITY.md invariant 20):
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
-from lean_eval.errors import LeanEvalError
+from lean_eval.errors import LeanEvalError, OutputRefusedError, UsageError
 from lean_eval.intake import reader
 from lean_eval.intake.bounds import IntakeLimits
-from lean_eval.outputs import signing
-from lean_eval.outputs.report import run_report
+from lean_eval.outputs import outdir, signing
 from lean_eval.records import out_layout
 from lean_eval.records.documents import Failure, VerifyReport
 from lean_eval.records.statement import Predicate, RunPredicate, RunStatement, Statement
@@ -47,7 +47,8 @@ def _verdict_files(out_dir: Path, pairs: Sequence[PairSummary], listed: Mapping[
                    checker: _Checker) -> dict[str, PairSummary | None]:
     found: dict[str, PairSummary | None] = {}
     for path in sorted(out_dir.glob(f"*/*{out_layout.VERDICT_SUFFIX}")):
-        if path.is_file() and not signing.is_envelope(path):
+        # a link is listed too, to be named by read_file rather than followed or passed over
+        if (path.is_file() or path.is_symlink()) and not signing.is_envelope(path):
             found[path.relative_to(out_dir).as_posix()] = None
     for rel in listed:
         found.setdefault(rel, None)
@@ -80,11 +81,19 @@ class _Checker:
     def envelope(self, rel: str) -> Statement | None:
         """The statement of ``rel``'s envelope, once its signature verified; else None."""
         where = out_layout.envelope_path(Path(rel)).as_posix()
-        if not (self.out_dir / where).is_file():
+        try:
+            data = outdir.read_file(self.out_dir, where)
+        except FileNotFoundError:
             self.fail(rel, f"has no envelope ({where} is missing)")
             return None
+        except OutputRefusedError as exc:
+            self.fail(where, str(exc))
+            return None
+        except OSError as exc:
+            self.fail(where, f"unreadable: {exc.strerror or exc}")
+            return None
         try:
-            payload = self.key.verified_payload(self.out_dir / where)
+            payload = self.key.verified_payload(self.out_dir / where, data)
         except signing.UnverifiedError as exc:
             self.fail(where, str(exc))
             return None
@@ -100,9 +109,11 @@ class _Checker:
                 bound: bool) -> Statement | None:
         """Check one verdict file against its envelope, its summary line and the signed run
         (``bound``: a run envelope was read, so ``listed`` None means the run lists it not)."""
-        path = self.out_dir / rel
         try:
-            data = path.read_bytes()
+            data = outdir.read_file(self.out_dir, rel)
+        except OutputRefusedError as exc:
+            self.fail(rel, str(exc))
+            return None
         except OSError as exc:
             if listed is not None:
                 self.fail(rel, f"{listed.envelope} lists it, but it is missing or unreadable "
@@ -161,7 +172,16 @@ class _Checker:
     def run_statement(self, name: str) -> RunStatement | None:
         """The statement of the run envelope ``name``, once its signature verified."""
         try:
-            payload = self.key.verified_payload(self.out_dir / name)
+            data = outdir.read_file(self.out_dir, name)
+        except FileNotFoundError:
+            self.fail(name, "is missing")
+            return None
+        except (OutputRefusedError, OSError) as exc:
+            self.fail(name, str(exc) if isinstance(exc, OutputRefusedError)
+                      else f"unreadable: {exc.strerror or exc}")
+            return None
+        try:
+            payload = self.key.verified_payload(self.out_dir / name, data)
             return RunStatement.model_validate_json(payload)
         except signing.UnverifiedError as exc:
             self.fail(name, str(exc))
@@ -176,7 +196,7 @@ def _runs(checker: _Checker, summary: Summary) -> tuple[dict[str, Listed], bool]
     whether a run envelope was read at all (module invariants)."""
     out_dir = checker.out_dir
     shards = sorted(p.name for p in out_dir.glob(out_layout.SHARD_ENVELOPE_GLOB))
-    single = (out_dir / out_layout.RUN_ENVELOPE).exists()
+    single = os.path.lexists(out_dir / out_layout.RUN_ENVELOPE)
     if not shards and not single:
         checker.fail(out_layout.RUN_ENVELOPE, "is missing: no signed run binds these verdicts "
                      "together, so a pair dropped, added or transplanted could not be told "
@@ -194,7 +214,11 @@ def _runs(checker: _Checker, summary: Summary) -> tuple[dict[str, Listed], bool]
         pred = statement.predicate
         summary_subject, *verdicts = statement.subject
         if name == out_layout.RUN_ENVELOPE:
-            data = (out_dir / out_layout.SUMMARY).read_bytes()
+            try:
+                data = outdir.read_file(out_dir, out_layout.SUMMARY)
+            except (OutputRefusedError, OSError) as exc:
+                checker.fail(out_layout.SUMMARY, str(exc))
+                data = b""
             if summary_subject.digest.get("sha256") != hashlib.sha256(data).hexdigest():
                 checker.fail(out_layout.SUMMARY, f"differs from the summary {name} signs: "
                                                  "changed after the run was signed")
@@ -270,10 +294,28 @@ def _submission(checker: _Checker, path: Path,
                                 f"{rel} signs: this is not the submission that was scored")
 
 
+def _summary(out_dir: Path) -> Summary:
+    """``summary.json`` read by :func:`read_file`, then checked as ``report`` checks it."""
+    try:
+        data = outdir.read_file(out_dir, out_layout.SUMMARY)
+    except OutputRefusedError as exc:
+        raise UsageError(str(exc)) from exc
+    except OSError as exc:
+        raise UsageError(f"{out_dir}: no readable summary.json ({exc.strerror or exc}); is it "
+                         "a run-eval or merge output directory?") from exc
+    try:
+        summary = Summary.model_validate_json(data)
+    except ValidationError as exc:
+        raise UsageError(f"{out_dir / out_layout.SUMMARY} is not a summary this lean-eval can "
+                         f"read: {exc.errors()[0]['msg']}") from exc
+    outdir.check_summary(out_dir, summary)
+    return summary
+
+
 def verify(out_dir: Path, key: signing.PublicKey, submissions: Sequence[Path] = ()
            ) -> VerifyReport:
     """Check ``out_dir`` against ``key``, and each submission given."""
-    summary = run_report.read_summary(out_dir)
+    summary = _summary(out_dir)
     checker = _Checker(out_dir, key)
     recorded = summary.signing_key
     if recorded is not None and recorded != key.fingerprint:

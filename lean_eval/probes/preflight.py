@@ -20,12 +20,16 @@ NOTHING_TO_SCORE = ("nothing to score: every pair was kept from an earlier run o
 
 
 def run_probes(tools: Tools, env: Mapping[str, str], work_dir: Path | None,
-               names: Sequence[str] = ()) -> tuple[ProbeResult, ...]:
-    """Each probe (``names``, default all) in a scratch directory removed afterwards."""
+               names: Sequence[str] = (), secrets: Sequence[Path] = ()
+               ) -> tuple[ProbeResult, ...]:
+    """Each probe (``names``, default all) in a scratch directory removed afterwards;
+    ``secrets``: the run's files no sandbox may read (``--sign-key``)."""
     if work_dir is not None:
         work_dir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="lean-eval-probes-", dir=work_dir))
-    ctx = registry.ProbeContext(tools=tools, caller_env=dict(env), scratch=scratch)
+    scratch.chmod(0o711)  # the sandbox identity passes it to its pair, lists nothing
+    ctx = registry.ProbeContext(tools=tools, caller_env=dict(env), scratch=scratch,
+                                secrets=tuple(secrets))
     try:
         return registry.run_probes(ctx, names or registry.PROBE_NAMES)
     finally:
@@ -38,9 +42,10 @@ def not_needed(tools: Tools) -> Preflight:
 
 
 def preflight(tools: Tools, env: Mapping[str, str], work_dir: Path | None,
-              on_probes: Callable[[tuple[ProbeResult, ...]], None] | None = None) -> Preflight:
+              on_probes: Callable[[tuple[ProbeResult, ...]], None] | None = None,
+              secrets: Sequence[Path] = ()) -> Preflight:
     """Run every probe; ``on_probes`` gets their entries before a failure is raised."""
-    entries = run_probes(tools, env, work_dir)
+    entries = run_probes(tools, env, work_dir, secrets=secrets)
     record = not_probed(tools).model_copy(update={
         "skipped": False, "probes": tuple(e.outcome() for e in entries)})
     if on_probes is not None:

@@ -27,6 +27,7 @@ class ProbeContext(NamedTuple):
     caller_env: Mapping[str, str]  # the caller's environment as run-eval would pass it on
     scratch: Path  # a fresh directory the probe owns
     timeout: float = 300.0
+    secrets: tuple[Path, ...] = ()  # files no sandbox may read (the run's --sign-key)
 
 
 def _lazy(name: str) -> Callable[[ProbeContext], ProbeResult]:

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from lean_eval.files.paths import resolved_inside
-from lean_eval.probes import payloads, registry, synthetic
+from lean_eval.probes import payloads, registry, secrets, synthetic
 from lean_eval.records.probe_result import ProbeCheck, ProbeResult
 from lean_eval.sandbox.masks import LAKE_MASKED_ROOTS
 
@@ -21,9 +21,11 @@ NAME = "sandbox_engaged"
 PROVES = ("a submitted build cannot write host files, the project source or through a link out "
           "of .lake, cannot see host home/temp or other inputs and outputs, has no network "
           "route, cannot reach a host loopback listener, cannot create a user namespace, holds no "
-          "capability and cannot mount a tmpfs in a new mount namespace, and runs in its own "
-          "namespaces")
-DENIED = frozenset({"EROFS", "ENOENT"})
+          "capability and cannot mount a tmpfs in a new mount namespace, runs in its own "
+          "namespaces, cannot read the run's signing key and, under a root harness, cannot read "
+          "a secret of the harness's user outside Lake's masks")
+# EACCES: a root harness's build runs as the sandbox identity, which owns none of those files.
+DENIED = frozenset({"EROFS", "ENOENT", "EACCES"})
 NAMESPACES = ("user", "pid", "net", "ipc", "uts", "mnt")
 SID, PID = "sandbox", "probe_true"
 
@@ -131,6 +133,7 @@ for n in spec["ns"]:
         ev["ns"][n] = os.readlink("/proc/self/ns/" + n)
     except OSError as e:
         ev["ns"][n] = "unreadable:" + errno.errorcode.get(e.errno, "?")
+''' + secrets.PAYLOAD + r'''
 with open(spec["evidence"], "w") as f:
     json.dump(ev, f)
 '''
@@ -172,6 +175,8 @@ def run(ctx: registry.ProbeContext) -> ProbeResult:
     if host_home is not None:
         stray.append(host_home / f"probe-{tok}")
     stray = list(dict.fromkeys(stray))
+    user = ctx.tools.sandbox_user
+    planted = secrets.plant(tok, user)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         listener.bind(("127.0.0.1", 0))
@@ -191,7 +196,8 @@ def run(ctx: registry.ProbeContext) -> ProbeResult:
                 "inside": str(ws / ".lake" / "probe" / f"inside-{tok}"),
                 "hidden": [str(p) for p in hidden.values()],
                 "port": listener.getsockname()[1], "ns": list(NAMESPACES),
-                "mount_at": str(ws / ".lake" / "probe")}
+                "mount_at": str(ws / ".lake" / "probe"),
+                "secrets": secrets.paths(planted, ctx.secrets)}
         text = payloads.submission(synthetic.VALID_TRUE,
                                 payloads.io_payload(payloads.python_command(PAYLOAD, spec)))
         catalog = synthetic.synthetic_catalog(ctx.scratch / "benchmark",
@@ -207,10 +213,13 @@ def run(ctx: registry.ProbeContext) -> ProbeResult:
             accepted_conn = ""
         stray_found = [str(p) for p in stray if p.exists()]
         ev = synthetic.read_evidence(evidence)
-        return registry.judge(NAME, PROVES, _checks(
-            ev, pair, catalog.problems[PID].trusted, ws, marker_dir, before, tok, hidden,
-            stray_found, accepted_conn, ctx.scratch))
+        found = _checks(ev, pair, catalog.problems[PID].trusted, ws, marker_dir, before, tok,
+                        hidden, stray_found, accepted_conn, ctx.scratch)
+        if ev is not None:
+            found += secrets.checks(ev, planted, ctx.secrets, user)
+        return registry.judge(NAME, PROVES, found)
     finally:
+        secrets.clear(planted)
         listener.close()
         for path in [*hidden.values(), *stray]:
             path.unlink(missing_ok=True)

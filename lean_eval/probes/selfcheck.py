@@ -127,6 +127,7 @@ def _score(check: str, catalog: Catalog, tools: Tools, caller_env: Mapping[str, 
     starter = _starter(catalog)
     only = catalog.model_copy(update={"problems": {PROBLEM: catalog.problems[PROBLEM]}})
     base = Path(tempfile.mkdtemp(prefix="lean-eval-selfcheck-", dir=work))
+    base.chmod(0o711)  # the sandbox identity passes it to its pairs, lists nothing
     # One batch per deadline: the cases with their own (the hang) beside the others.
     deadlines = sorted({e.seconds for _, e in cases.values()}, key=lambda d: d is not None)
     by_name: dict[str, Verdict] = {}

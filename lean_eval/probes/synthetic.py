@@ -155,7 +155,7 @@ def score(ctx: ProbeContext, lay: Layout, catalog: Catalog,
         finished[f"{verdict.submission.id}/{verdict.problem.id}"] = time.time()
 
     options = RunOptions(out_dir=lay.out, timeout=ctx.timeout, work_dir=lay.work,
-                         keep_work=True, scoring_root=lay.work)
+                         keep_work=True, scoring_root=lay.work, secret_files=ctx.secrets)
     batch.run_batch(check_ids(inputs), catalog, tools or ctx.tools, options,
                     ctx.caller_env if caller_env is None else caller_env, handed)
     scored = {}

@@ -54,7 +54,8 @@ def run(ctx: registry.ProbeContext) -> ProbeResult:
     lay = synthetic.layout(ctx.scratch / "run")
     ws = lay.workspace(SID, PID)
     evidence_dir = ctx.scratch / "tool-evidence"
-    evidence_dir.mkdir(mode=0o755)
+    evidence_dir.mkdir()
+    evidence_dir.chmod(0o777)  # a planted program runs as the sandbox identity, and must say so
     evidence = evidence_dir / "ran.log"
     scripts = {t: _planted(t, tok, evidence, _real(ctx, t)) for t in TOOLS}
     cache = lay.work / "cache" / "bin"

@@ -118,6 +118,9 @@ class PrepareReport(Record):
     ok: bool = True
     failed_step: str | None = None  # elan, lean, bubblewrap, dependencies or prerequisites
     error: str | None = None  # why failed_step failed
+    # The tool options prepare was given that the scoring commands must be given too (they
+    # are not remembered): e.g. ["--toolchain", "/opt/lean", "--allow-bwrap-version", "0.8.0"]
+    run_with: tuple[str, ...] = ()
 
 
 class ConfigSetting(Record):
@@ -162,7 +165,8 @@ class ProblemCheck(Record):
     # and not repeated in `ignored`. Matched by name only, since they are not read.
     reference: tuple[str, ...] = ()
     # What the comparator would reject that is visible without Lean (a changed hole statement,
-    # an import of the challenge or solution module): the pair would still be scored.
+    # an import of the challenge or solution module or of a library the benchmark lacks): the
+    # pair would still be scored. Also a read-only copy in `reference` edited to no effect.
     warnings: tuple[str, ...] = ()
 
 

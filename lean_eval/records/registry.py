@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lean_eval.records import documents, replay, results_store, run_report, statement
+from lean_eval.records import audit, documents, replay, results_store, run_report, statement
 from lean_eval.records.verdict import Summary, Verdict
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
@@ -27,6 +27,7 @@ def schemas() -> dict[str, dict[str, Any]]:
         "config-report.schema.json": documents.ConfigReport.model_json_schema(),
         "run-report.schema.json": run_report.RunReport.model_json_schema(),
         "run-eval-json.schema.json": run_report.RunEvalDocument.model_json_schema(),
+        "error-document.schema.json": run_report.ErrorDocument.model_json_schema(),
         "submission-check.schema.json": documents.SubmissionCheck.model_json_schema(),
         "results-store.schema.json": results_store.UserFile.model_json_schema(),
         "verdict-statement.schema.json": statement.Statement.model_json_schema(),
@@ -35,6 +36,7 @@ def schemas() -> dict[str, dict[str, Any]]:
         "export-report.schema.json": documents.ExportReport.model_json_schema(),
         "problem-list.schema.json": documents.ProblemList.model_json_schema(),
         "replay-report.schema.json": replay.ReplayReport.model_json_schema(),
+        "audit-report.schema.json": audit.AuditReport.model_json_schema(),
     }
 
 

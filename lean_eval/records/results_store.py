@@ -168,3 +168,41 @@ class MetadataEntry(Record):
     def _consistent(self) -> MetadataEntry:
         _check_public(self.production_metadata, self.submission)
         return self
+
+
+class PipelineMetadata(Record):
+    """The public submission pipeline's own ``metadata.json`` for one submission, as its intake
+    freezes it: the issue form (``issue_number``), or the server form (``schema_version`` 2,
+    ``submission_id`` and the one problem and statement revision the intake accepted).
+    ``export-results --metadata-format pipeline`` maps it onto a :class:`MetadataEntry`
+    (``outputs.pipeline_metadata``); the field values are checked there, as ours are."""
+
+    model_config = ConfigDict(strict=True)
+    schema_version: Literal[2] | None = None
+    source_url: str | None = None
+    submission_kind: Literal["github_repo", "gist"]
+    submission_repo: str
+    submission_ref: str
+    submission_public: bool
+    model: str
+    submitted_by: str
+    issue_number: int | None = None
+    submission_id: str | None = None
+    problem_id: str | None = None
+    problem_group: str | None = None
+    statement_revision: int | None = Field(default=None, ge=1)
+    publication_choice: Literal["scheduled", "withheld"] | None = None
+    production_metadata: dict[str, Any] | None = None
+    production_description: str | None = None
+    solution_publication_status: Literal["private", "planned", "published"] | None = None
+    solution_publication_date: str | None = None
+
+    @model_validator(mode="after")
+    def _one_intake(self) -> PipelineMetadata:
+        if (self.issue_number is None) == (self.submission_id is None):
+            raise ValueError("exactly one of issue_number (issue intake) and submission_id "
+                             "(server intake) is required")
+        if (self.problem_id is None) != (self.statement_revision is None):
+            raise ValueError("problem_id and statement_revision come together (the server "
+                             "intake's one problem and revision)")
+        return self

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from lean_eval.records.base import OpenRecord, Record
 from lean_eval.records.verdict import PairRef, PairSummary, Summary
@@ -61,6 +61,7 @@ class ProblemOutcome(Record):
 
     id: str
     title: str
+    visible: bool | None  # the manifest's ``visible``; None: the catalog could not be read again
     attempted: bool  # some pair of the problem was scored (not unchanged, not left unscored)
     succeeded: bool  # some pair of the problem was accepted
     exit_code: int | None  # 0 succeeded, 1 attempted and not succeeded, None not attempted
@@ -68,16 +69,32 @@ class ProblemOutcome(Record):
 
 
 class RunEvalDocument(OpenRecord):
-    """What ``run-eval --json`` prints: ``problems`` as objects (``ProblemOutcome``); every
-    other key is ``summary.json``'s (``summary.schema.json``), ``pairs`` among them."""
+    """What ``run-eval --json`` prints: the public pipeline's counts of ``problems`` (whose
+    summary comment reads them), ``problems`` as objects (``ProblemOutcome``); every other key
+    is ``summary.json``'s (``summary.schema.json``), ``pairs`` among them."""
 
-    schema_version: Literal[3] = 3
+    schema_version: Literal[4] = 4  # 4: the counts and each problem's visible
     summary_schema_version: int
+    total_problems: int  # len(problems)
+    attempted_problems: int  # problems whose attempted is true
+    succeeded_problems: int  # problems whose succeeded is true (each one attempted)
+    attempted_hidden_problems: int  # the same, of the problems whose visible is false
+    succeeded_hidden_problems: int
+    attempted_visible_problems: int  # of the problems whose visible is true
+    succeeded_visible_problems: int
     problems: tuple[ProblemOutcome, ...]
 
 
-def run_eval_document(summary: Summary, titles: Mapping[str, str]) -> RunEvalDocument:
-    """``summary`` with ``problems`` as ``ProblemOutcome`` objects (titles by problem id)."""
+class ProblemInfo(NamedTuple):
+    """What the run's catalog says of a problem, for ``run_eval_document``."""
+
+    title: str
+    visible: bool
+
+
+def run_eval_document(summary: Summary, catalog: Mapping[str, ProblemInfo]) -> RunEvalDocument:
+    """``summary`` with ``problems`` as ``ProblemOutcome`` objects and their counts; ``catalog``:
+    each problem's title and visibility by id (an absent id: its id, visibility unknown)."""
     by_problem: dict[str, list[PairSummary]] = {}
     for pair in summary.every_pair():
         by_problem.setdefault(pair.problem, []).append(pair)
@@ -86,12 +103,37 @@ def run_eval_document(summary: Summary, titles: Mapping[str, str]) -> RunEvalDoc
         pairs = by_problem.get(pid, [])
         scored = [p for p in pairs if p.verdict != "unchanged"]
         succeeded = any(p.verdict == "accepted" for p in scored)
+        info = catalog.get(pid)
         outcomes.append(ProblemOutcome(
-            id=pid, title=titles.get(pid, pid), attempted=bool(scored), succeeded=succeeded,
+            id=pid, title=info.title if info else pid, visible=info.visible if info else None,
+            attempted=bool(scored), succeeded=succeeded,
             exit_code=0 if succeeded else 1 if scored else None,
             mismatches=tuple(f"{p.submission}: {p.verdict} ({p.reason})" for p in pairs
                              if p.verdict != "accepted")))
+
+    def count(key: str, visible: bool | None = None) -> int:
+        return sum(1 for o in outcomes
+                   if getattr(o, key) and (visible is None or o.visible is visible))
+
     fields = summary.model_dump(mode="json")
     return RunEvalDocument.model_validate({
-        **fields, "schema_version": 3, "summary_schema_version": fields["schema_version"],
+        **fields, "schema_version": 4, "summary_schema_version": fields["schema_version"],
+        "total_problems": len(outcomes), "attempted_problems": count("attempted"),
+        "succeeded_problems": count("succeeded"),
+        "attempted_hidden_problems": count("attempted", False),
+        "succeeded_hidden_problems": count("succeeded", False),
+        "attempted_visible_problems": count("attempted", True),
+        "succeeded_visible_problems": count("succeeded", True),
         "problems": [o.model_dump(mode="json") for o in outcomes]})
+
+
+class ErrorDocument(Record):
+    """What a command run with ``--json`` prints on stdout when it fails before doing its work
+    (exit 2, a setup failure): the public pipeline's error shape, ``status`` and ``message``,
+    and ours."""
+
+    schema_version: Literal[1] = 1
+    status: Literal["error"] = "error"
+    message: str  # the same words as the ``lean-eval: error:`` line on stderr
+    error: str  # what kind of failure: usage, catalog, toolchain, probes_failed, ...
+    exit_code: int  # the code the process returns (2)

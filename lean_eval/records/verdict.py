@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from lean_eval.records import out_layout
 from lean_eval.records.base import Record
+from lean_eval.records.kinds import INFRASTRUCTURE_FAILURES, TALLY, Execution, Outcome
 from lean_eval.records.probe_result import ProbeOutcome
 
 # 2: every verdict holds the settings it was given under (``options``); 1 is read, never resumed
@@ -14,14 +15,8 @@ SCHEMA_VERSION = 2
 # 2: unchanged pairs listed by id per submission, not in ``pairs``; 3: ``not_reused`` (2 is read)
 SUMMARY_SCHEMA_VERSION = 3
 
-Execution = Literal[
-    "completed", "timed_out", "resource_exhausted", "crashed", "sandbox_error", "not_run",
-    "harness_error",
-]
-Outcome = Literal["accepted", "rejected", "invalid_submission", "unchanged", "error"]
-INFRASTRUCTURE_FAILURES: frozenset[str] = frozenset(
-    {"timed_out", "resource_exhausted", "crashed", "sandbox_error", "harness_error"}
-)
+# The outcomes and execution kinds, and the tally's names for them: records.kinds, defined once
+__all__ = ["INFRASTRUCTURE_FAILURES", "TALLY", "Execution", "Outcome"]
 
 
 class Reason(Record):
@@ -60,6 +55,16 @@ class ProblemRef(Record):
     statement_revision: int
 
 
+class SandboxIdentity(Record):
+    """Who the comparator and everything under it ran as (``sandbox.identity``)."""
+
+    uid: int
+    gid: int  # the only group: no supplementary groups when switched
+    name: str
+    group: str
+    switched: bool  # False: the harness was not root, so its sandbox ran as its own user
+
+
 class Identity(Record):
     """Everything that a verdict's meaning depends on besides the two inputs."""
 
@@ -79,6 +84,11 @@ class Identity(Record):
     # it as benchmark_commit. ``imported`` tells a commit-less import from an older verdict.
     upstream_commit: str | None = None
     imported: bool = False
+    # None: a verdict of a lean-eval before the sandbox identity was recorded.
+    sandbox_identity: SandboxIdentity | None = None
+    # Source paths the import took from a work tree that differed from upstream_commit
+    # (import-catalog --allow-dirty; benchmark.provenance); export-results carries them.
+    upstream_uncommitted: tuple[str, ...] = ()
 
 
 class Preflight(Record):
@@ -187,11 +197,6 @@ class Tally(Record):
     error: int = 0
 
 
-# A verdict's name in the tally (summary.json's ``tally``, the reports' columns, --fail-on):
-# leaderboards read ``solved``; README states the two renamings.
-TALLY: dict[str, str] = {"accepted": "solved", "rejected": "rejected",
-                         "invalid_submission": "invalid", "unchanged": "unchanged",
-                         "error": "error"}
 
 
 class SubmissionSummary(Record):

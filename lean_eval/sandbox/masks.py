@@ -25,12 +25,14 @@ def default_private_roots(inputs: Iterable[Path], out_dir: Path) -> tuple[Path, 
 
 def run_masks(*, scoring_root: Path, out_dir: Path, inputs: Sequence[Path],
               private: Sequence[Path], keep: Sequence[Path],
-              packages: Sequence[Path] = ()) -> Mounts:
+              packages: Sequence[Path] = (), secrets: Sequence[Path] = ()) -> Mounts:
     """What every sandbox of this run hides: the scoring root, ``out_dir``, every private root
     (a system directory is replaced by the inputs it holds) and any input none of those hides;
     all exist now, none lies under Lake's own masks, and their number does not grow with the
     batch. A ``keep`` path inside a mask is bound back read-only right after it; ``packages``
-    are bound read-only after Lake's mounts and never dropped (visible under ``/home`` too)."""
+    are bound read-only after Lake's mounts and never dropped (visible under ``/home`` too).
+    ``secrets`` (the ``--sign-key`` file) are masked file by file whatever else hides them, so
+    no re-exposure of a directory holding one shows it again."""
     dirs: set[str] = set()
     files: set[str] = set()
     notes: list[str] = []
@@ -50,6 +52,8 @@ def run_masks(*, scoring_root: Path, out_dir: Path, inputs: Sequence[Path],
             (dirs if os.path.isdir(path) else files).add(path)
     dirs = {d for d in dirs if not inside_any(d, LAKE_MASKED_ROOTS) and os.path.isdir(d)}
     files = {f for f in files if not inside_any(f, LAKE_MASKED_ROOTS) and os.path.lexists(f)}
+    files |= {real for real in map(os.path.realpath, secrets)
+              if not inside_any(real, LAKE_MASKED_ROOTS) and os.path.isfile(real)}
     reexposed: set[str] = set()
     for needed in keep:
         real = os.path.realpath(needed)

@@ -28,6 +28,7 @@ class Launch(NamedTuple):
     limits: resources.PairLimits
     wrapper: Path  # where the wrapper goes (not yet written)
     spec: wrapper.WrapperSpec
+    user: tuple[int, int] | None = None  # (uid, gid) Lake runs as (``sandbox.identity``)
 
 
 class ComparatorRunner(Protocol):
@@ -45,7 +46,7 @@ class SandboxedRunner:
         wrapper.write_wrapper(launch.wrapper, launch.spec)
         return process.run(launch.argv, env=launch.env, cwd=launch.cwd, timeout=launch.timeout,
                            output_cap=launch.output_cap, rlimits=launch.rlimits,
-                           limits=launch.limits)
+                           limits=launch.limits, user=launch.user)
 
 
 SANDBOXED: ComparatorRunner = SandboxedRunner()

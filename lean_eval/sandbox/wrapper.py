@@ -142,8 +142,10 @@ exec {_quote(str(spec.bwrap))} "$@"
 
 
 def write_wrapper(path: Path, spec: WrapperSpec) -> Path:
-    """Write the wrapper executable (0700) at ``path`` and return it."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o700)
+    """Write the wrapper executable at ``path`` and return it: root's (the harness's) and
+    read-only to everyone else, who may run it (Lake runs it as the sandbox identity)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o755)
+    os.fchmod(fd, 0o755)  # whatever the umask
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(wrapper_text(spec))
     return path

@@ -18,6 +18,7 @@ from lean_eval.errors import UsageError
 from lean_eval.records.verdict import Preflight, ShardInfo, Summary, Verdict
 from lean_eval.scoring import driver, resume
 from lean_eval.scoring.arguments import Submission, check_paths
+from lean_eval.scoring.gate import VERDICTS_ONLY, ExitPolicy
 from lean_eval.scoring.options import RunOptions, Tools
 from lean_eval.scoring.plan import Prepared, prepare
 from lean_eval.scoring.scheduler import Progress, RunState, Scheduler
@@ -71,10 +72,11 @@ def plan_batch(submissions: Sequence[Submission], catalog: Catalog, tools: Tools
 
 def execute(batch: Batch, caller_env: Mapping[str, str], preflight: Preflight | None = None,
             on_verdict: Callable[[Verdict], None] | None = None,
-            on_progress: Callable[[Progress], None] | None = None) -> Summary:
-    """Score the planned pairs and write ``summary.json``. ``preflight``: the run's record
-    (its ``skipped`` must equal that of the options the plan was keyed with); None: the
-    plan's."""
+            on_progress: Callable[[Progress], None] | None = None,
+            policy: ExitPolicy = VERDICTS_ONLY) -> Summary:
+    """Score the planned pairs and write ``summary.json`` with the exit code ``policy`` gives.
+    ``preflight``: the run's record (its ``skipped`` must equal that of the options the plan
+    was keyed with); None: the plan's."""
     planned = batch.planned if preflight is None else batch.planned._replace(
         preflight=preflight)
     options, ident, preflight, plans, items, digest, shards, kept, unchanged, _, distrusted = \
@@ -101,7 +103,7 @@ def execute(batch: Batch, caller_env: Mapping[str, str], preflight: Preflight | 
             k=options.shard.k, n=options.shard.n, batch_digest=digest, batch=shards,
             options_digest=options_digest(recorded))
         return write_summary(batch.started_at, ident, preflight, catalog, plans, items,
-                             results, out_dir, run, shard, recorded, distrusted)
+                             results, out_dir, run, shard, recorded, distrusted, policy)
 
 
 def run_batch(submissions: Sequence[Submission], catalog: Catalog, tools: Tools,
@@ -126,6 +128,6 @@ def _run_dir(options: RunOptions) -> lock.RunDir:
     if options.scoring_root is not None:
         return lock.RunDir(options.scoring_root, exact=True)
     parent = options.work_dir or Path(tempfile.gettempdir())
-    parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    parent.mkdir(mode=0o711, parents=True, exist_ok=True)  # the sandbox identity passes it
     lock.reclaim(parent, tree_removal.remove_tree)
     return lock.RunDir(parent)

@@ -4,6 +4,11 @@ Invariants (design §5.4 step 6, §6.4, §6.6, §6.13):
 - ``accepted`` needs exit 0 *and* acceptance lines from NanoDa and the Lean default kernel and
   ``Your solution is okay!``; an infrastructure failure (a signal, an rlimit, the OOM killer, a
   limit the harness enforced) is never ``rejected``.
+- A SIGKILL is ``resource_exhausted`` only where it may be a limit's: where the pair's own
+  cgroup enforced its limits, that group counts every OOM kill of its members
+  (``PairGroup.exceeded``), so a SIGKILL it did not count was sent by a process (another
+  harness's reclaim, an operator, or a process of the pair itself), not by a limit: it is
+  ``infrastructure_error``, never ``resource_exhausted`` (and never ``rejected``).
 - The reason of a rejection is Lake's first specific ``error:`` line.
 """
 
@@ -42,8 +47,13 @@ _EXIT_STATUS = re.compile(r"^(?P<who>.*?)\s*\bexited with (?:code )?(?P<n>-?\d+)
 _GENERIC_ERROR = re.compile(
     r"^(?:Child exited with -?\d+|.*\bexited with code -?\d+|build failed"
     r"|Some required builds logged failures.*)$")
-# SIGKILL not sent by the harness is the OOM killer's mark; the rest are rlimits
+# SIGKILL not sent by the harness is the OOM killer's mark (but see _kill_kind); the rest are
+# rlimits
 _RESOURCE_SIGNALS = frozenset({signals.SIGXCPU, signals.SIGXFSZ, signals.SIGKILL})
+_KERNEL_MECHANISMS = frozenset({"cgroup_v1", "cgroup_v2"})
+_OUTSIDE = ("with no limit of the pair reached (its cgroup counted no OOM kill): a process "
+            "killed it (another harness's, an operator's, or one of the pair's own), not a "
+            "limit")
 _SIGNAL_BASE = 128  # a child killed by signal n is reported as exit 128 + n
 _LIMIT_NAMES = {"disk_bytes": "disk (bytes, --disk-limit)",
                 "disk_files": "disk (files, --disk-files)"}
@@ -154,7 +164,21 @@ def _signal_name(sig: int) -> str:
         return f"signal {sig}"
 
 
-def _infrastructure_exit(errors: list[str]) -> tuple[Execution, str] | None:
+def _kill_kind(sig: int, mechanism: str | None) -> Execution:
+    """What a process killed by ``sig`` says of the pair, whose limits ``mechanism`` enforced
+    and which reached none (the invariant above)."""
+    if sig == signals.SIGKILL and mechanism in _KERNEL_MECHANISMS:
+        return "infrastructure_error"
+    return "resource_exhausted" if sig in _RESOURCE_SIGNALS else "crashed"
+
+
+def _code(kind: Execution) -> str:
+    return {"resource_exhausted": "resource_limit",
+            "infrastructure_error": "killed_from_outside"}.get(kind, "crashed")
+
+
+def _infrastructure_exit(errors: list[str],
+                         mechanism: str | None = None) -> tuple[Execution, str] | None:
     """A child or kernel Lake reports as ended by a signal (exit 128+n or -n): never a
     rejection. Lake's final line decides, unless it is the generic ``Child exited with <n>`` of
     a sandboxed step, whose own lines above it may say that its compiler was killed (a forged
@@ -168,8 +192,9 @@ def _infrastructure_exit(errors: list[str]) -> tuple[Execution, str] | None:
         if sig is None:
             continue
         who = found["who"] or "a child"
-        kind: Execution = "resource_exhausted" if sig in _RESOURCE_SIGNALS else "crashed"
-        return kind, f"{who} was killed by {_signal_name(sig)} (exit {n}): {line}"
+        kind = _kill_kind(sig, mechanism)
+        outside = f" {_OUTSIDE}" if kind == "infrastructure_error" else ""
+        return kind, f"{who} was killed by {_signal_name(sig)} (exit {n}){outside}: {line}"
     return None
 
 
@@ -213,11 +238,12 @@ def classify(outcome: process.ProcessResult, config: ComparatorConfig, timeout: 
         named = _LIMIT_NAMES.get(outcome.limit_exceeded, outcome.limit_exceeded)
         return fail("resource_exhausted", "resource_limit",
                     f"the pair exceeded its {named} limit{where}")
+    mechanism = outcome.limits_mechanism
     if outcome.signal is not None:
         name = _signal_name(outcome.signal)
-        if outcome.signal in _RESOURCE_SIGNALS:
-            return fail("resource_exhausted", "resource_limit", f"lake was killed by {name}{where}")
-        return fail("crashed", "crashed", f"lake was killed by {name}{where}")
+        kind = _kill_kind(outcome.signal, mechanism)
+        outside = f" {_OUTSIDE}" if kind == "infrastructure_error" else ""
+        return fail(kind, _code(kind), f"lake was killed by {name}{where}{outside}")
     sandbox_lines = [ln for ln in stderr.splitlines()
                      if ln.startswith(("bwrap:", wrapper.WRAPPER_TAG + ":"))]
     if outcome.returncode == 0:
@@ -238,11 +264,10 @@ def classify(outcome: process.ProcessResult, config: ComparatorConfig, timeout: 
         if not errors:
             return fail("completed", "protocol_violation",
                         "lake comparator exited 1 without an error: line")
-        infrastructure = _infrastructure_exit(errors)
+        infrastructure = _infrastructure_exit(errors, mechanism)
         if infrastructure is not None:
             kind, text = infrastructure
-            code = "resource_limit" if kind == "resource_exhausted" else "crashed"
-            return fail(kind, code, text + where)
+            return fail(kind, _code(kind), text + where)
         if last in (None, "resolve", "build_challenge", "export_challenge"):
             return fail("completed", "challenge_failed",
                         f"the trusted side failed{where}: {message}")
@@ -256,11 +281,10 @@ def classify(outcome: process.ProcessResult, config: ComparatorConfig, timeout: 
     code_ = outcome.returncode
     if code_ is not None and code_ > _SIGNAL_BASE:
         sig = code_ - _SIGNAL_BASE
-        if sig in _RESOURCE_SIGNALS:
-            return fail("resource_exhausted", "resource_limit",
-                        f"lake exited with {code_} ({_signal_name(sig)}){where}: {message}")
-        return fail("crashed", "crashed",
-                    f"lake exited with {code_} ({_signal_name(sig)}){where}: {message}")
+        kind = _kill_kind(sig, mechanism)
+        outside = f" {_OUTSIDE}" if kind == "infrastructure_error" else ""
+        return fail(kind, _code(kind),
+                    f"lake exited with {code_} ({_signal_name(sig)}){where}{outside}: {message}")
     return fail("crashed", "crashed", f"lake exited with {code_}{where}: {message}")
 
 

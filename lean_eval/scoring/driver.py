@@ -1,4 +1,4 @@
-"""The WorkspaceTest driver: run ``lake comparator`` on one workspace and classify its outcome.
+"""The driver: run ``lake comparator`` on one workspace and classify its outcome.
 
 Invariants (design §5.4, whose steps the functions name; §6.3-§6.6):
 - Lake is started by ``DriverSettings.runner`` (the sandboxed one unless a test passes its
@@ -47,6 +47,8 @@ class DriverSettings(NamedTuple):
     paranoid: bool = False  # `lake comparator --paranoid`: the replay audit only, never run-eval
     disk_reserve: int | None = None  # recorded only: admission keeps it (scoring.scheduler)
     runner: ComparatorRunner = SANDBOXED  # starts Lake (tests: a replay)
+    # (uid, gid) Lake runs as (``sandbox.identity``); None: the harness's own user (``test``)
+    user: tuple[int, int] | None = None
 
 
 def pair_rlimits(max_file_bytes: int) -> dict[int, tuple[int, int]]:
@@ -115,15 +117,20 @@ def run_workspace(workspace: Path, state: Path, config: ComparatorConfig,
     check_toolchain_placement(settings.toolchain, roots)
     state.mkdir(mode=0o700, parents=True, exist_ok=True)
     config_path = state / "comparator.json"  # step 2: a temporary file outside the workspace
+    # root's, readable by the sandbox identity (``workspace.hand_over`` made ``state`` passable)
     config_path.write_text(json.dumps(forced_config(config, settings.toolchain.nanoda), indent=2),
                            encoding="utf-8")
-    tmpdir = state / "tmp"
+    config_path.chmod(0o644)
+    tmpdir = state / "tmp"  # the identity's own when it is switched (``workspace.hand_over``)
     tmpdir.mkdir(mode=0o700, exist_ok=True)
+    caller_env = settings.caller_env
+    if settings.user is not None:  # the harness's HOME is not the identity's to write
+        caller_env = {**caller_env, "HOME": str(tmpdir)}
     # The system temp dir is no place for a tool either, though a toolchain may live there (CI).
-    search = environment.filter_search_path(settings.caller_env.get("PATH", ""),
+    search = environment.filter_search_path(caller_env.get("PATH", ""),
                                         (*roots, Path(tempfile.gettempdir())))
     wrapper_path = state / "bwrap-wrapper"
-    env = environment.lake_environment(settings.caller_env, search_path=search, tmpdir=tmpdir,
+    env = environment.lake_environment(caller_env, search_path=search, tmpdir=tmpdir,
                                        wrapper=wrapper_path)
     argv = comparator_argv(settings.toolchain, config_path, settings.paranoid)
     limits = settings.limits._replace(
@@ -134,7 +141,8 @@ def run_workspace(workspace: Path, state: Path, config: ComparatorConfig,
         output_cap=settings.output_cap,
         rlimits=pair_rlimits(min(settings.max_file_bytes, limits.disk_limit or (1 << 62))),
         limits=limits, wrapper=wrapper_path,
-        spec=wrapper.WrapperSpec(bwrap=settings.bwrap, mounts=settings.mounts)))
+        spec=wrapper.WrapperSpec(bwrap=settings.bwrap, mounts=settings.mounts),
+        user=settings.user))
     if own_filesystem is not None and outcome.limit_exceeded is None and outcome.limits_mechanism:
         # what the pair left when it ended counts too: a build stopped by the kernel's ENOSPC
         # may exit before the reaper's next look

@@ -10,6 +10,7 @@ from lean_eval.benchmark.catalog import Catalog
 from lean_eval.benchmark.toolchain import Toolchain
 from lean_eval.intake import reader
 from lean_eval.records.verdict import Identity, Preflight
+from lean_eval.sandbox import identity as sandbox_identity
 from lean_eval.sandbox.bubblewrap import BwrapInfo
 from lean_eval.sandbox.runner import SANDBOXED, ComparatorRunner
 from lean_eval.scoring import driver
@@ -53,6 +54,7 @@ class RunOptions(NamedTuple):
     private: tuple[Path, ...] = ()  # --private DIR: also hidden from every sandbox
     private_defaults: bool = True  # also hide the parents of the inputs and of --out
     sign_key: Signer | None = None  # --sign-key: an envelope beside every verdict recorded
+    secret_files: tuple[Path, ...] = ()  # the --sign-key file: masked in every sandbox
     paranoid: bool = False  # `lake comparator --paranoid`: `replay --paranoid` only
     # Free space kept on the scoring and output filesystems; None: off. Not in the resume key
     # (design §5.5 "Disk").
@@ -65,6 +67,12 @@ class Tools(NamedTuple):
     toolchain: Toolchain
     bwrap: BwrapInfo
     runner: ComparatorRunner = SANDBOXED  # tests alone pass another (tests/fake_runner.py)
+    user: sandbox_identity.SandboxUser | None = None  # None: sandbox.identity's default
+
+    @property
+    def sandbox_user(self) -> sandbox_identity.SandboxUser:
+        """Who the comparator runs as (``sandbox.identity``)."""
+        return sandbox_identity.effective(self.user)
 
 
 class Planned(NamedTuple):
@@ -89,7 +97,9 @@ def identity(catalog: Catalog, tools: Tools) -> Identity:
                     bwrap_owner=tools.bwrap.owner, bwrap_setuid=tools.bwrap.setuid,
                     bwrap_sha256=tools.bwrap.sha256,
                     bwrap_minimum_version=tools.bwrap.minimum,
-                    upstream_commit=catalog.upstream_commit, imported=catalog.is_import)
+                    upstream_commit=catalog.upstream_commit, imported=catalog.is_import,
+                    sandbox_identity=tools.sandbox_user.record(),
+                    upstream_uncommitted=catalog.upstream_uncommitted)
 
 
 def not_probed(tools: Tools) -> Preflight:

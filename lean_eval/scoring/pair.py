@@ -22,6 +22,7 @@ from lean_eval.benchmark.catalog import ProblemWorkspace
 from lean_eval.errors import OutputError
 from lean_eval.files.atomic import write_bytes_atomic
 from lean_eval.intake import reader
+from lean_eval.records.kinds import LIMIT_REACHED
 from lean_eval.records.out_layout import log_path, verdict_path
 from lean_eval.records.verdict import (
     Checker,
@@ -142,7 +143,7 @@ def worth_another_try(verdict: Verdict) -> bool:
     """Whether the batch scores this pair once more, alone (design §5.5 "Disk")."""
     return (verdict.verdict == "error" and verdict.limits is not None
             and verdict.limits.short_of_space
-            and verdict.execution not in ("resource_exhausted", "timed_out"))
+            and verdict.execution not in LIMIT_REACHED)
 
 
 _UNCHANGED = Reason(code="unchanged", message="every submitted file is the starter of its path")
@@ -210,6 +211,7 @@ def _score(job: PairJob, ctx: RunContext, dirs: workspace.PairDirs, started: flo
                                                          budget.disk_files)
     workspace.materialise(dirs, problem.trusted, problem.starter, entry.files,
                           ctx.shared_packages)
+    workspace.hand_over(ctx.scoring_root, dirs, ctx.settings.user)
     log = log_path(ctx.out_dir, sub.submission_id, job.problem_id)
     result = driver.run_workspace(dirs.workspace, dirs.state, problem.config, ctx.settings, log,
                                   own_filesystem=dirs.root if own else None)

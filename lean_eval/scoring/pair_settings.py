@@ -11,7 +11,7 @@ from pathlib import Path
 
 from lean_eval.benchmark.catalog import Catalog
 from lean_eval.records.verdict import Identity, Preflight
-from lean_eval.sandbox import masks
+from lean_eval.sandbox import identity, masks
 from lean_eval.scoring import driver, pair, resume
 from lean_eval.scoring.options import RunOptions, Tools
 from lean_eval.supervise import disk, disk_ledger
@@ -35,7 +35,9 @@ def run_context(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options:
     keep = [tools.toolchain.root, tools.bwrap.path, catalog.root, *([shared] if shared else [])]
     mounts = masks.run_masks(scoring_root=root, out_dir=out_dir, inputs=inputs,
                                private=private, keep=keep,
-                               packages=[shared] if shared else [])
+                               packages=[shared] if shared else [],
+                               secrets=options.secret_files)
+    mounts = identity.reachable_mounts(mounts, tools.sandbox_user)
     work = [options.work_dir] if options.work_dir else []
     settings = driver.DriverSettings(
         toolchain=tools.toolchain, bwrap=tools.bwrap.path, caller_env=caller_env,
@@ -43,7 +45,8 @@ def run_context(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options:
         mounts=mounts, max_file_bytes=options.max_written_file_bytes,
         limits=options.pair_limits._replace(disk_ledger=_ledger(root)),
         paranoid=options.paranoid,
-        disk_reserve=options.disk_reserve, runner=tools.runner)
+        disk_reserve=options.disk_reserve, runner=tools.runner,
+        user=tools.sandbox_user.switch_to())
     limits = driver.limits_record(options.pair_limits, options.disk_reserve)
     space = disk.SpaceWatch((str(root), str(out_dir)), options.disk_reserve or 0)
     return pair.RunContext(problems=catalog.problems, settings=settings, ident=ident,

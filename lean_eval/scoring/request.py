@@ -49,6 +49,7 @@ class ScoreRequest(Record):
     shard: str | None = None  # "K/N"
     private: tuple[Path, ...] = ()
     sign_key: Path | None = None  # an Ed25519 PEM key: an envelope beside every verdict
+    sandbox_user: str | None = None  # USER[:GROUP]; None: sandbox.identity.DEFAULT_USER
 
 
 # Each field's run-eval option; the intake limits are IntakeLimits' own fields.
@@ -62,6 +63,7 @@ FLAGS = {
     "disk_limit": "--disk-limit", "disk_files": "--disk-files", "disk_reserve": "--disk-reserve",
     "work_dir": "--work-dir", "keep_work": "--keep-work", "rescore": "--rescore",
     "shard": "--shard", "private": "--private", "sign_key": "--sign-key",
+    "sandbox_user": "--sandbox-user",
 }
 _FLAG = re.compile(r"(?<![\w-])(" + "|".join(sorted(map(re.escape, FLAGS.values()),
                                                       key=len, reverse=True)) + r")(?![\w-])")

@@ -46,6 +46,11 @@ def key_of(submission_digest: str, problem_id: str, statement_revision: int,
     """The key of a pair from what its verdict records (``replay`` recomputes a recorded
     verdict's key from its own fields, so a record's options that are not the ones its
     verdicts were given under are named)."""
+    identity = ident.model_dump(mode="json", exclude={"benchmark_path"})
+    if identity.get("sandbox_identity") is None:  # recorded before it was: the key it had then
+        del identity["sandbox_identity"]
+    if not identity.get("upstream_uncommitted"):  # a clean import: the key runs before it had
+        identity.pop("upstream_uncommitted", None)
     material = {
         "submission_digest": submission_digest,
         "problem": problem_id,
@@ -53,7 +58,7 @@ def key_of(submission_digest: str, problem_id: str, statement_revision: int,
         "trusted_files": dict(sorted(trusted_files.items())),
         # Not where the benchmark is: its commit and the trusted digests identify it, so the
         # same revision checked out elsewhere resumes.
-        "identity": ident.model_dump(mode="json", exclude={"benchmark_path"}),
+        "identity": identity,
         "options": dict(options),
     }
     text = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=True)

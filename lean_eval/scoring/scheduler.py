@@ -10,7 +10,7 @@ Invariants (design §5.5 "Admission"):
   admitted into that slot still runs, and nothing is admitted after.
 - A pair ``pair.worth_another_try`` names is scored once more, alone, after every other pair.
 - After SIGINT/SIGTERM nothing more is admitted, and the running pairs' trees are killed and
-  their verdicts discarded.
+  their verdicts discarded, each with its log.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import NamedTuple
 from lean_eval.benchmark.catalog import Catalog
 from lean_eval.errors import OutputError
 from lean_eval.intake import reader
-from lean_eval.records import out_layout
+from lean_eval.records import kinds, out_layout
 from lean_eval.records.verdict import Identity, PairSummary, Preflight, Verdict
 from lean_eval.scoring import pair, sizing
 from lean_eval.scoring.options import Planned, RunOptions, Tools
@@ -33,7 +33,7 @@ from lean_eval.scoring.pair_settings import run_context
 from lean_eval.supervise import disk
 from lean_eval.supervise.interrupt import Stop, terminate_children
 
-OUTCOMES = ("accepted", "rejected", "invalid_submission", "unchanged", "error")
+OUTCOMES: tuple[str, ...] = tuple(kinds.OUTCOMES)
 _POLL = 0.2
 
 
@@ -79,6 +79,7 @@ class RunState:
         self.unsynced = False  # durable=False verdicts since the last sync (summary.write_summary)
         self.unchanged_ids: dict[str, frozenset[str]] = {}  # by submission, decided at planning
         self.filesystems = disk.distinct_filesystems((str(root), str(out_dir)))
+        self.watchdog_pairs = 0  # pairs scored now whose limits only the watchdog enforced
 
     def room_ok(self) -> bool:
         """Whether every scoring and output filesystem has at least --disk-reserve free."""
@@ -121,6 +122,8 @@ class RunState:
             fault = str(exc)
         if self.stop.signum is not None and verdict is not None and note is None:
             self.verdict_path(item).unlink(missing_ok=True)  # the kill may have decided it
+            # and its log with it: no log is left without its verdict (a resume rewrites both)
+            out_layout.log_path(self.out_dir, item.sid, item.problem_id).unlink(missing_ok=True)
             verdict = None
         self.done.put(_Done(item, verdict, fault))
 
@@ -151,6 +154,8 @@ class Scheduler:
             execution=verdict.execution, reason=verdict.reason.code,
             path=str(self.run.verdict_path(item).relative_to(self.run.out_dir)))
         self.counts[verdict.verdict] += 1
+        if not kept and verdict.limits is not None and verdict.limits.mechanism == "watchdog":
+            self.run.watchdog_pairs += 1
         key, run = self.run.options.sign_key, self.run
         if key is not None:  # --sign-key: sign every verdict recorded, scored or reused
             fault = key.sign(run.verdict_path(item), run.out_dir)

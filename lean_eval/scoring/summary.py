@@ -7,6 +7,8 @@ Invariants:
   verdict a power loss could take back.
 - A run's envelope (``run.intoto.json``) is removed before its summary is written and, under
   ``--sign-key``, signed again after it: it never outlives the run it names.
+- The summary is written once, with the exit code the process returns (``scoring.gate``
+  decides it before the write), and never rewritten after the run was signed.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from lean_eval.records.verdict import (
     Tally,
     compact_pairs,
 )
-from lean_eval.scoring import resume
+from lean_eval.scoring import gate, resume
 from lean_eval.scoring.options import Planned, Tools, identity
 from lean_eval.scoring.scheduler import OUTCOMES, RunState
 from lean_eval.supervise import lock, pair_fs, resources
@@ -42,9 +44,11 @@ def write_summary(started_at: str, ident: Identity, preflight: Preflight, catalo
                   plans: Sequence[reader.Intake], items: Sequence[Planned],
                   results: Mapping[int, PairSummary], out_dir: Path, run: RunState,
                   shard: ShardInfo | None, options: dict[str, object] | None = None,
-                  not_reused: tuple[str, ...] = ()) -> Summary:
-    """Write ``summary.json`` of a run that planned, and return it; raises ``OutputError`` when
-    it cannot be written or the run met a fault writing ``--out``."""
+                  not_reused: tuple[str, ...] = (), policy: gate.ExitPolicy = gate.VERDICTS_ONLY
+                  ) -> Summary:
+    """Write ``summary.json`` of a run that planned, with the exit code ``policy`` gives it, and
+    return it; raises ``OutputError`` when it cannot be written or the run met a fault writing
+    ``--out``."""
     every = tuple(results[i.order] for i in items if i.order in results)
     pairs, unchanged = compact_pairs(every)
     counts = dict.fromkeys(OUTCOMES, 0)
@@ -55,7 +59,7 @@ def write_summary(started_at: str, ident: Identity, preflight: Preflight, catalo
         tally[TALLY[p.verdict]] = tally.get(TALLY[p.verdict], 0) + 1
     failed = any(p.verdict == "error" or p.execution in INFRASTRUCTURE_FAILURES for p in pairs)
     signum = run.stop.signum
-    exit_code = 128 + signum if signum is not None else 1 if failed or run.stop.fault else 0
+    verdicts_code = 128 + signum if signum is not None else 1 if failed or run.stop.fault else 0
     planned = {(i.sid, i.problem_id) for i in items}
     summary = Summary(
         started_at=started_at,
@@ -68,14 +72,19 @@ def write_summary(started_at: str, ident: Identity, preflight: Preflight, catalo
             rejection=s.rejection, rejection_code=s.rejection_code, hint=resume.hint_of(s),
             tally=Tally(**tallies[s.submission_id]), hidden=s.hidden,
             unchanged=unchanged.get(s.submission_id, ())) for s in plans),
-        counts=counts, pairs=pairs, exit_code=exit_code, shard=shard,
+        counts=counts, pairs=pairs, exit_code=verdicts_code, shard=shard,
         interrupted=signum is not None, not_scored=len(items) - len(every),
         reused=run.reused, jobs=run.jobs, options=options,
+        # the watchdog was all there was, or a pair's group could not be made (a downgrade),
+        # or no pair had a filesystem of its own for its disk budget
         limits_best_effort=bool(every) and (
             resources.best_effort(run.options.pair_limits) is not None
+            or run.watchdog_pairs > 0
             or _disk_best_effort(run.options.pair_limits, run.options.keep_work)),
         signing_key=run.options.sign_key.fingerprint if run.options.sign_key else None,
         not_reused=not_reused)
+    finished = signum is None and run.stop.fault is None
+    summary = summary.model_copy(update={"exit_code": gate.exit_code(summary, policy, finished)})
     try:
         if run.unsynced:
             sync_filesystem(out_dir)
@@ -92,17 +101,6 @@ def write_summary(started_at: str, ident: Identity, preflight: Preflight, catalo
         if fault is not None:
             raise OutputError(fault)
     return summary
-
-
-def record_exit_code(out_dir: Path, summary: Summary, code: int) -> Summary:
-    """``summary`` with the exit code the process returns (``--fail-on`` raised it), rewritten
-    in ``out_dir``; call only while holding the run's ``OutLock``."""
-    recorded = summary.model_copy(update={"exit_code": code})
-    try:
-        write_model(out_dir / SUMMARY, recorded)
-    except OSError as exc:
-        raise OutputError(f"cannot write {out_dir / SUMMARY}: {exc}") from exc
-    return recorded
 
 
 def _scored_summary(path: Path) -> bool:

@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from lean_eval.intake.reader import SubmissionFile
+from lean_eval.sandbox import identity
 from lean_eval.supervise import pair_fs, tree_removal
 
 _OVERLAY_ROOTS = ("Submission.lean", "Submission")
@@ -77,6 +78,28 @@ def materialise(dirs: PairDirs, trusted: Mapping[str, bytes], starter: Mapping[s
     lake_dir.mkdir(mode=0o755)
     if shared_packages is not None:  # linked, never copied (design §5.3)
         (lake_dir / "packages").symlink_to(shared_packages, target_is_directory=True)
+
+
+def hand_over(scoring_root: Path, dirs: PairDirs, user: tuple[int, int] | None) -> None:
+    """Give the sandbox identity ``user`` (uid, gid; None: not switched, nothing to do) what
+    it must write, once the workspace is in place: the workspace's ``.lake`` and the state's
+    ``tmp``; everything else stays the harness's and read-only to it. The directories above
+    are made passable but not listable (0711), so it reaches its own pair and names no other."""
+    if user is None:
+        return
+    uid, gid = user
+    for here in (scoring_root, dirs.root.parent, dirs.root, dirs.state):
+        os.chmod(here, 0o711, follow_symlinks=False)  # noqa: S103 - passable, not listable
+    lake_dir = dirs.workspace / ".lake"
+    os.chown(lake_dir, uid, gid, follow_symlinks=False)
+    tmp = dirs.state / "tmp"
+    tmp.mkdir(mode=0o700)
+    os.chown(tmp, uid, gid, follow_symlinks=False)
+    who = identity.SandboxUser(uid, gid, str(uid), str(gid), switched=True)
+    found = identity.blocked(tmp, who, identity.EXECUTE)  # a caller's scratch made 0700 above
+    if found is not None:
+        raise PermissionError(f"the sandbox identity (uid {uid}) cannot reach the pair's "
+                              f"directories: {found.at} (mode {found.mode:04o}) blocks it")
 
 
 def prepare(dirs: PairDirs) -> tuple[str, ...]:

@@ -128,7 +128,7 @@ def make_parent(base: Path | None = None) -> Path:
     try:
         _enable(own)
     except OSError:  # processes in `own` (no-internal-process rule): leave it for a leaf
-        leaf = own / f"lean-eval-harness-{os.getpid()}"
+        leaf = own / cgroup_tree.leaf_name()
         leaf.mkdir(exist_ok=True)
         (leaf / "cgroup.procs").write_text(str(os.getpid()))
         try:
@@ -138,8 +138,7 @@ def make_parent(base: Path | None = None) -> Path:
             _remove_quietly(leaf)
             raise
     cgroup_tree.reclaim_stale(own)
-    parent = own / cgroup_tree.parent_name()
-    parent.mkdir(exist_ok=True)
+    parent = cgroup_tree.hold(own)
     _enable(parent)
     atexit.register(_remove_quietly, parent)  # empty by then: every pair removes its own group
     return parent
@@ -205,13 +204,32 @@ def make_pair_group(parent: Parent, memory: int | None, processes: int | None) -
     group.path.mkdir()
     try:
         if memory is not None:
-            (group.path / "memory.max").write_text(str(memory))
+            cgroup_tree.write_limit(group.path / "memory.max", memory, "memory")
             for name, value in (("memory.swap.max", "0"), ("memory.oom.group", "1")):
                 if (group.path / name).exists():
                     (group.path / name).write_text(value)
         if processes is not None:
-            (group.path / "pids.max").write_text(str(processes))
+            cgroup_tree.write_limit(group.path / "pids.max", processes, "processes")
     except OSError:
         group.remove()
         raise
     return group
+
+
+LimitRefusedError = cgroup_tree.LimitRefusedError
+
+
+def refused_value(memory: int | None, processes: int | None) -> LimitRefusedError | None:
+    """Which of these limits the harness's kernel mechanism refuses, tried on a probe group
+    made and removed now (None: it takes both, or there is no kernel mechanism, or the probe
+    group could not be made for another reason, which the pair itself will then report)."""
+    parent = cgroup_parent()
+    if parent is None:
+        return None
+    try:
+        make_pair_group(parent, memory, processes).remove()
+    except LimitRefusedError as exc:
+        return exc
+    except OSError:
+        return None
+    return None

@@ -48,9 +48,7 @@ def make_parent() -> tuple[Path, ...]:
             if not os.access(own, os.W_OK):
                 raise OSError(f"cgroup v1 {controller} group {own} is not writable")
             cgroup_tree.reclaim_stale(own)
-            parent = own / cgroup_tree.parent_name()
-            parent.mkdir(exist_ok=True)
-            made.append(parent)
+            made.append(cgroup_tree.hold(own))
     except OSError:
         for path in made:
             cgroup_tree.remove_group(path)
@@ -67,15 +65,15 @@ def make_pair_group(parents: tuple[Path, ...], name: str, memory: int | None,
         path.mkdir()
     memory_dir, pids_dir = paths
     if memory is not None:
-        (memory_dir / "memory.limit_in_bytes").write_text(str(memory))
+        cgroup_tree.write_limit(memory_dir / "memory.limit_in_bytes", memory, "memory")
         memsw = memory_dir / "memory.memsw.limit_in_bytes"
         if memsw.exists():  # after the memory limit: memsw may never be below it
-            memsw.write_text(str(memory))
+            cgroup_tree.write_limit(memsw, memory, "memory")
         else:  # no swap accounting: keep the group's pages out of swap as far as v1 can
             with contextlib.suppress(OSError):
                 (memory_dir / "memory.swappiness").write_text("0")
     if processes is not None:
-        (pids_dir / "pids.max").write_text(str(processes))
+        cgroup_tree.write_limit(pids_dir / "pids.max", processes, "processes")
     return paths
 
 

@@ -84,9 +84,12 @@ def run(
     grace: float = 5.0,
     rlimits: Mapping[int, tuple[int, int]] | None = None,
     limits: resources.PairLimits | None = None,
+    user: tuple[int, int] | None = None,
 ) -> ProcessResult:
     """Run argv to completion or to its deadline; its whole process tree is gone on return.
-    ProcessStartError when it cannot start, LeanEvalError when the reaper dies unreported."""
+    ``user``: (uid, gid) the child runs as, with no supplementary groups (a root caller only;
+    the reaper stays the caller). ProcessStartError when it cannot start, LeanEvalError when
+    the reaper dies unreported."""
     if not argv:
         raise ValueError("argv must not be empty")
     if output_cap < 0 or grace < 0:
@@ -96,7 +99,8 @@ def run(
     group, mechanism = resources.enforcement(argv[0], limits)
     try:
         return _run(argv, env=env, cwd=cwd, timeout=timeout, output_cap=output_cap, grace=grace,
-                    rlimits=rlimits, limits=limits, group=group, mechanism=mechanism)
+                    rlimits=rlimits, limits=limits, group=group, mechanism=mechanism,
+                    user=user)
     finally:
         if group is not None:
             group.remove()
@@ -105,7 +109,7 @@ def run(
 def _run(argv: tuple[str, ...], *, env: Mapping[str, str], cwd: Path, timeout: float | None,
          output_cap: int, grace: float, rlimits: Mapping[int, tuple[int, int]] | None,
          limits: resources.PairLimits | None, group: cgroup.PairGroup | None,
-         mechanism: str | None) -> ProcessResult:
+         mechanism: str | None, user: tuple[int, int] | None = None) -> ProcessResult:
     status_r, status_w = os.pipe()
     spec = {
         "argv": list(argv),
@@ -117,6 +121,7 @@ def _run(argv: tuple[str, ...], *, env: Mapping[str, str], cwd: Path, timeout: f
         "parent_pid": os.getpid(),
         "cgroup": None if group is None else [group.version, [os.fspath(p) for p in group.paths]],
         "limits": None if mechanism is None or limits is None else limits.to_spec(),
+        "user": None if user is None else [int(user[0]), int(user[1])],
     }
     start = time.monotonic()
     try:
@@ -162,7 +167,8 @@ def start_child(argv: tuple[str, ...], *, env: Mapping[str, str], cwd: str,
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         message = str(exc)
         if isinstance(exc, subprocess.SubprocessError):
-            message += " (setting its process group, cgroup, signal mask or rlimits failed)"
+            message += (" (setting its process group, cgroup, rlimits, signal mask or user "
+                        "failed)")
         raise ProcessStartError(message) from exc
 
 

@@ -71,7 +71,8 @@ def main() -> int:
             tuple(spec["argv"]), env=dict(spec["env"]), cwd=spec["cwd"],
             setup=functools.partial(
                 _child_setup, rlimits, () if group is None else tuple(map(os.fspath, group.procs)),
-                status_fd))
+                status_fd, None if spec.get("user") is None else
+                (int(spec["user"][0]), int(spec["user"][1]))))
     except ProcessStartError as exc:
         emit(event="error", message=str(exc))
         return 0
@@ -98,16 +99,23 @@ def main() -> int:
 
 
 def _child_setup(rlimits: tuple[tuple[int, int, int], ...], cgroup_procs: tuple[str, ...],
-                 status_fd: int) -> None:
-    """Between fork and exec: own process group, the pair's cgroup, rlimits, no signal blocked;
-    then the child reports its own pid: once it runs it could SIGSTOP its reaper before that
-    said "started", and ``run()``'s last resort needs the pid."""
+                 status_fd: int, user: tuple[int, int] | None = None) -> None:
+    """Between fork and exec: own process group, the pair's cgroup, rlimits, then ``user``
+    (no supplementary groups, gid, uid: in that order, the last one dropping the right to the
+    others; only after the cgroup and rlimits, which need root), no signal blocked; then the
+    child reports its own pid: once it runs it could SIGSTOP its reaper before that said
+    "started", and ``run()``'s last resort needs the pid. Popen's own user/group switch is not
+    used: it runs before this setup, which could then no longer join the cgroup."""
     os.setpgid(0, 0)
     for procs in cgroup_procs:  # before exec: everything the child starts is born inside
         with open(procs, "w", encoding="ascii") as f:
             f.write("0")
     for res, soft, hard in rlimits:
         resource.setrlimit(res, (soft, hard))
+    if user is not None:
+        os.setgroups([])
+        os.setgid(user[1])
+        os.setuid(user[0])
     signal.pthread_sigmask(signal.SIG_SETMASK, ())
     os.write(status_fd, json.dumps({"event": "started", "pid": os.getpid()}).encode() + b"\n")
 

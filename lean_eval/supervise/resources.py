@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable
 from typing import NamedTuple
@@ -68,6 +69,43 @@ class PairLimits(NamedTuple):
         return cls(memory, processes, str(mechanism), disk_limit, disk_files,  # type: ignore[arg-type]
                    tuple(str(p) for p in paths), reserve,  # type: ignore[arg-type]
                    None if mount is None else str(mount), None if ledger is None else str(ledger))
+
+
+# The option that sets each limit the kernel mechanism may refuse
+LIMIT_OPTIONS = {"memory": "--memory-limit", "processes": "--max-processes"}
+_downgrades: list[str] = []  # why a pair's group could not be made, oldest first
+_downgrades_lock = threading.Lock()
+
+
+def refused(limits: PairLimits) -> str | None:
+    """Why the kernel mechanism refuses one of ``limits``' values, naming its option, found on a
+    probe group when the run starts (None: it takes them, or the watchdog will enforce them):
+    the run refuses the setting up front rather than every pair falling back to the watchdog."""
+    if limits.mechanism == "watchdog" or (limits.memory_limit is None
+                                          and limits.max_processes is None):
+        return None
+    found = cgroup.refused_value(limits.memory_limit, limits.max_processes)
+    if found is None:
+        return None
+    return (f"{LIMIT_OPTIONS[found.which]} {found.value}: the kernel refuses it ({found.file}: "
+            f"{found.reason}); choose a value the {found.which} controller takes")
+
+
+def downgrades() -> tuple[str, ...]:
+    """Why each pair whose cgroup could not be made ran under the watchdog instead, in this
+    process so far (``enforcement``)."""
+    with _downgrades_lock:
+        return tuple(_downgrades)
+
+
+def downgrade_warning(pair: str) -> str:
+    """The warning a run owes for ``pair``, which ran under the watchdog though the kernel
+    mechanism was there, because its group could not be made."""
+    found = downgrades()
+    why = found[-1] if found else "its cgroup could not be made"
+    return (f"{pair}: limits are best-effort for this pair: its cgroup could not be made "
+            f"({why}), so a polling watchdog enforced --memory-limit and --max-processes "
+            "(SECURITY.md, limits)")
 
 
 def best_effort(limits: PairLimits) -> str | None:
@@ -243,7 +281,11 @@ def kill_tree(root: int) -> None:
 
 def enforcement(name: str, limits: PairLimits | None) -> tuple[cgroup.PairGroup | None, str | None]:
     """The pair's fresh cgroup (None: the watchdog) and the mechanism's name, (None, None)
-    without limits; ProcessStartError when a kernel mechanism is asked for and cannot work."""
+    without limits; ProcessStartError when a kernel mechanism is asked for and cannot work.
+    Where the kernel mechanism is there but this pair's group cannot be made, the pair runs
+    under the watchdog and the reason is kept (``downgrades``): its verdict's
+    ``limits.mechanism`` says watchdog, and the run warns and records ``limits_best_effort``
+    (never a silent downgrade)."""
     if limits is None or not limits.any():
         return None, None
     if limits.mechanism not in MECHANISMS:
@@ -262,6 +304,8 @@ def enforcement(name: str, limits: PairLimits | None) -> tuple[cgroup.PairGroup 
         except OSError as exc:
             if forced:
                 raise ProcessStartError(f"cannot limit {name!r}: {exc}") from exc
+            with _downgrades_lock:
+                _downgrades.append(str(exc) or type(exc).__name__)
     elif forced:
         raise ProcessStartError(f"cannot limit {name!r} with {limits.mechanism}: "
                                 f"{cgroup.unavailable_reason()}")

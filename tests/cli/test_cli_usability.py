@@ -343,6 +343,6 @@ def test_counts_and_tally_name_the_same_kinds_as_documented() -> None:
     assert set(verdict.TALLY.values()) == set(verdict.Tally.model_fields)
     renamed = {k: v for k, v in verdict.TALLY.items() if k != v}
     assert renamed == {"accepted": "solved", "invalid_submission": "invalid"}
-    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    readme = " ".join((REPO / "docs" / "scale.md").read_text(encoding="utf-8").split())
     for kind, name in renamed.items():
         assert f"`{name}` counts `{kind}` pairs" in readme

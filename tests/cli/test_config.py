@@ -324,7 +324,7 @@ def test_the_config_module_uses_the_standard_toml_parser() -> None:
 
 def test_the_readme_config_example_is_valid(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    text = (REPO / "README.md").read_text(encoding="utf-8").split("## Configuration", 1)[1]
+    text = (REPO / "docs" / "scale.md").read_text(encoding="utf-8").split("## Configuration", 1)[1]
     example = text.split("```toml\n", 1)[1].split("```", 1)[0]
     monkeypatch.chdir(tmp_path)
     _write(tmp_path / "lean-eval.toml", example)

@@ -54,7 +54,9 @@ def test_fail_on_invalid_covers_a_submission_without_a_problem_directory(
     assert run.code == 1, run.result.output
     assert run.summary()["exit_code"] == 1
     assert run.verdict("good", "two_plus_two")["verdict"] == "accepted"
-    assert "2 pair(s) failed the gate: empty, flat; exit 1" in run.result.stderr
+    # counted as what they are: submissions, not pairs (issue 32)
+    assert ("2 submission(s) that scored nothing failed the gate: empty, flat; exit 1"
+            in run.result.stderr)
     out = run.result.stdout
     assert "empty: no problem directory found" in out
     assert "flat: no problem directory found" in out

@@ -59,8 +59,9 @@ def _symlink(rel: str) -> Callable[[Path], None]:
     return make
 
 
-def _hardlink(problem_dir: Path) -> None:
-    os.link(problem_dir / "Submission.lean", problem_dir.parent / "elsewhere.lean")
+def _hardlink(problem_dir: Path) -> None:  # its other name is outside the submission
+    sub = problem_dir.parent
+    os.link(problem_dir / "Submission.lean", sub.parent / f"{sub.name}-elsewhere.lean")
 
 
 def _dir_named_lean(problem_dir: Path) -> None:
@@ -168,7 +169,8 @@ def _link(name: str, kind: bytes, target: str = "/etc/passwd") -> tuple[tarfile.
 
 ARCHIVE_PAIR_CASES = {
     "a_symlink": _link(f"{BAD}/Submission/Evil.lean", tarfile.SYMTYPE),
-    "a_hardlink": _link(f"{BAD}/Submission/Evil.lean", tarfile.LNKTYPE, f"{GOOD}/Submission.lean"),
+    "a_hardlink": _link(f"{BAD}/Submission/Evil.lean", tarfile.LNKTYPE,
+                        f"../{GOOD}/Submission.lean"),
     "a_device": _link(f"{BAD}/Submission/Evil.lean", tarfile.CHRTYPE),
     "a_fifo": _link(f"{BAD}/Submission/Evil.lean", tarfile.FIFOTYPE),
 }

@@ -25,7 +25,7 @@ from support import (
 )
 
 from lean_eval.records.verdict import Mounts
-from lean_eval.sandbox import environment, masks, wrapper
+from lean_eval.sandbox import environment, identity, masks, wrapper
 
 
 def _pair_dir(work: Path, sub: str, problem: str) -> Path:
@@ -72,6 +72,9 @@ def test_a_build_cannot_read_other_submissions_or_verdicts(run_eval: RunEval,
 def test_negative_control_without_wrapper_masks_the_leak_is_seen(
         run_eval: RunEval, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(masks, "run_masks", lambda **k: Mounts())
+    # As the harness: a root harness's sandbox identity cannot list or enter what the masks
+    # also hide (SECURITY.md "The sandbox identity"), a second layer this control is not about.
+    monkeypatch.setattr(identity, "resolve", lambda *_, **__: identity.as_harness())
     log, secret = _leak_run(run_eval, outside)
     assert log.count(secret) >= 2  # the input and the sibling workspace
     assert '"schema_version"' in log  # alice's verdict

@@ -216,7 +216,7 @@ def test_groups_a_killed_harness_left_are_reclaimed_by_the_next_run(
 
 
 def _parents_of(owns: list[Path], pid: int) -> list[Path]:
-    return [p for own in owns for p in own.glob(f"lean-eval-{pid}-*")]
+    return [p for own in owns for p in own.glob(f"lean-eval-*-{pid}-*")]
 
 
 def _pairs_of(owns: list[Path], pid: int | None) -> list[Path]:

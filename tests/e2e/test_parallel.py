@@ -15,7 +15,7 @@ from support import (
 )
 
 from lean_eval.records.verdict import Mounts
-from lean_eval.sandbox import masks
+from lean_eval.sandbox import identity, masks
 
 
 def _peekers(outside: Path) -> tuple[Path, Path]:
@@ -64,4 +64,7 @@ def test_negative_control_without_the_run_masks_a_live_pair_reads_the_other(
         return Mounts()
 
     monkeypatch.setattr(masks, "run_masks", no_masks)
+    # As the harness: a root harness's sandbox identity cannot list the run directories to
+    # find the other pair (0711), a second layer this control is not about.
+    monkeypatch.setattr(identity, "resolve", lambda *_, **__: identity.as_harness())
     assert _leaks(run_eval, outside) != []

@@ -22,7 +22,7 @@ from support import BWRAP_FLOOR, REPO, STANDIN
 from lean_eval.benchmark.toolchain import resolve_toolchain
 from lean_eval.probes import registry
 from lean_eval.records.probe_result import ProbeResult
-from lean_eval.sandbox import bubblewrap, environment, wrapper
+from lean_eval.sandbox import bubblewrap, environment, identity, masks, wrapper
 from lean_eval.scoring.options import Tools
 
 PIN = (REPO / "lean-toolchain").read_text(encoding="utf-8").strip()
@@ -131,7 +131,10 @@ def test_every_probe_passes_on_the_real_toolchain(outside: Path, bwrap: str) -> 
 
 
 def test_sandbox_engaged_fails_without_a_sandbox(tools: Tools, outside: Path) -> None:
-    result = _run(_ctx(_unsandboxed(tools, outside), outside), "sandbox_engaged")
+    """Run as the harness: a root harness's sandbox identity alone denies some of these
+    writes (tests below), and this control is about the sandbox."""
+    weak = _unsandboxed(tools, outside)._replace(user=identity.as_harness())
+    result = _run(_ctx(weak, outside), "sandbox_engaged")
     assert result.status == "fail"
     expected = {"project_source_read_only", "host_files_read_only", "symlink_out_of_lake_denied",
                 "home_and_tmp_writes_stay_in_sandbox", "host_markers_invisible",
@@ -161,8 +164,57 @@ def test_sandbox_engaged_fails_when_a_build_keeps_its_capabilities(
     if os.geteuid() != 0:
         pytest.skip("an unprivileged harness's sandbox holds no capability with or without it")
     monkeypatch.setattr(wrapper, "NO_CAPABILITIES", ())
-    result = _run(_ctx(tools, outside), "sandbox_engaged")
+    # as the harness: a sandbox run by the (unprivileged) sandbox identity holds none either
+    result = _run(_ctx(tools._replace(user=identity.as_harness()), outside), "sandbox_engaged")
     assert _failed(result) == {"no_capabilities", "no_new_mount_namespace"}, _show(result)
+
+
+def _signing_key(outside: Path) -> Path:
+    """A key as a maintainer keeps one: 0600 in a 0700 directory outside Lake's masks."""
+    keys = outside / "keys"
+    keys.mkdir(mode=0o700)
+    key = keys / "sign.pem"
+    key.write_text("-----BEGIN PRIVATE KEY-----\nnot-a-real-key-but-secret\n")
+    key.chmod(0o600)
+    return key
+
+
+def test_sandbox_engaged_checks_the_signing_key_and_a_planted_secret(
+        tools: Tools, outside: Path) -> None:
+    key = _signing_key(outside)
+    ctx = _ctx(tools, outside)._replace(secrets=(key,))
+    result = _run(ctx, "sandbox_engaged")
+    assert result.status == "pass", _show(result)
+    names = {c.name for c in result.checks}
+    assert "signing_key_unreadable" in names
+    assert ("harness_secrets_unreadable" in names) == (os.geteuid() == 0)
+
+
+def test_sandbox_engaged_fails_when_the_identity_is_not_switched(
+        tools: Tools, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The switch reverted (Lake runs as root while the run believes it switched): the build
+    reads the harness's planted secret, and only that check fails."""
+    if os.geteuid() != 0:
+        pytest.skip("only a root harness switches identity")
+    monkeypatch.setattr(identity.SandboxUser, "switch_to", lambda self: None)
+    result = _run(_ctx(tools, outside), "sandbox_engaged")
+    assert _failed(result) == {"harness_secrets_unreadable"}, _show(result)
+
+
+def test_sandbox_engaged_fails_when_the_signing_key_is_not_masked(
+        tools: Tools, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key's mask dropped, Lake run as the harness (no identity to keep a 0600 file of
+    the harness's unread): the build reads the key."""
+    real = masks.run_masks
+
+    def unmasked(**kw: object) -> object:
+        return real(**{**kw, "secrets": ()})  # type: ignore[arg-type]
+
+    monkeypatch.setattr(masks, "run_masks", unmasked)
+    key = _signing_key(outside)
+    weak = tools._replace(user=identity.as_harness())
+    result = _run(_ctx(weak, outside)._replace(secrets=(key,)), "sandbox_engaged")
+    assert _failed(result) == {"signing_key_unreadable"}, _show(result)
 
 
 def test_env_dump_fails_when_the_environment_is_passed_through(

@@ -33,7 +33,7 @@ def test_the_public_consumers_rule_reads_exactly_the_accepted_problems(
     assert accepted == ["double_def", "two_plus_two"]
     assert sorted(consumer_rule(document)) == accepted
     entries = {e["id"]: e for e in document["problems"]}
-    for key in ("id", "title", "attempted", "succeeded", "exit_code", "mismatches"):
+    for key in ("id", "title", "visible", "attempted", "succeeded", "exit_code", "mismatches"):
         assert all(key in e for e in entries.values()), key
     assert entries["two_plus_two"]["title"] != "two_plus_two"  # the manifest's title
     assert (entries["add_comm_explicit"]["attempted"], entries["add_comm_explicit"]["exit_code"]
@@ -41,7 +41,10 @@ def test_the_public_consumers_rule_reads_exactly_the_accepted_problems(
     assert entries["add_comm_explicit"]["mismatches"][0].startswith("fork: rejected")
     assert (entries["multi_hole"]["attempted"], entries["multi_hole"]["succeeded"],
             entries["multi_hole"]["exit_code"]) == (False, False, None)
-    assert document["schema_version"] == 3 and document["summary_schema_version"] == 3
+    assert document["schema_version"] == 4 and document["summary_schema_version"] == 3
+    # the pipeline's summary comment reads these: "Attempted 3 / 5; succeeded on 2."
+    assert (document["total_problems"], document["attempted_problems"],
+            document["succeeded_problems"]) == (len(entries), 3, 2)
     assert document["pairs"] == run.summary()["pairs"]  # our pairs kept beside them
     assert run.code == 0
 

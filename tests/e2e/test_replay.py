@@ -214,7 +214,8 @@ def test_tampered_identity_and_changed_submission_are_refused_by_name(
     assert refused.exit_code == 2, refused.output
     assert "bwrap_sha256 of bad/two_plus_two: recorded '" + "0" * 64 in refused.output
     assert "submission_digest of good: recorded" in refused.output
-    assert "option timeout of run: recorded '60.0', now '99.0'" in refused.output
+    assert ("--timeout of run: recorded 60, now 99; pass --timeout 60 to replay as recorded"
+            in refused.output)
     assert "flagged" not in refused.output  # unchanged pins are not listed
 
 
@@ -300,8 +301,11 @@ def test_the_replayer_gives_the_disk_written_file_and_intake_limits_itself(
     assert options["disk_limit"] == 64 << 20 and options["disk_files"] is None
     refused = _replay(str(record), str(good), "--out", str(outside / "r1"), *_tools(bench))
     assert refused.exit_code == 2, refused.output
-    for key in ("disk_limit", "disk_files", "max_written_file_bytes", "limits"):
-        assert f"option {key}" in refused.output, key
+    # each named by the flag that sets it, with the value to pass (design §5.6)
+    for flag in ("--disk-limit 64M", "--disk-files 0", "--max-written-file-bytes 32M",
+                 "--max-file-bytes 512K"):
+        assert f"pass {flag}" in refused.output or f" {flag} " in refused.output, flag
+    assert "option " not in refused.output and "limits" not in refused.output
     assert not (outside / "r1" / "summary.json").exists()
     same = _replay(str(record), str(good), "--out", str(outside / "r2"), *limits,
                    *_tools(bench))

@@ -187,6 +187,40 @@ def test_a_verdict_transplanted_from_a_run_on_another_commit_is_named(
     assert "alice/double_def" not in result.output
 
 
+@pytest.mark.parametrize("name", ["two_plus_two.json", "two_plus_two.intoto.json"])
+def test_a_symlinked_verdict_or_envelope_is_named_never_followed(
+        signed: Signed, outside: Path, name: str) -> None:
+    """The signed file moved elsewhere and linked back: the bytes behind the link are the
+    signed ones, yet the output does not hold them, so verify names the link (as report,
+    merge and export-results refuse it). Negative control: read through the link (the old
+    ``read_bytes``), verify passes."""
+    out = _copy(signed.a, outside / "A")
+    held = outside / "elsewhere"
+    held.mkdir()
+    shutil.move(out / "alice" / name, held / name)
+    (out / "alice" / name).symlink_to(held / name)
+    result = _verify(out, signed, "alice")
+    assert result.exit_code == 1, result.output
+    assert f"alice/{name} is a symbolic link; only regular files are read" in result.output
+    assert "bob/" not in result.output
+
+
+def test_a_symlinked_summary_or_run_envelope_is_named(signed: Signed, outside: Path) -> None:
+    out = _copy(signed.a, outside / "A")
+    held = outside / "elsewhere"
+    held.mkdir()
+    shutil.move(out / "run.intoto.json", held / "run.intoto.json")
+    (out / "run.intoto.json").symlink_to(held / "run.intoto.json")
+    result = _verify(out, signed)
+    assert result.exit_code == 1, result.output
+    assert "run.intoto.json is a symbolic link" in result.output
+    shutil.move(out / "summary.json", held / "summary.json")
+    (out / "summary.json").symlink_to(held / "summary.json")
+    result = _verify(out, signed)
+    assert result.exit_code != 0, result.output
+    assert "summary.json is a symbolic link" in result.output
+
+
 def test_an_added_pair_is_named(signed: Signed, outside: Path) -> None:
     """B's signed verdict of carol (a submission A never scored) put into A."""
     out = _copy(signed.a, outside / "A")
@@ -245,18 +279,21 @@ def test_a_replay_takes_no_limit_and_no_probe_policy_from_its_record(
     # the record's skip_probes is a pin, never the replay's policy
     probing = _cli("replay", str(record), *subs, "--timeout", "60", *tools)
     assert probing.exit_code == 2, probing.output
-    assert "option skip_probes of run: recorded 'true', now 'false'" in probing.output
+    assert ("--skip-probes of run: the record skipped the probes, this replay runs them; pass "
+            "--skip-probes to replay as recorded") in probing.output
     summary = _json(record / "summary.json")
     summary["options"].update(memory_limit=TIB, max_processes=1_000_000, disk_limit=None,
                               timeout=100_000.0)
     _write(record / "summary.json", summary)
     refused = _cli("replay", str(record), *subs, "--timeout", "60", "--skip-probes", *tools)
     assert refused.exit_code == 2, refused.output
-    assert f"option memory_limit of run: recorded '{TIB}', now '{8 << 30}'" in refused.output
-    assert "option timeout of run: recorded '100000.0', now '60.0'" in refused.output
-    assert (f"limit memory_limit of alice/two_plus_two: recorded '{TIB}', now 'the verdict "
-            f"says {8 << 30}'") in refused.output
-    assert "option max_processes of bob/two_plus_two: recorded '1000000'" in refused.output
+    assert "--memory-limit of run: recorded 1024G, now 8G; pass --memory-limit 1024G" \
+        in refused.output
+    assert "--timeout of run: recorded 100000, now 60; pass --timeout 100000" in refused.output
+    assert ("--memory-limit of alice/two_plus_two: recorded 1024G, the verdict says 8G (the "
+            "recorded verdict disagrees with the record's options)") in refused.output
+    assert "--max-processes of bob/two_plus_two: recorded 1000000, the verdict says 512" \
+        in refused.output
     assert "resume_key of alice/double_def: recorded '" in refused.output
     out = outside / "replayed"
     allowed = _cli("replay", str(record), *subs, "--timeout", "60", "--skip-probes",

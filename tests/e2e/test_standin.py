@@ -662,6 +662,71 @@ def test_unused_sorry_comments_and_permitted_axioms_are_fine(project: Project) -
     assert error_lines(r.stderr) == ["error: Illegal axiom detected: 'Submission.myAx'"]
 
 
+# An axiom is used whatever the syntax that reaches it: the reference's axiom check walks the
+# constant graph (issue 31 item 5). Each form is `(text before the theorem, its proof)`; the
+# axiom `Submission.cheat : False` is declared first.
+AXIOM_FORMS = {
+    "dot": ("", "exact cheat.elim"),
+    "paren-dot": ("", "exact (cheat).elim"),
+    "explicit": ("", "exact (@cheat).elim"),
+    "id": ("", "exact (id cheat).elim"),
+    "absurd": ("", "exact absurd cheat id"),
+    "full-name-dot": ("", "exact Submission.cheat.elim"),
+    "via-abbrev": ("abbrev viaAbbrev : False := cheat\n", "exact viaAbbrev.elim"),
+    "via-theorem": ("theorem viaThm : False := id cheat\n", "exact False.elim viaThm"),
+    "local-notation": ('local notation "CHEAT" => cheat\n', "exact CHEAT.elim"),
+    "symbol-notation": ('local notation "\u203c" => cheat\n', "exact (\u203c).elim"),
+    "notation-of-notation": ('local notation "CH1" => cheat\nlocal notation "CH2" => CH1\n',
+                             "exact CH2.elim"),
+    "macro": ('local macro "by_cheat" : term => `(cheat.elim)\n', "exact by_cheat"),
+    "plain": ("", "exact False.elim cheat"),
+}
+
+
+def _with_cheat(before: str, proof: str) -> str:
+    return SUBMISSION.replace("simp [helper]", proof).replace(
+        "namespace Submission\n", "namespace Submission\naxiom cheat : False\n" + before)
+
+
+@pytest.mark.parametrize("form", sorted(AXIOM_FORMS))
+def test_an_axiom_is_illegal_whatever_form_reaches_it(project: Project, form: str) -> None:
+    project.write("Submission.lean", _with_cheat(*AXIOM_FORMS[form]))
+    r = project.run()
+    assert r.returncode == 1, (form, r.stdout, r.stderr)
+    assert error_lines(r.stderr) == ["error: Illegal axiom detected: 'Submission.cheat'"]
+
+
+def test_an_exported_notation_of_a_helper_reaches_its_axiom(project: Project) -> None:
+    project.write("Submission/Helpers.lean", HELPERS.replace(
+        "end Submission", 'axiom helperCheat : False\nnotation "HCHEAT" => helperCheat\n'
+                          "end Submission"))
+    project.write("Submission.lean", SUBMISSION.replace("simp [helper]", "exact HCHEAT.elim"))
+    r = project.run()
+    assert error_lines(r.stderr) == ["error: Illegal axiom detected: 'Submission.helperCheat'"]
+
+
+# What real Lean accepts stays accepted: an axiom merely declared, a constant whose name
+# starts with the axiom's (name resolution takes the longest name that exists), a notation
+# never used, and a permitted axiom reached through a notation.
+AXIOM_FREE = {
+    "declared-only": ("", "simp [helper]"),
+    "longer-name": ("theorem cheat.harmless : True := trivial\n",
+                    "simp [helper, cheat.harmless]"),
+    "unused-notation": ('local notation "CHEAT" => cheat\n', "simp [helper]"),
+}
+
+
+@pytest.mark.parametrize("form", sorted(AXIOM_FREE))
+def test_what_reaches_no_axiom_stays_accepted(project: Project, form: str) -> None:
+    project.write("Submission.lean", _with_cheat(*AXIOM_FREE[form]))
+    r = project.run()
+    assert r.returncode == 0, (form, r.stderr)
+    project.config["permitted_axioms"] = [*STD_AXIOMS, "Submission.cheat"]
+    project.write("Submission.lean", _with_cheat('local notation "CHEAT" => cheat\n',
+                                                 "exact CHEAT.elim"))
+    assert project.run().returncode == 0
+
+
 def test_const_not_found_in_challenge(project: Project) -> None:
     project.write("Challenge.lean", CHALLENGE.replace("theorem add_zero'", "theorem renamed"))
     r = project.run()

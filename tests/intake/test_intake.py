@@ -200,8 +200,8 @@ def _symlink(rel: str, target: str = "/etc/passwd") -> Breaker:
 
 
 def _hardlink(rel: str) -> Breaker:
-    def make(p1: Path) -> None:
-        target = write(p1.parent / "elsewhere.txt")
+    def make(p1: Path) -> None:  # its other name is outside the submission (p1.parent)
+        target = write(p1.parent.parent / f"{p1.parent.name}-elsewhere.txt")
         (p1 / rel).parent.mkdir(parents=True, exist_ok=True)
         if (p1 / rel).exists():
             (p1 / rel).unlink()
@@ -268,7 +268,8 @@ PROBLEM_REJECTIONS: dict[str, tuple[Breaker, str]] = {
     "symlink non-lean": (_symlink("Submission/data.txt"), "P1/Submission/data.txt: symlink"),
     "symlinked .lake": (_symlink("Submission/.lake", "/"), "P1/Submission/.lake: symlink"),
     "hard link Submission.lean": (
-        _hardlink("Submission.lean"), "P1/Submission.lean: hard link (2 links)"),
+        _hardlink("Submission.lean"),
+        "P1/Submission.lean: hard link: 1 of its 2 names is outside the submission"),
     "hard link non-lean": (_hardlink("Submission/x.md"), "P1/Submission/x.md: hard link"),
     "fifo": (_fifo, "P1/Submission/pipe.lean: FIFO"),
     "device": (_device, "P1/Submission/null: device"),

@@ -275,8 +275,10 @@ def test_every_missing_prerequisite_is_named_before_any_download(tmp_path: Path)
     failing.write_text(MISSING_MESON)
     with pytest.raises(PrerequisitesError) as caught:
         prepare.prepare(machine.settings(bwrap_installer=failing))
-    assert [step for step, _ in caught.value.missing] == ["elan", "bubblewrap"]
-    bwrap = caught.value.missing[1][1]
+    # offline, the Lean release is named too: --offline cannot bring it (issue 32)
+    assert [step for step, _ in caught.value.missing] == ["elan", "lean", "bubblewrap"]
+    assert "--offline does not cover it" in caught.value.missing[1][1]
+    bwrap = caught.value.missing[2][1]
     assert "no usable bubblewrap was found" in bwrap and "apt-get install meson" in bwrap
     assert bwrap.endswith("or pass --bwrap PATH")
     assert not machine.elan_home.exists() and not machine.scratch.exists()

@@ -56,3 +56,31 @@ def test_each_re_measured_figure_states_its_load_and_a_status_its_number_support
     status = "met" if unchanged.endswith("met") and "missed" not in unchanged else "missed"
     assert f"the 0.5 ms target is {status}" in design, status
     assert "not met yet" not in design
+
+
+def test_the_distributed_readme_names_every_identity_merge_compares() -> None:
+    """Issue 32: the exit-2 row of examples/distributed/README.md lacked the bubblewrap floor.
+    Each field merge refuses to mix is named there and in docs/scale.md."""
+    from lean_eval.outputs import shard_input
+
+    phrases = {"harness_version": "harness version", "benchmark_commit": "benchmark commit",
+               "toolchain_name": "toolchain", "bwrap_sha256": "bubblewrap digest",
+               "bwrap_version": "bubblewrap digest, version",
+               "bwrap_minimum_version": "version or version floor"}
+    assert set(shard_input._IDENTITY_FIELDS) == set(phrases)
+    (row,) = [line for line in _flat("examples/distributed/README.md").split("| ")
+              if line.startswith("nothing written")]
+    scale = _flat("docs/scale.md")
+    for field, phrase in phrases.items():
+        assert phrase in row, (field, row)
+        assert phrase in scale, field
+
+
+def test_the_readme_states_how_long_its_test_command_takes_and_where_that_was_measured() -> None:
+    """Issue 32 item 4: the test command's duration is stated, with the script and commit."""
+    readme = _flat("README.md")
+    setup = readme.split("## Set up on a fresh machine", 1)[1].split("## ", 1)[0]
+    stated = re.search(r"It takes about [\d-]+ minutes on a 2-core machine.*?\.(?= [A-Z]|$)", setup)
+    assert stated is not None, "the README's test command no longer says how long it takes"
+    assert "scripts/run_tests.sh" in stated.group(0)
+    assert re.search(r"\bcommit [0-9a-f]{7,40}\b", stated.group(0)), stated.group(0)

@@ -16,7 +16,7 @@ import pytest
 from lean_eval.benchmark import catalog
 from lean_eval.benchmark.catalog import ProblemWorkspace
 from lean_eval.intake import reader
-from lean_eval.records.verdict import Identity, Preflight
+from lean_eval.records.verdict import Identity, Preflight, SandboxIdentity
 from lean_eval.scoring import resume, shard
 from lean_eval.scoring.options import RunOptions
 from lean_eval.supervise.resources import PairLimits
@@ -59,7 +59,11 @@ def _documented(plan: reader.Intake, problem: ProblemWorkspace, ident: Identity,
         "problem": problem.problem.id,
         "statement_revision": problem.problem.statement_revision,
         "trusted_files": problem.digests,
-        "identity": ident.model_dump(mode="json", exclude={"benchmark_path"}),
+        # the sandbox identity only once recorded: an older verdict keeps the key it had; a
+        # clean import's empty upstream_uncommitted is left out likewise
+        "identity": ident.model_dump(mode="json", exclude={"benchmark_path"} | (
+            set() if ident.sandbox_identity else {"sandbox_identity"}) | (
+            set() if ident.upstream_uncommitted else {"upstream_uncommitted"})),
         "options": {"timeout": options.timeout,
                     "limits": options.limits.model_dump(mode="json"),
                     "max_written_file_bytes": options.max_written_file_bytes,
@@ -76,10 +80,15 @@ def _documented(plan: reader.Intake, problem: ProblemWorkspace, ident: Identity,
 
 def test_the_resume_key_is_the_documented_digest(problem: ProblemWorkspace) -> None:
     odd = limited(OPTIONS._replace(paranoid=True, timeout=1.5), disk_limit=None)
+    dirty = IDENT.model_copy(update={"upstream_uncommitted": ("generated/x/Challenge.lean",)})
     for options in (OPTIONS, odd):
-        key = resume.pair_key(_plan(), problem, IDENT, options, PROBED)
-        assert key == _documented(_plan(), problem, IDENT, options, PROBED)
-        assert len(key) == 64 and int(key, 16) >= 0
+        for ident in (IDENT, dirty):
+            key = resume.pair_key(_plan(), problem, ident, options, PROBED)
+            assert key == _documented(_plan(), problem, ident, options, PROBED)
+            assert len(key) == 64 and int(key, 16) >= 0
+    # an import with uncommitted paths is another benchmark: its pairs do not resume a clean one
+    assert resume.pair_key(_plan(), problem, dirty, OPTIONS, PROBED) != resume.pair_key(
+        _plan(), problem, IDENT, OPTIONS, PROBED)
 
 
 PINNED = RunOptions(out_dir=Path("/out"), timeout=600.0, limits=reader.IntakeLimits(
@@ -87,6 +96,19 @@ PINNED = RunOptions(out_dir=Path("/out"), timeout=600.0, limits=reader.IntakeLim
     max_archive_bytes=64 << 20, max_header_bytes=65536, max_pax_keys=128, intake_seconds=60.0,
     max_path_bytes=1024), max_written_file_bytes=1 << 20, pair_limits=PairLimits(
     memory_limit=1 << 30, max_processes=64, disk_limit=1 << 30, disk_files=1000))
+
+
+def test_the_sandbox_identity_is_in_the_key(problem: ProblemWorkspace) -> None:
+    """A verdict given as uid 0 is not one given as the sandbox identity, nor as another."""
+    nobody = SandboxIdentity(uid=65534, gid=65534, name="nobody", group="nogroup",
+                             switched=True)
+    keys = {resume.pair_key(_plan(), problem, ident, OPTIONS, PROBED) for ident in (
+        IDENT, IDENT.model_copy(update={"sandbox_identity": nobody}),
+        IDENT.model_copy(update={"sandbox_identity": nobody.model_copy(update={"uid": 999})}))}
+    assert len(keys) == 3
+    switched = IDENT.model_copy(update={"sandbox_identity": nobody})
+    assert resume.pair_key(_plan(), problem, switched, OPTIONS, PROBED) == \
+        _documented(_plan(), problem, switched, OPTIONS, PROBED)
 
 
 def test_the_resume_key_is_stable_across_releases(problem: ProblemWorkspace) -> None:

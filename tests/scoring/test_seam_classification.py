@@ -141,6 +141,6 @@ def test_the_sandboxed_runner_writes_the_wrapper_then_runs_the_launch(tmp_path: 
     outcome = runner.SANDBOXED.run(launch)
     assert outcome.returncode == 3
     assert outcome.stdout.decode() == wrapper.wrapper_text(spec)
-    assert stat.S_IMODE(os.stat(script).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(script).st_mode) == 0o755  # the sandbox identity runs it
     with pytest.raises(FileExistsError):  # never through what is already there
         runner.SANDBOXED.run(launch)

@@ -5,6 +5,8 @@ test_resources.py and tests/e2e/test_kernel_limits.py."""
 from __future__ import annotations
 
 import os
+import subprocess  # noqa: TID251 - a second lock holder is a real process
+import sys
 from pathlib import Path
 
 import pytest
@@ -50,15 +52,61 @@ def test_pair_groups_get_memory_memsw_and_pids_limits(tmp_path: Path) -> None:
     assert group.exceeded() == "processes"
 
 
+def _held_elsewhere(path: Path) -> subprocess.Popen[str]:
+    """Another live process holding ``path``'s lock, as another harness (in whatever pid
+    namespace) holds its parent group's; it says "held" once it has it."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time; "
+         "fd = os.open(sys.argv[1], os.O_RDONLY); fcntl.flock(fd, fcntl.LOCK_EX); "
+         "print('held', flush=True); time.sleep(120)",
+         str(path)], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stdout.readline() == "held\n"
+    return child
+
+
 def test_only_the_groups_of_ended_harnesses_are_reclaimed(tmp_path: Path) -> None:
-    dead = 2**22 + 7  # above any pid_max default: no such process
-    mine = cgroup_tree.parent_name()
-    reused = f"lean-eval-{os.getpid()}-1"  # this pid, another start time: its harness ended
-    names = [f"lean-eval-{dead}-100", mine, reused, "lean-eval-test-1-x", "other"]
+    """A group whose lock nobody holds is reclaimed; one a live process holds (a harness in
+    another pid namespace: its pid in the name means nothing here), this harness's own, and
+    the earlier naming, which carries no lock, are left with their pairs."""
+    mine = cgroup_tree.hold(tmp_path)
+    live_elsewhere = f"lean-eval-4026531999-1-{cgroup_tree.start_ticks(1) or 1}"
+    dead = f"lean-eval-{cgroup_tree.pid_namespace()}-{os.getpid()}-1"  # this pid, another start
+    old = f"lean-eval-{2**22 + 7}-100"  # the earlier naming: no proof of life possible
+    names = [live_elsewhere, dead, old, "lean-eval-test-1-x", "other"]
     for name in names:
         (tmp_path / name / "pair-0").mkdir(parents=True)
-    reclaimed = cgroup_tree.reclaim_stale(tmp_path)
-    assert sorted(reclaimed) == sorted([f"lean-eval-{dead}-100", reused])
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [mine, "lean-eval-test-1-x", "other"])
-    assert (tmp_path / mine / "pair-0").is_dir()  # a live harness's pair is never touched
+    (mine / "pair-0").mkdir()
+    holder = _held_elsewhere(tmp_path / live_elsewhere)
+    try:
+        assert cgroup_tree.reclaim_stale(tmp_path) == [dead]
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+            [mine.name, live_elsewhere, old, "lean-eval-test-1-x", "other"])
+        for name in (mine.name, live_elsewhere, old):  # a live harness's pair is never touched
+            assert (tmp_path / name / "pair-0").is_dir()
+    finally:
+        holder.kill()
+        holder.communicate()
+    assert cgroup_tree.reclaim_stale(tmp_path) == [live_elsewhere]  # its harness has ended
+
+
+def test_a_parent_group_is_made_again_when_a_reclaim_takes_it_before_its_lock(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between ``mkdir`` and ``flock`` another harness's reclaim may take the fresh, unlocked
+    group: ``hold`` then makes it again and locks the one at the path."""
+    real = cgroup_tree._lock
+    taken: list[Path] = []
+
+    def reclaimed_first(path: Path, wait: bool) -> int | None:
+        if not taken:
+            taken.append(path)
+            path.rmdir()
+            path.mkdir()  # the same name, another directory: not the one this fd would lock
+            fd = real(path, wait)
+            path.rmdir()
+            return fd
+        return real(path, wait)
+
+    monkeypatch.setattr(cgroup_tree, "_lock", reclaimed_first)
+    held = cgroup_tree.hold(tmp_path)
+    assert taken == [held] and held.is_dir()
+    assert cgroup_tree._lock(held, wait=False) is None  # locked by this process

@@ -119,7 +119,7 @@ def _busy_until(monkeypatch: pytest.MonkeyPatch, own: Path, moved: bool) -> None
     enable = cgroup._enable
 
     def fake(group: Path) -> None:
-        leaf = own / f"lean-eval-harness-{os.getpid()}" / "cgroup.procs"
+        leaf = own / cgroup_tree.leaf_name() / "cgroup.procs"
         if group == own and not (moved and leaf.exists()):
             raise OSError(16, "Device or resource busy")
         enable(group)
@@ -133,7 +133,7 @@ def test_a_harness_in_a_busy_group_moves_itself_into_a_leaf(
     _fake_group(own / cgroup_tree.parent_name(), "memory pids")
     _busy_until(monkeypatch, own, moved=True)
     parent = cgroup.make_parent(own)
-    leaf = own / f"lean-eval-harness-{os.getpid()}"
+    leaf = own / cgroup_tree.leaf_name()
     assert (leaf / "cgroup.procs").read_text() == str(os.getpid())
     assert (own / "cgroup.subtree_control").read_text() == "+memory +pids"
     assert parent == own / cgroup_tree.parent_name()

@@ -1,16 +1,17 @@
-"""What several test modules share: paths, submission builders, CLI runners, process checks and
-one factory for verdicts and run outputs built from the models.
+"""What several test modules share: paths, submission builders, CLI runners, process checks and one
+factory for verdicts and run outputs built from the models.
 
 A package, one module per concern: ``places`` (paths, names, the toolchain and bubblewrap of
 this machine), ``files`` (benchmarks, submissions, archives, keys), ``runs`` (the CLI run
 in-process), ``background`` (a run-eval in a child process, watched from outside), ``leftovers``
-(what a finished run left behind), ``kernel_limits`` (which cgroup enforces limits here, and
-the groups a run left), ``documents`` (verdicts and run outputs built from the
-models), ``layout`` (which tests are end to end and must lie under tests/e2e/) and ``profiles``
-(Hypothesis example counts: all of them under CI, a tenth in the inner loop). Fixtures
-live in conftest.py; everything here is a plain function or constant, re-exported by this file
-and imported as ``from support import ...``. No test module imports another test module or
-conftest (tests/meta/test_suite_hygiene.py keeps it so).
+(what a finished run left behind), ``namespaces`` (a harness in a pid namespace of its own, and
+builds held open until released; ``background_harness`` runs one in a loop, a script),
+``kernel_limits`` (which cgroup enforces limits here, and the groups a run left), ``documents``
+(verdicts and run outputs built from the models), ``layout`` (which tests are end to end and
+must lie under tests/e2e/) and ``profiles`` (Hypothesis example counts: all of them under CI, a
+tenth in the inner loop). Fixtures live in conftest.py; everything here is a plain function or
+constant, re-exported by this file and imported as ``from support import ...``. No test module
+imports another test module or conftest (tests/meta/test_suite_hygiene.py keeps it so).
 """
 
 from __future__ import annotations
@@ -79,6 +80,16 @@ from support.leftovers import (
     survivors,
     unique_marker,
 )
+from support.namespaces import (
+    gated,
+    harness_in_namespace,
+    in_pid_namespace,
+    parents_of,
+    pid_namespace_problem,
+    release,
+    wait_until,
+    waiting,
+)
 from support.places import (
     BENCHMARK_FILES,
     BWRAP_FLOOR,
@@ -91,6 +102,7 @@ from support.places import (
     STANDIN,
     UNPRIVILEGED,
     outside_problem,
+    passable,
     real_toolchain,
 )
 from support.profiles import examples
@@ -137,11 +149,14 @@ __all__ = [
     "e2e_uses",
     "examples",
     "fork_archive",
+    "gated",
     "good",
     "harness_env",
+    "harness_in_namespace",
     "harness_pid",
     "in_background",
     "in_e2e",
+    "in_pid_namespace",
     "kernel_mechanism",
     "keypair",
     "leftover_groups",
@@ -153,10 +168,14 @@ __all__ = [
     "outside_problem",
     "own_parents",
     "pair_line",
+    "parents_of",
+    "passable",
+    "pid_namespace_problem",
     "processes_with",
     "real_toolchain",
     "reclaim_ended",
     "rehash_trusted",
+    "release",
     "report_run",
     "report_verdict",
     "require_kernel",
@@ -176,6 +195,8 @@ __all__ = [
     "validate_submission",
     "verdict_files",
     "wait_for_verdicts",
+    "wait_until",
+    "waiting",
     "with_lines",
     "write_output",
     "write_tree",

@@ -125,4 +125,6 @@ def unprivileged_python(base: Path) -> tuple[list[str], dict[str, str]] | str:
 
 
 _LIBS = ("click", "pydantic", "pydantic_core", "typing_extensions", "annotated_types",
-         "typing_inspection", "rich", "markdown_it", "mdurl", "pygments", "packaging")
+         "typing_inspection", "rich", "markdown_it", "mdurl", "pygments", "packaging",
+         "rfc8785", "cryptography", "cffi", "_cffi_backend", "pycparser",  # these: --sign-key
+         "securesystemslib")

@@ -68,5 +68,7 @@ def leftover_groups() -> list[str]:
 
 def reclaim_ended() -> list[str]:
     """Reclaim the parent groups of every harness that has ended (what a next run would do):
-    the suite's last step, so no group a test made outlives the session."""
+    the suite's last step, so no group a test made outlives the session. Only groups whose lock
+    it can take (``cgroup_tree.reclaim_stale``): never those of a live harness beside the suite,
+    in any pid namespace, nor groups of the earlier naming, which carry no lock."""
     return [name for own in own_parents() for name in cgroup_tree.reclaim_stale(own)]

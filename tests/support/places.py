@@ -25,6 +25,23 @@ SOURCE = REPO / "tests" / "fixtures" / "source_catalog"  # a catalog in the sour
 UNPRIVILEGED = 65534
 
 
+def passable(path: Path) -> Path:
+    """``path`` and every directory above it inside the session's temp base (conftest points
+    the system temp dir there) made passable, 0711 at least: pytest makes its temp dirs 0700,
+    and a root harness runs Lake as the sandbox identity (uid 65534 by default), which must
+    reach the scoring directories a test puts there."""
+    # the session base holding pytest's dirs: the controller's under xdist, not a worker's own
+    base = next((p for p in path.parents if p.name.startswith("lean-eval-pytest-")),
+                Path(tempfile.gettempdir()))
+    for here in (path, *path.parents):
+        if here == base or not here.is_relative_to(base):
+            break
+        mode = here.stat().st_mode & 0o7777
+        if mode & 0o011 != 0o011:
+            here.chmod(mode | 0o011)
+    return path
+
+
 def _installed_bwrap_version() -> str:
     """The version of the bwrap on PATH, which the suite accepts explicitly (distributions ship
     older releases than the scoring floor); the floor itself when there is none."""

@@ -12,11 +12,13 @@ from rich.table import Table
 from rich.text import Text
 
 from lean_eval.outputs.report.run_report import (
+    NO_VERDICT,
     Run,
     detail,
     no_problem_directory,
     not_scored,
     printable,
+    scored_nothing,
     unscored_count,
     why_not_scored,
 )
@@ -53,18 +55,25 @@ def summary_table(summary: Summary) -> Table:
         table.add_row(_t(pair.submission), _t(pair.problem),
                       _t(pair.verdict, _STYLE.get(pair.verdict, "")),
                       _t(detail(pair.verdict, pair.reason, pair.execution)))
-    for ref in not_scored(summary):
+    for ref in not_scored(summary):  # why: said once below the table (``print_summary``)
+        why = why_not_scored(summary, ref)
         table.add_row(_t(ref.submission), _t(ref.problem), _t("not scored", "bold yellow"),
-                      _t(why_not_scored(summary, ref)))
+                      _t(_SHORT_WHY.get(why, why)))
     return table
 
 
+# A reason every unscored pair of an interrupted run shares, said once after the table; its
+# rows say only this (a missing shard's reason is short and differs per shard: kept per row)
+_SHORT_WHY = {NO_VERDICT: "no verdict"}
+
+
 def print_summary(summary: Summary, console: Console, hints: bool = False,
-                  disagreements: Sequence[str] = ()) -> None:
+                  disagreements: Sequence[str] = (), recorded: bool = False) -> None:
     """The table, whole-submission rejections, each submission without a problem directory
     (``hints``: with intake's hint), counts and exit code: every submission that scored
     nothing is named; first each pair whose summary line ``disagreements`` names (shown as its
-    verdict file says)."""
+    verdict file says). ``recorded``: the summary is a finished run's, read by another command
+    (``report``), so its code is called "recorded exit", never the reader's own."""
     for line in disagreements:
         console.print(Text.assemble(("warning", "bold yellow"), ": ", printable(line),
                                     " (shown as the verdict file says)"))
@@ -78,15 +87,19 @@ def print_summary(summary: Summary, console: Console, hints: bool = False,
     for sid, hint in no_problem_directory(summary):
         console.print(Text.assemble((printable(sid), "yellow"), ": no problem directory found",
                                     f": {printable(hint)}" if hint and hints else ""))
+    unrecorded = sum(why_not_scored(summary, ref) == NO_VERDICT for ref in missing)
+    if unrecorded:
+        console.print(_t(f"no verdict: no run recorded one for {unrecorded} pair(s) "
+                         "(interrupted or stopped); a re-run scores them"))
     for text in summary.missing_shards:
         console.print(_t(f"shard {text} is missing: none of the merged outputs scored it",
                          "bold yellow"))
     counts = ", ".join(f"{n} {name}" for name, n in summary.counts.items() if n) or "no pairs"
     unscored = unscored_count(summary, missing)
-    nothing = sum(1 for s in summary.submissions if not s.problems)
+    nothing = len(scored_nothing(summary))
     empty = f"; {nothing} submission(s) scored nothing" if nothing else ""
     console.print(_t(f"{counts}{'; ' + unscored if unscored else ''}{empty}; "
-                     f"exit {summary.exit_code}"))
+                     f"{'recorded ' if recorded else ''}exit {summary.exit_code}"))
 
 
 def print_selfcheck(result: SelfCheckReport, console: Console) -> None:
@@ -126,7 +139,7 @@ def render_table(run: Run, width: int = 120, hints: bool = False) -> str:
     buffer = io.StringIO()
     print_summary(run.summary, Console(file=buffer, width=width, color_system=None,
                                        force_terminal=False), hints=hints,
-                  disagreements=run.disagreements)
+                  disagreements=run.disagreements, recorded=True)
     return buffer.getvalue()
 
 

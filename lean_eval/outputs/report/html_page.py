@@ -5,7 +5,9 @@ Invariants:
   SHA-256 only) forbids every fetch and any other script, should a string ever slip through.
 - Every string a submission or a build controls goes through ``h``, attributes included:
   ``<img src=x onerror=...>`` is text, never an element.
-- Without the script the page still shows everything; the script only filters and opens.
+- Without the script the page still shows everything, and no filter box that cannot work; the
+  script shows the box, filters (hiding a section's heading with the last item under it) and
+  opens.
 - Links go only to the run's own verdict and log files, relative to where the page is written.
 """
 
@@ -21,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from lean_eval.outputs.report.markdown import FAILING, matrix_cells, matrix_problems
 from lean_eval.outputs.report.run_report import (
     Run,
+    out_of,
     printable,
     run_report,
     unscored_count,
@@ -64,6 +67,8 @@ SCRIPT = """
   var pairs = Array.prototype.slice.call(document.querySelectorAll("#pairs .pair"));
   var rows = Array.prototype.slice.call(document.querySelectorAll("#matrix tbody tr"));
   var items = Array.prototype.slice.call(document.querySelectorAll("#without-pairs li"));
+  var sections = Array.prototype.slice.call(document.querySelectorAll("section[data-filtered]"));
+  document.getElementById("controls").hidden = false;
   function matches(el, words, k) {
     if (k && el.getAttribute("data-kind") !== k) { return false; }
     var text = el.getAttribute("data-search") || "";
@@ -88,6 +93,9 @@ SCRIPT = """
       r.hidden = !any;
     });
     items.forEach(function (li) { li.hidden = !matches(li, words, k); });
+    sections.forEach(function (s) {
+      s.hidden = !s.querySelector("[data-search]:not([hidden])");
+    });
     shown.textContent = n + " of " + pairs.length + " pair(s) shown";
   }
   function open(id) {
@@ -210,6 +218,7 @@ def render_html(run: Run, page_dir: Path | None = None) -> str:
                for n, r in enumerate(doc.not_scored)]
     head = "".join(f"<th>{h(p)}</th>" for p in problems)
     body = []
+    total = out_of(doc)
     for s in doc.submissions:
         if not s.pairs and not any((s.id, p) in kinds for p in problems):
             body.append(f'<tr data-search="{h(s.id.lower())}"><th scope="row">{h(s.id)}</th>'
@@ -227,7 +236,7 @@ def render_html(run: Run, page_dir: Path | None = None) -> str:
                          f'<a href="#pair-{anchors[(s.id, p)]}" title="{h(f"{s.id} / {p}")}: '
                          f'{h(kind)}">{SYMBOLS[kind]}</a></td>')
         body.append(f'<tr data-search="{h(s.id.lower())}"><th scope="row">{h(s.id)}</th>'
-                    f"{''.join(cells)}<td>{s.solved}/{s.pairs}</td></tr>")
+                    f"{''.join(cells)}<td>{s.solved}/{total[s.id]}</td></tr>")
     counts = ", ".join(f"{n} {name}" for name, n in doc.counts.items() if n) or "no pairs"
     unscored = unscored_count(run.summary, doc.not_scored)
     legend = ", ".join(f"{sym} {name}" for name, sym in SYMBOLS.items())
@@ -254,15 +263,18 @@ def render_html(run: Run, page_dir: Path | None = None) -> str:
         (f'<h2>summary.json disagrees with the verdict files (shown as the files say)</h2>'
          f'<ul id="disagreements">{"".join(f"<li>{h(d)}</li>" for d in doc.disagreements)}'
          "</ul>") if doc.disagreements else "",
-        ('<div class="controls"><label>Filter <input id="filter" type="search" '
-        'placeholder="submission, problem, verdict or reason" autocomplete="off"></label> '
-        f'<select id="kind" aria-label="verdict"><option value="">every verdict</option>'
-        f'{options}</select> <span id="shown"></span></div>'),
+        # hidden until the script, which alone makes it work, shows it
+        ('<div class="controls" id="controls" hidden><label>Filter <input id="filter" '
+        'type="search" placeholder="submission, problem, verdict or reason" '
+        'autocomplete="off"></label> <select id="kind" aria-label="verdict"><option value="">'
+        f'every verdict</option>{options}</select> <span id="shown"></span></div>'),
         (f'<table id="matrix"><thead><tr><th>submission</th>{head}<th>solved</th></tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table>"),
         f'<p class="legend">{legend}</p>',
-        (f'<h2>Submissions without a scored pair</h2><ul id="without-pairs">{"".join(without)}'
-         "</ul>") if without else "",
-        f'<h2>Pairs</h2><div id="pairs">{"".join(blocks)}</div>',
+        # each heading in a section the filter hides when nothing in it is shown
+        ('<section data-filtered><h2>Submissions without a scored pair</h2><ul '
+         f'id="without-pairs">{"".join(without)}</ul></section>') if without else "",
+        (f'<section data-filtered><h2>Pairs</h2><div id="pairs">{"".join(blocks)}</div>'
+         "</section>") if blocks else "",
         f"<script>{SCRIPT}</script></body></html>"]
     return "\n".join(part for part in parts if part) + "\n"

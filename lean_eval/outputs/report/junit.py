@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from lean_eval.outputs.report.run_report import Run, run_report, visible, why_not_scored
+from lean_eval.records import kinds
 from lean_eval.records.run_report import PairReport
 from lean_eval.records.verdict import INFRASTRUCTURE_FAILURES, PairRef
 
@@ -23,7 +24,7 @@ def _junit_case(suite: ET.Element, p: PairReport, tail: Sequence[str]) -> str | 
     case = ET.SubElement(suite, "testcase", classname=_x(p.submission), name=_x(p.problem),
                          time=f"{p.wall_seconds or 0.0:.3f}")
     body = "\n".join((p.message, *tail))
-    if p.verdict in ("rejected", "invalid_submission"):
+    if kinds.category(p.verdict) == "fail":
         node = ET.SubElement(case, "failure", type=_x(p.reason), message=_x(p.message))
         node.text = _x(body)
         return "failures"
@@ -32,7 +33,7 @@ def _junit_case(suite: ET.Element, p: PairReport, tail: Sequence[str]) -> str | 
                              message=_x(p.message))
         node.text = _x(body)
         return "errors"
-    if p.verdict == "unchanged":
+    if kinds.category(p.verdict) == "skip":
         ET.SubElement(case, "skipped", message="unchanged: the starter was submitted")
         return "skipped"
     return None

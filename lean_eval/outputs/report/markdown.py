@@ -14,11 +14,13 @@ import re
 from lean_eval.outputs.report.run_report import (
     Run,
     detail,
+    out_of,
     printable,
     run_report,
     unscored_count,
     why_not_scored,
 )
+from lean_eval.records import kinds
 from lean_eval.records.run_report import PairReport, RunReport
 from lean_eval.records.verdict import TALLY, Summary
 
@@ -27,7 +29,7 @@ NOT_SCORED_ROWS = 1000  # markdown rows listing unscored pairs; the rest are cou
 # One symbol per tally kind (and for a pair no run scored, and for a problem not submitted)
 SYMBOLS = {"solved": "✅", "rejected": "❌", "invalid": "🚫", "unchanged": "➖",  # noqa: RUF001
            "error": "⚠️", "not scored": "❔", "not submitted": "·"}
-FAILING = ("rejected", "invalid_submission", "error")
+FAILING = tuple(o for o, k in kinds.OUTCOMES.items() if k.category in ("fail", "error"))
 _RESERVE = 400  # bytes kept for the notes that say what was cut and the closing lines
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -82,11 +84,12 @@ def matrix_cells(doc: RunReport) -> dict[tuple[str, str], str]:
 def _matrix(run: Run, doc: RunReport) -> list[str]:
     problems = matrix_problems(run, doc)
     cells = matrix_cells(doc)
+    total = out_of(doc)
     lines = ["| submission | " + " | ".join(md(p) for p in problems) + " | solved |",
              "|---|" + ":-:|" * len(problems) + "---:|"]
     for s in doc.submissions:
         row = [SYMBOLS[cells.get((s.id, p), "not submitted")] for p in problems]
-        lines.append(f"| {md(s.id)} | " + " | ".join(row) + f" | {s.solved}/{s.pairs} |")
+        lines.append(f"| {md(s.id)} | " + " | ".join(row) + f" | {s.solved}/{total[s.id]} |")
     legend = ", ".join(f"{symbol} {name}" for name, symbol in SYMBOLS.items())
     return [*lines, "", f"Legend: {legend}.", ""]
 

@@ -7,7 +7,8 @@ Invariants (SECURITY.md invariant 13):
   hide text; every format shows bidi and zero-width controls as ``\\uXXXX`` (``visible``).
 - Pairs no run scored and submissions without a problem directory (with intake's hint) are
   shown in every format, never silently absent.
-- ``failures`` alone decides which pairs trip ``--fail-on``, for ``run-eval`` and ``report``.
+- ``failures`` (``scoring.gate``, re-exported here) alone decides which pairs trip
+  ``--fail-on``, for ``run-eval`` and ``report``; a pair no run scored trips every gate.
 - A pair's verdict, execution and reason are its verdict file's (``Run.summary``); a summary
   line that says otherwise is named in ``disagreements`` and beside the pair (SECURITY.md
   invariant 21); ``Run.recorded`` is the summary as written, for ``verify`` and ``export``.
@@ -18,13 +19,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 from pydantic import ValidationError
 
 from lean_eval.errors import UsageError
 from lean_eval.outputs import outdir
-from lean_eval.records import out_layout
+from lean_eval.outputs.report.names import FORMATS, Format  # noqa: F401 - named there, once
+from lean_eval.records import kinds, out_layout
 from lean_eval.records.run_report import PairReport, RunReport, SubmissionReport
 from lean_eval.records.verdict import (
     TALLY,
@@ -35,14 +37,12 @@ from lean_eval.records.verdict import (
     Verdict,
     compact_pairs,
 )
+from lean_eval.scoring.gate import failures as failures  # noqa: PLC0414 - re-exported
+from lean_eval.scoring.gate import not_scored as not_scored  # noqa: PLC0414 - re-exported
+from lean_eval.scoring.gate import scored_nothing as scored_nothing  # noqa: PLC0414 - re-exported
 from lean_eval.scoring.shard import shard_of
 
-Format = Literal["table", "markdown", "junit", "json", "csv", "html"]
-FORMATS: tuple[Format, ...] = ("table", "markdown", "junit", "json", "csv", "html")
-# What --fail-on accepts: the tally's names of the non-solved kinds, and the verdict names
-FAIL_ON: dict[str, str] = {"rejected": "rejected", "invalid": "invalid",
-                           "invalid_submission": "invalid", "unchanged": "unchanged",
-                           "error": "error"}
+FAIL_ON = kinds.FAIL_ON  # what --fail-on accepts
 
 
 # Bidi embeddings, overrides, isolates and marks, and zero-width characters: they reorder or
@@ -75,23 +75,16 @@ def detail(verdict: str, reason: str, execution: str) -> str:
     return ", ".join(parts)
 
 
-def not_scored(summary: Summary) -> tuple[PairRef, ...]:
-    """Pairs no run scored: a merge's list, and a submission's problems without a pair."""
-    scored = {(p.submission, p.problem) for p in summary.every_pair()}
-    found = dict.fromkeys((r.submission, r.problem) for r in summary.not_scored_pairs)
-    for sub in summary.submissions:
-        found.update(dict.fromkeys(key for key in ((sub.id, pid) for pid in sub.problems)
-                                   if key not in scored))
-    return tuple(PairRef(submission=s, problem=p) for s, p in found if (s, p) not in scored)
-
-
 def why_not_scored(summary: Summary, ref: PairRef) -> str:
     for text in summary.missing_shards:
         k, n = (int(x) for x in text.split("/"))
         if shard_of(ref.submission, ref.problem, n) == k:
             return f"not scored: its shard {text} is missing from the merge"
-    return ("not scored: no run recorded a verdict for it (interrupted or stopped); a re-run "
-            "scores it")
+    return NO_VERDICT
+
+
+NO_VERDICT = ("not scored: no run recorded a verdict for it (interrupted or stopped); a re-run "
+              "scores it")
 
 
 def unscored_count(summary: Summary, missing: Sequence[PairRef]) -> str:
@@ -103,8 +96,7 @@ def unscored_count(summary: Summary, missing: Sequence[PairRef]) -> str:
 
 def no_problem_directory(summary: Summary) -> tuple[tuple[str, str | None], ...]:
     """(id, hint) of each submission in which intake found no problem directory."""
-    return tuple((s.id, s.hint) for s in summary.submissions
-                 if not s.problems and s.rejection is None)
+    return tuple((s.id, s.hint) for s in scored_nothing(summary) if s.rejection is None)
 
 
 # --- lean-eval report OUT: one output directory, rendered -----------------------------------
@@ -210,6 +202,15 @@ def run_report(run: Run) -> RunReport:
         disagreements=tuple(visible(d) for d in run.disagreements))
 
 
+def out_of(doc: RunReport) -> dict[str, int]:
+    """Each submission's pairs, those no run scored included: what a matrix's "solved" counts
+    out of (3 solved of 5 pairs, 2 unscored, is 3/5, never 3/3)."""
+    total = {s.id: s.pairs for s in doc.submissions}
+    for ref in doc.not_scored:
+        total[ref.submission] = total.get(ref.submission, 0) + 1
+    return total
+
+
 def _told(disagreement: str | None) -> str:
     return f"[{disagreement}; shown as the file says] " if disagreement else ""
 
@@ -227,13 +228,3 @@ def failure_kinds(names: Sequence[str]) -> frozenset[str]:
                          f"choose from {', '.join(k for k in FAIL_ON if k != 'invalid_submission')}"
                          " (verdict names such as invalid_submission are accepted too)")
     return frozenset(FAIL_ON[item] for item in items)
-
-
-def failures(summary: Summary, kinds: frozenset[str]) -> tuple[str, ...]:
-    """Pairs of a tally kind in ``kinds``; a submission that scored nothing because it was
-    rejected as a whole or holds no problem directory is ``invalid``."""
-    found = [f"{p.submission}/{p.problem}" for p in summary.every_pair()
-             if TALLY[p.verdict] in kinds]
-    if "invalid" in kinds:
-        found += [s.id for s in summary.submissions if not s.problems]
-    return tuple(found)

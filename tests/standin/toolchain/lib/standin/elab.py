@@ -49,6 +49,13 @@ BOUNDARY_RE = re.compile(
     r"(?:@\[(?:[^\[\]]|\[[^\[\]]*\])*\]\s*)+$)"
 )
 IMPORT_RE = re.compile(r"^\s*import\s+(.*)$")
+# `[@[..]] [local|scoped] notation|infix|infixl|infixr|prefix|postfix|macro ... => expansion`:
+# a command, so it ends the previous declaration; a later body that uses one of its atoms
+# refers to what its expansion refers to (Lean elaborates the expansion in place)
+NOTATION_RE = re.compile(
+    r"^\s*" + _ATTRS + r"((?:local|scoped)\s+)?"
+    + r"(?:notation|infixl|infixr|infix|prefix|postfix|macro)(?=[\s:(]|$)(.*)$"
+)
 
 BUILD_ERROR_RE = re.compile(r"^\s*--\s*standin:\s*build-error\s*$")
 KERNEL_REJECT_RE = re.compile(r"^\s*--\s*standin:\s*kernel-reject\s+(.*?)\s*$")
@@ -239,7 +246,7 @@ def parse_declarations(text: str) -> list[dict]:
             else:
                 scopes.append((word, arg))
             continue
-        if BOUNDARY_RE.match(line):
+        if BOUNDARY_RE.match(line) or NOTATION_RE.match(line):
             finish()
             continue
         if current is not None:
@@ -315,26 +322,80 @@ def load_environment(imports: list[str], search_path: list[str]) -> tuple[dict, 
 def resolve_refs(body: str, known: dict) -> list[str]:
     """Names a body refers to: a token names a declaration when it equals its full name or a
     dot-suffix of it (an over-approximation of namespaces and `open`); tactic axioms map to
-    their axiom; builtin axioms match by full name only."""
+    their axiom; builtin axioms match by full name only. A dotted token none of whose names
+    matches is resolved as Lean does: its longest prefix that names something, the rest being
+    field notation on it (`cheat.elim` with no constant `cheat.elim` uses `cheat`)."""
     refs: dict[str, None] = {}
     for tok in identifiers(body):
         if tok in TACTIC_AXIOMS:
             refs.setdefault(TACTIC_AXIOMS[tok], None)
             continue
-        if tok in BUILTIN_AXIOMS:
-            refs.setdefault(tok, None)
-            continue
-        for name in known:
-            if name == tok or name.endswith("." + tok):
+        parts = tok.split(".")
+        for end in range(len(parts), 0, -1):
+            head = ".".join(parts[:end])
+            if head in BUILTIN_AXIOMS:
+                refs.setdefault(head, None)
+                break
+            found = [name for name in known if name == head or name.endswith("." + head)]
+            for name in found:
                 refs.setdefault(name, None)
+            if found:
+                break
     return list(refs)
 
 
-def elaborate(module: str, text: str, env: dict) -> list[dict]:
+def parse_notations(text: str) -> list[dict]:
+    """Notation and macro commands of a file: [{line, local, atoms, expansion}] in file order.
+    A command runs to the next declaration, scope, boundary or notation line; its atoms are the
+    string literals before its first `=>`, its expansion the text after it."""
+    found: list[dict] = []
+    current: dict | None = None
+    for lineno, line in enumerate(strip_comments(text).splitlines(), start=1):
+        m = NOTATION_RE.match(line)
+        if m or DECL_RE.match(line) or SCOPE_RE.match(line) or BOUNDARY_RE.match(line):
+            current = None
+        if m:
+            current = {"line": lineno, "local": bool(m.group(1)), "lines": [m.group(2)]}
+            found.append(current)
+        elif current is not None:
+            current["lines"].append(line)
+    out = []
+    for n in found:
+        head, arrow, expansion = "\n".join(n.pop("lines")).partition("=>")
+        atoms = [a[1:-1].strip() for a in _STRING_RE.findall(head)]
+        if arrow and any(atoms):
+            out.append(dict(n, atoms=[a for a in atoms if a], expansion=collapse(expansion)))
+    return out
+
+
+def _uses(body: str, atom: str) -> bool:
+    if _IDENT_RE.fullmatch(atom):  # an identifier-like atom is a token (or a dotted one's head)
+        return any(t == atom or t.startswith(atom + ".") for t in identifiers(body))
+    return atom in _STRING_RE.sub(" ", body)
+
+
+def expand_notations(body: str, notations: list[dict]) -> str:
+    """`body` followed by the expansion of every notation it uses, to a fixed point (an
+    expansion may use another notation)."""
+    used: set[int] = set()
+    while True:
+        more = [i for i, n in enumerate(notations) if i not in used
+                and any(_uses(body, a) for a in n["atoms"])]
+        if not more:
+            return body
+        used.update(more)
+        body = body + " " + " ".join(notations[i]["expansion"] for i in more)
+
+
+def elaborate(module: str, text: str, env: dict, imported: list[dict] | None = None
+              ) -> list[dict]:
     """Constants a file adds to `env`. The Solution bridge: in a non-submitted file, a
     declaration `N` whose body mentions `Submission.N` takes the kind and statement of the
-    submitted `Submission.N` it delegates to, and is left out when that does not exist."""
+    submitted `Submission.N` it delegates to, and is left out when that does not exist.
+    `imported`: the notations of the imported modules (`exported_notations`), in scope
+    everywhere; this file's own are in scope after their line."""
     decls = parse_declarations(text)
+    notations = parse_notations(text)
     known = dict(env)
     for d in decls:
         if d["name"] in known or d["name"] in BUILTIN_AXIOMS:
@@ -348,9 +409,18 @@ def elaborate(module: str, text: str, env: dict) -> list[dict]:
             if target is None:
                 continue
             d = dict(d, kind=target["kind"], type=target["type"])
-        refs = [r for r in resolve_refs(d["value"], known) if r != d["name"]]
+        scope = (imported or []) + [n for n in notations if n["line"] < d["line"]]
+        refs = [r for r in resolve_refs(expand_notations(d["value"], scope), known)
+                if r != d["name"]]
         out.append({k: d[k] for k in ("name", "kind", "type", "value", "line")} | {"refs": refs})
     return out
+
+
+def exported_notations(text: str) -> list[dict]:
+    """What an olean keeps of a file's notations: those not `local` (a `scoped` one counts as
+    exported: the model has no `open` scopes)."""
+    return [{"atoms": n["atoms"], "expansion": n["expansion"]}
+            for n in parse_notations(text) if not n["local"]]
 
 
 def builtin_constant(name: str) -> dict:

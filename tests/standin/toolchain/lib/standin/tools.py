@@ -75,8 +75,9 @@ def lean_main(argv: list[str]) -> int:
         return 1
     imports = elab.parse_imports(text)
     try:
-        env, _, _ = elab.load_environment(imports, search)
-        decls = elab.elaborate(module, text, env)
+        env, _, oleans = elab.load_environment(imports, search)
+        decls = elab.elaborate(module, text, env,
+                               [n for o in oleans for n in o.get("notations", [])])
     except elab.ElabError as e:
         _err(f"{path}:{e.line}:0: error: {e}")
         return 1
@@ -90,6 +91,7 @@ def lean_main(argv: list[str]) -> int:
             "file": path,
             "imports": imports,
             "decls": decls,
+            "notations": elab.exported_notations(text),
             "kernel_reject": directives["kernel_reject"],
         }
         os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
