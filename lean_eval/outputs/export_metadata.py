@@ -1,6 +1,7 @@
 """``export-results --metadata``: ours, keyed by submission id, or the public submission
 pipeline's own ``metadata.json`` of one submission; and the intake an export is bound to
-(design §5.5 "Publishing"; docs/publishing-notes.md has the field table).
+(design §5.5 "Publishing"; docs/publishing.md, "The submission pipeline's `metadata.json`", has
+the field table).
 
 Invariants (tests/outputs/test_export_binding.py):
 - A pipeline document describes one submission, so it applies only to a run of exactly one
