@@ -54,7 +54,7 @@ from lean_eval.scoring.request import DEFAULT_TIMEOUT, ScoreRequest, keyword_nam
 from lean_eval.scoring.scheduler import Progress
 from lean_eval.scoring.setup import Setup, checked_setup
 from lean_eval.scoring.summary import write_refusal
-from lean_eval.supervise import resources
+from lean_eval.supervise import pair_fs, resources
 from lean_eval.supervise.disk import DEFAULT_DISK_BYTES as DEFAULT_DISK_LIMIT
 from lean_eval.supervise.disk import DEFAULT_DISK_FILES, DEFAULT_DISK_RESERVE
 from lean_eval.supervise.resources import DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_LIMIT, PairLimits
@@ -170,7 +170,11 @@ def run_request(request: ScoreRequest, env: Mapping[str, str],
         planned = batch.plan_batch(setup.submissions, setup.cat, setup.tools, options,
                                    setup.held)
         if planned.planned.needs_sandbox:
-            _warn(on_warning, filter(None, [resources.best_effort(options.pair_limits)]))
+            _warn(on_warning, filter(None, [resources.best_effort(options.pair_limits),
+                                            pair_fs.best_effort(
+                                                options.pair_limits.disk_limit,
+                                                options.pair_limits.disk_files,
+                                                options.keep_work)]))
         try:
             record = _preflight(planned, request, setup, caller_env, on_probes, on_warning)
         except ProbesFailedError as exc:

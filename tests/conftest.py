@@ -37,6 +37,7 @@ from support.profiles import CI, DEV
 from lean_eval.probes import preflight
 from lean_eval.records.probe_result import ProbeResult
 from lean_eval.scoring.options import Tools
+from lean_eval.supervise import pair_fs
 
 # Every example count under CI; a tenth of each in the inner loop. The whole check
 # (scripts/run_tests.sh) passes --hypothesis-profile=ci, which wins over this.
@@ -196,6 +197,7 @@ def _fresh_outside(prefix: str) -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix=prefix, dir=_outside_base()))
     path.chmod(0o755)
     yield path
+    pair_fs.unmount_below(path)  # what a harness a test SIGKILLed left mounted (no next run)
     shutil.rmtree(path, ignore_errors=True)
 
 

@@ -124,7 +124,7 @@ class ResourceLimits(Record):
     exceeded: Literal["memory", "processes", "disk_bytes", "disk_files"] | None = None
     disk_bytes: int | None = None  # blocks the pair's writable trees may hold; None: no limit
     disk_files: int | None = None  # entries they may hold; None: no limit
-    disk_mechanism: Literal["watchdog", "none"] = "none"
+    disk_mechanism: Literal["filesystem", "watchdog", "none"] = "none"
     disk_reserve_bytes: int | None = None  # free space admission keeps; None: no reserve
     # Measured by the harness when the pair was admitted (None: not measured or unknown)
     memory_available_at_start: int | None = None  # MemAvailable

@@ -26,7 +26,7 @@ from lean_eval.records.verdict import Mounts, ResourceLimits
 from lean_eval.sandbox import environment, wrapper
 from lean_eval.sandbox.runner import SANDBOXED, ComparatorRunner, Launch
 from lean_eval.scoring.classification import Classification, classify, phase_seconds
-from lean_eval.supervise import process, resources
+from lean_eval.supervise import pair_fs, process, resources
 
 DEFAULT_MAX_FILE_BYTES = 8 << 30
 LOG_TAIL_LINES = 40
@@ -108,8 +108,11 @@ def write_log(path: Path, argv: tuple[str, ...], outcome: process.ProcessResult)
 
 
 def run_workspace(workspace: Path, state: Path, config: ComparatorConfig,
-                  settings: DriverSettings, log_path: Path) -> DriverResult:
-    """Run the six steps of design §5.4 on ``workspace``, using ``state`` for harness files."""
+                  settings: DriverSettings, log_path: Path,
+                  own_filesystem: Path | None = None) -> DriverResult:
+    """Run the six steps of design §5.4 on ``workspace``, using ``state`` for harness files;
+    ``own_filesystem``: the pair's size-capped filesystem holding both (``supervise.pair_fs``),
+    else its disk budget is the watchdog's."""
     roots = (*settings.writable_roots, workspace, workspace / ".lake")
     check_toolchain_placement(settings.toolchain, roots)
     state.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -130,8 +133,9 @@ def run_workspace(workspace: Path, state: Path, config: ComparatorConfig,
     env = environment.lake_environment(caller_env, search_path=search, tmpdir=tmpdir,
                                        wrapper=wrapper_path)
     argv = comparator_argv(settings.toolchain, config_path, settings.paranoid)
-    limits = settings.limits._replace(disk_paths=(str(workspace), str(state)),
-                                      keep_free=settings.disk_reserve)
+    limits = settings.limits._replace(
+        disk_paths=(str(workspace), str(state)), keep_free=settings.disk_reserve,
+        disk_mount=None if own_filesystem is None else str(own_filesystem))
     outcome = settings.runner.run(Launch(
         argv=argv, env=env, cwd=workspace, timeout=settings.timeout,
         output_cap=settings.output_cap,
@@ -139,6 +143,11 @@ def run_workspace(workspace: Path, state: Path, config: ComparatorConfig,
         limits=limits, wrapper=wrapper_path,
         spec=wrapper.WrapperSpec(bwrap=settings.bwrap, mounts=settings.mounts),
         user=settings.user))
+    if own_filesystem is not None and outcome.limit_exceeded is None and outcome.limits_mechanism:
+        # what the pair left when it ended counts too: a build stopped by the kernel's ENOSPC
+        # may exit before the reaper's next look
+        over = pair_fs.exceeded(str(own_filesystem), limits.disk_limit, limits.disk_files)
+        outcome = outcome._replace(limit_exceeded=over[0] if over else None)
     tail = write_log(log_path, argv, outcome)
     return DriverResult(classify(outcome, config, settings.timeout, settings.paranoid), outcome,
                         tail, phase_seconds(outcome, config),
@@ -166,5 +175,6 @@ def limits_record(limits: resources.PairLimits, reserve: int | None,
         "mechanism": (outcome.limits_mechanism or "none") if outcome and tree else "none",
         "exceeded": outcome.limit_exceeded if outcome else None,
         "disk_bytes": limits.disk_limit, "disk_files": limits.disk_files,
-        "disk_mechanism": "watchdog" if ran and limits.watches_disk() else "none",
+        "disk_mechanism": ("none" if not (ran and limits.watches_disk())
+                           else "watchdog" if limits.disk_mount is None else pair_fs.MECHANISM),
         "disk_reserve_bytes": reserve})

@@ -39,7 +39,7 @@ from lean_eval.records.verdict import (
     Verdict,
 )
 from lean_eval.scoring import driver, workspace
-from lean_eval.supervise import disk
+from lean_eval.supervise import disk, disk_ledger
 
 MESSAGE_CAP = 2000
 DISK_SHORT = "disk_short"  # reason of a failure while a filesystem was short of space
@@ -206,11 +206,15 @@ def _score(job: PairJob, ctx: RunContext, dirs: workspace.PairDirs, started: flo
     leftovers = workspace.prepare(dirs)
     if leftovers:
         raise OSError(f"the pair's scoring directory could not be emptied: {leftovers[0]}")
+    budget = ctx.settings.limits
+    own = not ctx.keep_work and workspace.own_filesystem(dirs, budget.disk_limit,
+                                                         budget.disk_files)
     workspace.materialise(dirs, problem.trusted, problem.starter, entry.files,
                           ctx.shared_packages)
     workspace.hand_over(ctx.scoring_root, dirs, ctx.settings.user)
     log = log_path(ctx.out_dir, sub.submission_id, job.problem_id)
-    result = driver.run_workspace(dirs.workspace, dirs.state, problem.config, ctx.settings, log)
+    result = driver.run_workspace(dirs.workspace, dirs.state, problem.config, ctx.settings, log,
+                                  own_filesystem=dirs.root if own else None)
     c = result.classification
     return _verdict(job, ctx, c.verdict, c.execution, c.reason,
                     last_phase=c.last_phase, checkers=c.checkers,
@@ -251,6 +255,9 @@ def run_pair(job: PairJob, ctx: RunContext) -> Verdict:
         leftovers = workspace.remove(dirs)  # never raises; frees a full disk before the verdict
         if leftovers:
             verdict = verdict.model_copy(update={"cleanup": leftovers})
+        ledger = ctx.settings.limits.disk_ledger if ctx.settings is not None else None
+        if ledger is not None:  # its tree is gone: nothing left to explain
+            disk_ledger.forget(ledger, str(dirs.workspace))
     if ctx.space is not None and verdict.execution != "not_run" and ctx.space.short_since(token):
         verdict = _short_of_space(verdict)
     try:

@@ -14,7 +14,14 @@ from lean_eval.records.verdict import Identity, Preflight
 from lean_eval.sandbox import identity, masks
 from lean_eval.scoring import driver, pair, resume
 from lean_eval.scoring.options import RunOptions, Tools
-from lean_eval.supervise import disk
+from lean_eval.supervise import disk, disk_ledger
+
+
+def _ledger(root: Path) -> str:
+    """The run's disk ledger (``supervise.disk_ledger``), under its scoring root."""
+    ledger = root / disk_ledger.LEDGER
+    ledger.mkdir(mode=0o700, exist_ok=True)
+    return str(ledger)
 
 
 def run_context(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options: RunOptions,
@@ -36,7 +43,7 @@ def run_context(inputs: Sequence[Path], catalog: Catalog, tools: Tools, options:
         toolchain=tools.toolchain, bwrap=tools.bwrap.path, caller_env=caller_env,
         timeout=options.timeout, writable_roots=(root, out_dir, *work),
         mounts=mounts, max_file_bytes=options.max_written_file_bytes,
-        limits=options.pair_limits,
+        limits=options.pair_limits._replace(disk_ledger=_ledger(root)),
         paranoid=options.paranoid,
         disk_reserve=options.disk_reserve, runner=tools.runner,
         user=tools.sandbox_user.switch_to())

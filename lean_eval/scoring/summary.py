@@ -37,7 +37,7 @@ from lean_eval.records.verdict import (
 from lean_eval.scoring import gate, resume
 from lean_eval.scoring.options import Planned, Tools, identity
 from lean_eval.scoring.scheduler import OUTCOMES, RunState
-from lean_eval.supervise import lock, resources
+from lean_eval.supervise import lock, pair_fs, resources
 
 
 def write_summary(started_at: str, ident: Identity, preflight: Preflight, catalog: Catalog,
@@ -75,9 +75,12 @@ def write_summary(started_at: str, ident: Identity, preflight: Preflight, catalo
         counts=counts, pairs=pairs, exit_code=verdicts_code, shard=shard,
         interrupted=signum is not None, not_scored=len(items) - len(every),
         reused=run.reused, jobs=run.jobs, options=options,
-        # the watchdog was all there was, or a pair's group could not be made (a downgrade)
-        limits_best_effort=bool(every) and (resources.best_effort(
-            run.options.pair_limits) is not None or run.watchdog_pairs > 0),
+        # the watchdog was all there was, or a pair's group could not be made (a downgrade),
+        # or no pair had a filesystem of its own for its disk budget
+        limits_best_effort=bool(every) and (
+            resources.best_effort(run.options.pair_limits) is not None
+            or run.watchdog_pairs > 0
+            or _disk_best_effort(run.options.pair_limits, run.options.keep_work)),
         signing_key=run.options.sign_key.fingerprint if run.options.sign_key else None,
         not_reused=not_reused)
     finished = signum is None and run.stop.fault is None
@@ -134,3 +137,8 @@ def write_refusal(out_dir: Path, catalog: Catalog, tools: Tools, preflight: Pref
     finally:
         if held is not None:
             held.close()
+
+
+def _disk_best_effort(limits: resources.PairLimits, keep_work: bool) -> bool:
+    """Whether the watchdog, not a filesystem of each pair's own, kept the disk budget."""
+    return pair_fs.best_effort(limits.disk_limit, limits.disk_files, keep_work) is not None

@@ -5,6 +5,10 @@ Invariants (design §6.1-§6.2):
   replacing starters path by path, an empty ``.lake``, and nothing else.
 - Every write is relative to a directory the harness created itself with ``O_EXCL``-style
   creation and ``O_NOFOLLOW``, and no overlay path can leave the workspace.
+- The pair's filesystem of its own, where it gets one, is mounted on ``root`` after ``prepare``
+  and before ``materialise`` (so the copy of the trusted files is inside it, and the hand-over
+  of the writable trees comes after both), and unmounted by ``remove`` before anything is
+  removed (``supervise.pair_fs``).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import NamedTuple
 
 from lean_eval.intake.reader import SubmissionFile
 from lean_eval.sandbox import identity
-from lean_eval.supervise import tree_removal
+from lean_eval.supervise import pair_fs, tree_removal
 
 _OVERLAY_ROOTS = ("Submission.lean", "Submission")
 
@@ -101,11 +105,33 @@ def hand_over(scoring_root: Path, dirs: PairDirs, user: tuple[int, int] | None) 
 def prepare(dirs: PairDirs) -> tuple[str, ...]:
     """Make ``dirs.root`` exist and hold nothing (a killed run may have left it); returns what
     could not be removed (then :func:`materialise` fails and the pair is a harness error)."""
-    left = tree_removal.remove_tree(dirs.root)
+    left = _unmount_and_remove(dirs)
     dirs.root.mkdir(mode=0o700, parents=True, exist_ok=True)
     return left
 
 
+def own_filesystem(dirs: PairDirs, max_bytes: int | None, max_files: int | None) -> bool:
+    """Give the pair (``prepare``d, not yet ``materialise``d) a size-capped filesystem of its
+    own for the budget, where this harness may mount one; whether it has one. A refused mount
+    leaves the pair to the watchdog (its verdict's ``limits.disk_mechanism`` says so)."""
+    if max_bytes is None or pair_fs.unavailable_reason() is not None:
+        return False
+    try:
+        pair_fs.mount(dirs.root, max_bytes, max_files)
+    except OSError:
+        return False
+    return True
+
+
 def remove(dirs: PairDirs) -> tuple[str, ...]:
-    """Delete a pair's directory; never raises (``supervise.tree_removal``), returns leftovers."""
+    """Unmount the pair's own filesystem, if it has one, then delete its directory; never
+    raises (``supervise.tree_removal``), returns leftovers."""
+    return _unmount_and_remove(dirs)
+
+
+def _unmount_and_remove(dirs: PairDirs) -> tuple[str, ...]:
+    try:
+        pair_fs.unmount(dirs.root)
+    except OSError as exc:  # removal then stops at the mount (tree_removal never crosses one)
+        return (f"{dirs.root}: {exc}",)
     return tree_removal.remove_tree(dirs.root)

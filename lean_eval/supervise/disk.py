@@ -1,9 +1,11 @@
-"""Disk accounting (design §5.5 "Disk"): what a pair's writable trees hold and how much room a
-filesystem has, both measured by the harness, never read from a pair's output. ``usage`` stops
-past ``max_files`` entries, so one look costs at most the budget whatever a build left, and
-``held_unlinked`` adds the files a pair's processes hold open after unlinking them; a
-``SpaceWatch`` sample every ``SPACE_INTERVAL`` seconds can miss a faster fill-and-free (the
-reaper's own samples, ``supervise.resources``, catch a pair that repeats one).
+"""Disk accounting for the watchdog (design §5.5 "Disk"; a pair with a filesystem of its own is
+measured by that filesystem instead, ``supervise.pair_fs``): what a pair's writable trees hold
+and how much room a filesystem has, both measured by the harness, never read from a pair's
+output. ``usage`` walks by directory descriptor, stops past ``max_files`` entries (one look
+costs at most the budget whatever a build left) and fails closed; ``held`` adds the files a
+pair's processes hold open after unlinking them; a ``SpaceWatch`` sample every
+``SPACE_INTERVAL`` seconds can miss a faster fill-and-free (the reaper's own samples,
+``supervise.resources``, catch a pair that repeats one).
 Imported by the reaper: standard library only (``supervise.reaper``).
 """
 
@@ -13,7 +15,7 @@ import contextlib
 import os
 import stat
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from lean_eval.supervise import procfs
@@ -28,61 +30,141 @@ _BLOCK = 512  # st_blocks unit
 
 
 class Usage(NamedTuple):
-    """What the walked trees hold; ``complete`` is False when the walk stopped at max_files."""
+    """What the walked trees hold; ``complete`` is False when the walk stopped at max_files,
+    ``readable`` False when an entry could not be read (then the pair is over its budget:
+    the walk fails closed)."""
 
     bytes: int
     files: int
     complete: bool = True
+    readable: bool = True
+
+
+_DIR_OPEN = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+MAX_DEPTH = 256  # directory levels the walk descends (two descriptors each); deeper: over
+
+
+class _UnreadableError(Exception):
+    pass
 
 
 def usage(paths: Iterable[str], max_files: int | None = None) -> Usage:
     """Allocated bytes (``st_blocks``) and entries under ``paths``, links not followed and a
-    hard-linked inode once; missing paths are empty."""
+    hard-linked inode once; missing paths are empty. Every directory is opened relative to its
+    parent's descriptor, so no depth of names reaches ``PATH_MAX``; an entry that vanishes
+    meanwhile is skipped, one that cannot be read (or lies deeper than ``MAX_DEPTH``) makes the
+    result unreadable."""
     seen: set[tuple[int, int]] = set()
-    total = files = 0
-    pending = [os.fspath(p) for p in paths]
-    while pending:
-        top = pending.pop()
-        try:
-            it = os.scandir(top)
-        except OSError:
-            continue
-        with it:
-            for entry in it:
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except OSError:
+    count = [0, 0]  # bytes, files
+    try:
+        for top in paths:
+            if not _walk(os.fspath(top), seen, count, max_files):
+                return Usage(count[0], count[1], complete=False)
+    except _UnreadableError:
+        return Usage(count[0], count[1], readable=False)
+    return Usage(count[0], count[1])
+
+
+def _walk(top: str, seen: set[tuple[int, int]], count: list[int], max_files: int | None) -> bool:
+    """Add what ``top`` holds to ``count``; False when it passed ``max_files``."""
+    try:
+        fd = os.open(top, _DIR_OPEN)
+    except FileNotFoundError:
+        return True
+    except OSError as exc:
+        raise _UnreadableError from exc
+    stack: list[tuple[int, Iterator[os.DirEntry[str]]]] = []
+    try:
+        stack.append((fd, _entries(fd)))
+        while stack:
+            here, entries = stack[-1]
+            entry = next(entries, None)
+            if entry is None:
+                stack.pop()
+                _close(here, entries)
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise _UnreadableError from exc
+            count[1] += 1
+            if max_files is not None and count[1] > max_files:
+                return False
+            if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
+                if (st.st_dev, st.st_ino) in seen:
                     continue
-                files += 1
-                if max_files is not None and files > max_files:
-                    return Usage(total, files, complete=False)
-                if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
-                    if (st.st_dev, st.st_ino) in seen:
-                        continue
-                    seen.add((st.st_dev, st.st_ino))
-                total += st.st_blocks * _BLOCK
-                if stat.S_ISDIR(st.st_mode):
-                    pending.append(entry.path)
-    return Usage(total, files)
+                seen.add((st.st_dev, st.st_ino))
+            count[0] += st.st_blocks * _BLOCK
+            if stat.S_ISDIR(st.st_mode):
+                if len(stack) >= MAX_DEPTH:
+                    raise _UnreadableError
+                try:
+                    child = os.open(entry.name, _DIR_OPEN, dir_fd=here)
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    raise _UnreadableError from exc
+                stack.append((child, _entries(child)))
+    finally:
+        for here, entries in stack:
+            _close(here, entries)
+    return True
 
 
-def held_unlinked(pids: Iterable[int], devices: set[int], proc: str = "/proc") -> int:
+def _entries(fd: int) -> Iterator[os.DirEntry[str]]:
+    """The entries of the directory open at ``fd`` (a lazy scan: a huge directory costs what
+    is read of it)."""
+    try:
+        with os.scandir(fd) as it:
+            yield from it
+    except OSError as exc:
+        raise _UnreadableError from exc
+
+
+def _close(fd: int, entries: Iterator[os.DirEntry[str]]) -> None:
+    close = getattr(entries, "close", None)
+    if close is not None:
+        close()
+    with contextlib.suppress(OSError):
+        os.close(fd)
+
+
+class Held(NamedTuple):
+    """What a tree's processes hold open: unlinked files' bytes, and whether any socket (a
+    descriptor in flight in one is found by no ``/proc/<pid>/fd``: ``disk_ledger``)."""
+
+    bytes: int
+    sockets: bool
+
+
+def held(pids: Iterable[int], devices: set[int], proc: str = "/proc") -> Held:
     """Allocated bytes of the files on ``devices`` that ``pids`` hold open with no name left
     (``st_nlink`` 0): a walk of the trees no longer sees them, the filesystem still holds them.
     Each inode once; the descriptors are found through ``/proc/<pid>/fd``."""
     seen: set[tuple[int, int]] = set()
     total = 0
+    sockets = False
     for path in procfs.open_descriptors(pids, proc):
         try:
             st = os.stat(path)
         except OSError:
+            continue
+        if stat.S_ISSOCK(st.st_mode):
+            sockets = True
             continue
         key = (st.st_dev, st.st_ino)
         if st.st_nlink == 0 and st.st_dev in devices and key not in seen \
                 and stat.S_ISREG(st.st_mode):
             seen.add(key)
             total += st.st_blocks * _BLOCK
-    return total
+    return Held(total, sockets)
+
+
+def held_unlinked(pids: Iterable[int], devices: set[int], proc: str = "/proc") -> int:
+    """The bytes of :func:`held`."""
+    return held(pids, devices, proc).bytes
 
 
 def devices(paths: Iterable[str]) -> set[int]:
@@ -95,7 +177,10 @@ def devices(paths: Iterable[str]) -> set[int]:
 
 
 def exceeded_by(used: Usage, max_bytes: int | None, max_files: int | None) -> str | None:
-    """Which disk limit ``used`` is over ("disk_bytes" first), if any (pure)."""
+    """Which disk limit ``used`` is over ("disk_bytes" first, and for a walk that could not
+    read an entry), if any (pure)."""
+    if not used.readable:
+        return "disk_bytes"
     if max_bytes is not None and used.bytes > max_bytes:
         return "disk_bytes"
     if max_files is not None and used.files > max_files:

@@ -7,6 +7,8 @@ owned by a live run.
   run and is reclaimed; one kept with ``--keep-work`` has no ``.owner`` and never is; one this
   user cannot look into or lock (another user's, mode 0700, in a shared temp dir) is skipped.
 - Nothing here follows a symlink planted where the lock files go.
+- A dead run's pair filesystems (``supervise.pair_fs``) are unmounted before its directory is
+  removed; removal never crosses into any other mount (``supervise.tree_removal``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 
 from lean_eval.errors import UsageError
 from lean_eval.records import out_layout
+from lean_eval.supervise import pair_fs
 
 RUN_PREFIX = "lean-eval-run-"
 _OWNER = ".owner"
@@ -148,6 +151,7 @@ def reclaim(parent: Path, remove: Callable[[Path], object]) -> list[Path]:
         if fd is None:
             continue
         try:
+            pair_fs.unmount_below(path)
             remove(path)
         finally:
             os.close(fd)

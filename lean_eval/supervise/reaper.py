@@ -1,8 +1,9 @@
 """The reaper: the process between ``supervise.process.run`` and its child, which it outlives.
 
 - ``run()`` starts it as ``python -I -S`` with no environment, so it, and every module it
-  imports (``cgroup`` with ``cgroup_tree`` and ``cgroup_v1``, ``disk``, ``procfs``,
-  ``resources``), uses only the standard library and lean_eval modules that do the same.
+  imports (``cgroup`` with ``cgroup_tree`` and ``cgroup_v1``, ``disk``, ``disk_ledger``,
+  ``pair_fs``, ``procfs``, ``resources``), uses only the standard library and lean_eval
+  modules that do the same.
 - A child subreaper with a parent-death signal: every descendant that leaves the child's group
   or session is reparented to it, and the end of the thread that started it stops it.
 - Signals are taken synchronously, never by handlers. Whatever happens, once the child has

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from lean_eval.errors import ProcessStartError
-from lean_eval.supervise import cgroup, disk, procfs
+from lean_eval.supervise import cgroup, disk, disk_ledger, pair_fs, procfs
 
 DEFAULT_MEMORY_LIMIT = 8 << 30
 DEFAULT_MAX_PROCESSES = 512
@@ -44,6 +44,8 @@ class PairLimits(NamedTuple):
     disk_files: int | None = None  # entries under disk_paths
     disk_paths: tuple[str, ...] = ()  # the pair's writable trees (none: the disk is not watched)
     keep_free: int | None = None  # --disk-reserve: free bytes its filesystems keep (None: 0)
+    disk_mount: str | None = None  # the pair's own filesystem (supervise.pair_fs), if it has one
+    disk_ledger: str | None = None  # the run's disk ledger directory (supervise.disk_ledger)
 
     def any(self) -> bool:
         return (self.memory_limit is not None or self.max_processes is not None
@@ -56,15 +58,17 @@ class PairLimits(NamedTuple):
     def to_spec(self) -> list[object]:
         """JSON-able form for the reaper (``from_spec`` reads it back)."""
         return [self.memory_limit, self.max_processes, self.mechanism, self.disk_limit,
-                self.disk_files, list(self.disk_paths), self.keep_free]
+                self.disk_files, list(self.disk_paths), self.keep_free, self.disk_mount,
+                self.disk_ledger]
 
     @classmethod
     def from_spec(cls, data: list[object]) -> PairLimits:
-        memory, processes, mechanism, disk_limit, disk_files, paths, reserve = data
+        memory, processes, mechanism, disk_limit, disk_files, paths, reserve, mount, ledger = data
         if not isinstance(paths, list):
             raise ValueError("malformed limits spec")
         return cls(memory, processes, str(mechanism), disk_limit, disk_files,  # type: ignore[arg-type]
-                   tuple(str(p) for p in paths), reserve)  # type: ignore[arg-type]
+                   tuple(str(p) for p in paths), reserve,  # type: ignore[arg-type]
+                   None if mount is None else str(mount), None if ledger is None else str(ledger))
 
 
 # The option that sets each limit the kernel mechanism may refuse
@@ -130,13 +134,15 @@ def exceeded_by(limits: PairLimits, memory: int, tasks: int) -> str | None:
 
 class _WatchState:
     """The reaper's watch of its one pair: when the next memory look and the next walk are due
-    (``soon``: while its filesystems are short), since when they have been short of space, and
-    its use at the last walk before that."""
+    (``soon``: while its filesystems are short), since when they have been short of space,
+    whether they had room at some walk, and what its filesystem held besides the pairs when
+    the watch began (``baseline``: the disk ledger's reference)."""
 
     due = 0.0
     soon = 0.0
     short_since: float | None = None
-    used_then: int | None = None  # None: never seen with room (a host short from the start)
+    had_room = False  # False: never seen with room (a host short from the start)
+    baseline: int | None = None
     memory_due = 0.0
 
 
@@ -145,47 +151,92 @@ _watch = _WatchState()
 
 def watch_interval(limits: PairLimits) -> float:
     """How often the reaper looks: every ``disk.SPACE_INTERVAL`` while it watches a disk (the
-    free-space sample is cheap; walks and memory keep their own pace), else
-    ``WATCHDOG_INTERVAL``."""
+    free-space sample, or the ``statvfs`` of its own filesystem, is cheap; walks and memory
+    keep their own pace), else ``WATCHDOG_INTERVAL``."""
     return disk.SPACE_INTERVAL if limits.watches_disk() else WATCHDOG_INTERVAL
 
 
 def disk_exceeded(limits: PairLimits, pids: Callable[[], list[int]]) -> tuple[str, int] | None:
-    """Which disk limit the pair is over, and the count. Its use is what a walk of its trees
-    finds plus the unlinked files its processes (``pids()``) hold open. A walk is due every
+    """Which disk limit the pair is over, and the count.
+
+    On a filesystem of its own (``limits.disk_mount``) that is the filesystem's own count
+    (``pair_fs.exceeded``), at every look. Else (the watchdog) its use is what a walk of its
+    trees finds plus the unlinked files its processes (``pids()``) hold open plus, when they
+    hold a socket, the space its filesystem lost that no pair's walk explains
+    (``_charged``); a walk that cannot read an entry is over. A walk is due every
     ``DISK_INTERVAL`` and, while its filesystems are short of space, at every look (each never
     more often than four times the last walk's cost), so a fill-and-free pulse longer than
-    ``disk.SPACE_INTERVAL`` is measured while it lasts. A pair whose filesystems, which had
-    room at some walk, stay short for ``DISK_SHORT_GRACE`` while its use grows past what it
-    was then is over ``disk_bytes`` whatever its budget: no pair holds a disk full for its
-    deadline (a host short of space before the pair started blames it for nothing)."""
+    ``disk.SPACE_INTERVAL`` is measured while it lasts. Filesystems that had room at some walk
+    and stay short of the reserve for ``DISK_SHORT_GRACE`` end, as over ``disk_bytes``, the
+    pair writing there that is charged the most (more than ``disk.SHORT_BYTES``, and enough
+    that freeing it would give them their reserve back), whether or not its use grew: no pair
+    holds a disk full for its deadline, and a host short of space before the pair started, or
+    by its own doing, blames it for nothing."""
     if not limits.watches_disk():
         return None
+    if limits.disk_mount is not None:
+        return pair_fs.exceeded(limits.disk_mount, limits.disk_limit, limits.disk_files)
     now = time.monotonic()
-    short = any(disk.is_short(disk.room(p), limits.keep_free or 0)
-                for p in disk.distinct_filesystems(limits.disk_paths))
+    rooms = [disk.room(p) for p in disk.distinct_filesystems(limits.disk_paths)]
+    short = any(disk.is_short(r, limits.keep_free or 0) for r in rooms)
     if not short:
         _watch.short_since = None
     if now < (_watch.soon if short else _watch.due):
         return None
     used = disk.usage(limits.disk_paths, limits.disk_files)
-    held = disk.held_unlinked(pids(), disk.devices(limits.disk_paths))
-    used = used._replace(bytes=used.bytes + held)
+    devices = disk.devices(limits.disk_paths)
+    held = disk.held(pids(), devices)
+    mine = used.bytes + held.bytes
+    charged, largest = _charged(limits, devices, mine, held.sockets)
+    used = used._replace(bytes=charged)
     spent = time.monotonic() - now
     _watch.soon = time.monotonic() + 4 * spent
     _watch.due = max(_watch.soon, time.monotonic() + DISK_INTERVAL)
     which = disk.exceeded_by(used, limits.disk_limit, limits.disk_files)
     if not short:
-        _watch.used_then = used.bytes  # its use before the filesystems were last short
-    elif which is None and _watch.used_then is not None:  # it had room once: did it grow?
+        _watch.had_room = True
+    elif which is None and _watch.had_room:
         if _watch.short_since is None:
             _watch.short_since = now
-        elif (now - _watch.short_since >= DISK_SHORT_GRACE
-              and used.bytes > _watch.used_then + disk.SHORT_BYTES):
+        elif (now - _watch.short_since >= DISK_SHORT_GRACE and largest
+              and charged > disk.SHORT_BYTES and _would_restore(rooms, charged, limits)):
             which = "disk_bytes"
     if which is None:
         return None
     return which, used.bytes if which == "disk_bytes" else used.files
+
+
+def _would_restore(rooms: list[disk.Room | None], charged: int, limits: PairLimits) -> bool:
+    """Whether freeing what the pair is charged would give its filesystems their reserve back:
+    a host that ran short by itself blames no pair for it."""
+    free = min((r.bytes for r in rooms if r is not None), default=None)
+    return free is not None and free + charged >= max(limits.keep_free or 0, disk.SHORT_BYTES)
+
+
+def _charged(limits: PairLimits, devices: set[int], mine: int, sockets: bool
+             ) -> tuple[int, bool]:
+    """What the pair is charged on its filesystem, and whether no other pair there is charged
+    more. Through the run's disk ledger: the space the filesystem lost since the watch began
+    beyond what every pair's last walk found (less ``disk.SHORT_BYTES`` of noise: the
+    harness's own files, a tree being copied in) is charged to a pair whose processes hold a
+    socket, since only a descriptor in flight in one hides a file from every walk and every
+    ``/proc/<pid>/fd``."""
+    if limits.disk_ledger is None or len(devices) != 1 or not limits.disk_paths:
+        return mine, True
+    device = next(iter(devices))
+    own = disk_ledger.entry_path(limits.disk_ledger, limits.disk_paths[0])
+    others = disk_ledger.others(limits.disk_ledger, own, device)
+    fs_used = disk_ledger.filesystem_used(limits.disk_paths[0])
+    explained = mine + sum(e.used for e in others)
+    charged = mine
+    if fs_used is not None:
+        if _watch.baseline is None:
+            _watch.baseline = fs_used - explained
+        lost = fs_used - _watch.baseline - explained
+        if sockets and lost > disk.SHORT_BYTES:
+            charged += lost
+    disk_ledger.record(own, disk_ledger.Entry(device, mine, sockets, charged))
+    return charged, all(charged >= e.charged for e in others)
 
 
 def watch(limits: PairLimits, group: cgroup.PairGroup | None, emit: Callable[..., None]) -> bool:

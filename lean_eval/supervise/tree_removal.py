@@ -2,8 +2,10 @@
 most ``_KEEP_OPEN`` directory descriptors open (deeper levels are re-opened, each checked to be
 the directory first seen there), entries without permissions (we own the tree and grant
 ourselves what removal needs), entries vanishing. It never follows a link (directories are
-opened ``O_NOFOLLOW`` relative to their parent's descriptor, so no path reaches ``PATH_MAX``)
-and never raises.
+opened ``O_NOFOLLOW`` relative to their parent's descriptor, so no path reaches ``PATH_MAX``),
+never crosses into another filesystem (a mount point below ``path``, or ``path`` itself when
+it is one, is left and reported: the pair filesystems are unmounted before removal,
+``supervise.pair_fs``) and never raises.
 """
 
 from __future__ import annotations
@@ -102,6 +104,9 @@ def _remove_tree(path: Path, left: list[str]) -> None:
         return
     parent_fd = os.open(path.parent, _DIR_OPEN)
     try:
+        if stat.S_ISDIR(st.st_mode) and os.fstat(parent_fd).st_dev != st.st_dev:
+            left.append(f"{path}: a mount point, not crossed")
+            return
         if not stat.S_ISDIR(st.st_mode):
             _unlink(path.name, parent_fd, is_dir=False)
             return
@@ -194,6 +199,9 @@ def _next_subdir(here: int, levels: list[_Level], path: Path, given_up: set[tupl
             continue
         ident = (st.st_dev, st.st_ino)
         if stat.S_ISDIR(st.st_mode):
+            if st.st_dev != levels[-1].ident[0] and ident not in given_up:  # a mount point
+                given_up.update((ident, levels[-1].ident))
+                left.append(f"{_shown(path, levels, name)}: a mount point, not crossed")
             if ident not in given_up:
                 return name, ident
             continue

@@ -53,6 +53,14 @@ def _groups(out: Path) -> list[Path]:
     return parents + [q for p in parents for q in sorted(p.glob("pair-*"))]
 
 
+def _seen(work: Path, out: Path) -> Path:
+    """``work`` as the live harness writing ``out`` sees it: a harness in a mount namespace of
+    its own (``unshare --mount-proc``) mounts each pair's filesystem there (supervise.pair_fs),
+    which only its own processes see."""
+    found = harness_in_namespace(str(out))
+    return work if found is None else Path(f"/proc/{found[0]}/root") / work.relative_to("/")
+
+
 @pytest.mark.parametrize("first", ["host", "namespace"])
 def test_two_harnesses_one_in_its_own_pid_namespace_leave_each_other_alone(
         run_eval: RunEval, outside: Path, first: str) -> None:
@@ -78,7 +86,7 @@ def test_two_harnesses_one_in_its_own_pid_namespace_leave_each_other_alone(
             argv, out, work = places[who]
             started.append(in_background(argv, timeout=600))
             wait_until(f"the {who} harness holds its gated pair in its own group",
-                       lambda: waiting(work) and any(  # noqa: B023 - called in this iteration
+                       lambda: waiting(_seen(work, out)) and any(  # noqa: B023 - this iteration
                            p.name.startswith("pair-") for p in _groups(out)))  # noqa: B023
         # The second harness has made its parent group, reclaiming what it may, while the
         # first one's pair was held in its group: nothing of the first was taken.
@@ -87,8 +95,8 @@ def test_two_harnesses_one_in_its_own_pid_namespace_leave_each_other_alone(
         idle = cgroup.cgroup_parent()  # made by require_kernel, before either harness started
         assert idle is not None and all(p.is_dir() for p in idle.paths)
     finally:
-        for _, _, work in places.values():
-            release(work)
+        for _, out, work in places.values():
+            release(_seen(work, out))
         for thread, _ in started:
             thread.join()
     for (who, (_, out, _)), (_, outcomes) in zip(places.items(), started, strict=True):

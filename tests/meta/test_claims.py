@@ -22,9 +22,9 @@ def test_security_md_says_how_often_the_disk_budget_is_walked() -> None:
     assert "_watch.soon = time.monotonic() + 4 * spent" in source
     assert "_watch.due = max(_watch.soon, time.monotonic() + DISK_INTERVAL)" in source
     text = _flat("SECURITY.md")
-    assert ("walked by the watchdog at most every 0.1 s: the next walk waits `max(0.1 s, 4 x "
-            "the last walk's duration)` (while one of its filesystems is short of space, only "
-            "the `4 x`)") in text
+    assert ("It walks the pair's trees at most every 0.1 s (the next walk waits `max(0.1 s, 4 x "
+            "the last walk's duration)`, only the `4 x` while a filesystem is short of space)"
+            ) in text
     assert "walked by the watchdog every 0.1 s" not in text
 
 

@@ -118,13 +118,13 @@ def test_a_failure_while_short_of_space_is_error_and_an_acceptance_stays() -> No
 
 
 def _looks(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-           seen: list[tuple[bool, int]]) -> list[tuple[str, int] | None]:
+           seen: list[tuple[bool, int]], reserve: int = 8 * MIB) -> list[tuple[str, int] | None]:
     """``resources.disk_exceeded`` at each (short?, bytes used) in turn, with no grace."""
     from lean_eval.supervise import resources
 
     monkeypatch.setattr(resources, "_watch", resources._WatchState())
     monkeypatch.setattr(resources, "DISK_SHORT_GRACE", 0.0)
-    limits = PairLimits(None, None, "watchdog", 1 << 40, None, (str(tmp_path),), 8 * MIB)
+    limits = PairLimits(None, None, "watchdog", 1 << 40, None, (str(tmp_path),), reserve)
     found = []
     for short, used in seen:
         monkeypatch.setattr(disk, "room", lambda path, s=short: disk.Room(
@@ -135,14 +135,22 @@ def _looks(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
     return found
 
 
-def test_a_pair_that_keeps_its_filesystem_short_while_it_grows_is_over_its_disk_budget(
+def test_a_pair_that_keeps_its_filesystem_short_is_over_its_disk_budget_whether_or_not_it_grew(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Issue 23 item 4: within a budget of 1 TiB, a pair that grew by 9 MiB into a filesystem
-    short of its reserve is stopped once the grace is over; one that did not grow, or a host
-    short of space before the pair had room, is not."""
+    """Issue 23 item 4, issue 30 item 2: within a budget of 1 TiB, a pair holding more than
+    disk.SHORT_BYTES in a filesystem short of its reserve is stopped once the grace is over,
+    whether it grew then or filled it before; one holding less, one whose files would not give
+    the filesystem its reserve back (the host filled it), or a host short of space before the
+    pair had room, is not."""
     grew = _looks(monkeypatch, tmp_path, [(False, MIB), (True, 10 * MIB), (True, 10 * MIB)])
     assert grew == [None, None, ("disk_bytes", 10 * MIB)]
-    still = _looks(monkeypatch, tmp_path, [(False, MIB), (True, MIB), (True, MIB)])
-    assert still == [None, None, None]
+    held = _looks(monkeypatch, tmp_path, [(False, 10 * MIB), (True, 10 * MIB),
+                                          (True, 10 * MIB)])
+    assert held == [None, None, ("disk_bytes", 10 * MIB)]
+    small = _looks(monkeypatch, tmp_path, [(False, MIB), (True, MIB), (True, MIB)])
+    assert small == [None, None, None]
+    filled = _looks(monkeypatch, tmp_path, [(False, 10 * MIB), (True, 10 * MIB),
+                                            (True, 10 * MIB)], reserve=64 * MIB)
+    assert filled == [None, None, None]
     host = _looks(monkeypatch, tmp_path, [(True, MIB), (True, 10 * MIB), (True, 10 * MIB)])
     assert host == [None, None, None]
