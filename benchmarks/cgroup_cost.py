@@ -17,30 +17,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from interleaved import mean_ms  # benchmarks/ is sys.path[0] when run as a script
 
 from lean_eval.supervise import cgroup, process
 from lean_eval.supervise.resources import PairLimits
 
 LIMITS = PairLimits(128 << 20, 64)
 
-
-def _mean_ms(runs: int, *steps: Callable[[], object]) -> list[float]:
-    """The mean of each step over ``runs`` rounds, the steps taking turns within a round (so a
-    change in the machine's load falls on all of them alike)."""
-    times: list[list[float]] = [[] for _ in steps]
-    for _ in range(runs):
-        for step, kept in zip(steps, times, strict=True):
-            start = time.perf_counter()
-            step()
-            kept.append(time.perf_counter() - start)
-    return [statistics.mean(kept) * 1000 for kept in times]
 
 
 def _true(limits: PairLimits | None) -> Callable[[], object]:
@@ -67,7 +56,7 @@ def main() -> None:
 
     print(f"mechanism {parent.version} ({', '.join(map(str, parent.paths))}); "
           f"load average {os.getloadavg()[0]:.1f}")
-    bare, kernel, watchdog, none = _mean_ms(
+    bare, kernel, watchdog, none = mean_ms(
         args.runs, make_remove, _true(LIMITS), _true(LIMITS._replace(mechanism="watchdog")),
         _true(None))
     print(f"  make + remove a pair group:        {bare:7.2f} ms")

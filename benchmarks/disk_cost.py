@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from interleaved import mean_ms  # benchmarks/ is sys.path[0] when run as a script
 
 from lean_eval.scoring import workspace
 from lean_eval.supervise import pair_fs, process
@@ -36,15 +36,6 @@ from lean_eval.supervise.resources import PairLimits
 BUDGET = 4 << 30
 FILES = 100_000
 
-
-def _mean_ms(runs: int, *steps: Callable[[], object]) -> list[float]:
-    times: list[list[float]] = [[] for _ in steps]
-    for _ in range(runs):
-        for step, kept in zip(steps, times, strict=True):
-            start = time.perf_counter()
-            step()
-            kept.append(time.perf_counter() - start)
-    return [statistics.mean(kept) * 1000 for kept in times]
 
 
 def _mount_cycle(base: Path) -> Callable[[], object]:
@@ -101,10 +92,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="disk-cost-", dir="/srv") as tmp:
         base = Path(tmp)
         try:
-            (cycle,) = _mean_ms(args.runs, _mount_cycle(base))
-            own, plain = _mean_ms(args.runs, _pair_life(base, "own", trusted, True),
+            (cycle,) = mean_ms(args.runs, _mount_cycle(base))
+            own, plain = mean_ms(args.runs, _pair_life(base, "own", trusted, True),
                                   _pair_life(base, "plain", trusted, False))
-            true_own, true_walk = _mean_ms(args.runs, _true(base, "t-own", True),
+            true_own, true_walk = mean_ms(args.runs, _true(base, "t-own", True),
                                            _true(base, "t-walk", False))
         finally:
             pair_fs.unmount_below(base)

@@ -18,29 +18,18 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from interleaved import mean_ms  # benchmarks/ is sys.path[0] when run as a script
+
 from lean_eval.sandbox import identity
 from lean_eval.scoring import workspace
 from lean_eval.supervise import process
-
-
-def _mean_ms(runs: int, *steps: Callable[[], object]) -> list[float]:
-    """The mean of each step over ``runs`` rounds, the steps taking turns within a round."""
-    times: list[list[float]] = [[] for _ in steps]
-    for _ in range(runs):
-        for step, kept in zip(steps, times, strict=True):
-            start = time.perf_counter()
-            step()
-            kept.append(time.perf_counter() - start)
-    return [statistics.mean(kept) * 1000 for kept in times]
 
 
 def _true(user: tuple[int, int] | None) -> Callable[[], object]:
@@ -74,7 +63,7 @@ def main() -> None:
 
     try:
         print(f"identity {user.describe()}; load average {os.getloadavg()[0]:.1f}")
-        made, over, as_user, as_root = _mean_ms(args.runs, fresh, handed, _true(switch),
+        made, over, as_user, as_root = mean_ms(args.runs, fresh, handed, _true(switch),
                                                 _true(None))
     finally:
         shutil.rmtree(root, ignore_errors=True)
