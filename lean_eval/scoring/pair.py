@@ -139,8 +139,19 @@ def _short_of_space(verdict: Verdict) -> Verdict:
     return verdict.model_copy(update=update)
 
 
+# bwrap's words when a mount it copied with its recursive bind of / went away before it could
+# remount it read-only: a pair filesystem another pair (of this harness or another) unmounted
+# and removed just then (its directory's removal detaches the copy in every namespace). The
+# sandbox never started; a fresh try almost never meets the same moment.
+MOUNT_RACE = "Unable to apply mount flags"
+
+
 def worth_another_try(verdict: Verdict) -> bool:
-    """Whether the batch scores this pair once more, alone (design §5.5 "Disk")."""
+    """Whether the batch scores this pair once more, alone, from a fresh copy: a pair that may
+    have failed for its filesystem's lack of space (design §5.5 "Disk"), or whose sandbox lost
+    the race above (``MOUNT_RACE``)."""
+    if verdict.execution == "sandbox_error" and MOUNT_RACE in verdict.reason.message:
+        return True
     return (verdict.verdict == "error" and verdict.limits is not None
             and verdict.limits.short_of_space
             and verdict.execution not in LIMIT_REACHED)

@@ -144,7 +144,7 @@ class Scheduler:
         self.loaded: dict[str, tuple[reader.Intake | None, str | None]] = {}
         self.running = 0  # pairs holding a -j slot: admitted, processes not yet gone
         self.removing: set[int] = set()  # pairs released from their slot, tree being removed
-        self.retry: list[tuple[Planned, Verdict]] = []  # ended disk_short: to score again alone
+        self.retry: list[tuple[Planned, Verdict]] = []  # pair.worth_another_try: again, alone
         self.retried: set[int] = set()
         self.entries: dict[str, dict[str, reader.ProblemEntry]] = {}  # of loaded submissions
 

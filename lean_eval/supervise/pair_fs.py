@@ -29,6 +29,7 @@ MECHANISM = "filesystem"
 MARGIN = 1 << 20  # bytes above the budget: the watch sees "over" before the kernel says ENOSPC
 OWN_DIRECTORIES = 3  # the mount's root, workspace and state: inodes the walk never counted
 _MS_NOSUID, _MS_NODEV = 2, 4
+_MS_PRIVATE = 1 << 18
 _MNT_DETACH, _UMOUNT_NOFOLLOW = 2, 8
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -61,6 +62,14 @@ def mount(path: Path, max_bytes: int, max_files: int | None) -> None:
     if _libc().mount(SOURCE.encode(), target, b"tmpfs", ctypes.c_ulong(_MS_NOSUID | _MS_NODEV),
                      ",".join(options).encode()) != 0:
         _raise("cannot mount a tmpfs on", str(path))
+    # Private, out of its parent's peer group where / is shared (systemd's default): neither
+    # the mount nor its unmount then propagates into the namespace of every sandbox started
+    # meanwhile. (Removing the directory still detaches their copies; a sandbox caught in its
+    # setup by that is scored again: scoring.pair.MOUNT_RACE.)
+    if _libc().mount(None, target, None, ctypes.c_ulong(_MS_PRIVATE), None) != 0:
+        err = ctypes.get_errno()
+        unmount(path)
+        raise OSError(err, f"cannot make the tmpfs on {path} private: {os.strerror(err)}")
 
 
 def _unescape(field: str) -> str:

@@ -123,8 +123,10 @@ ATTACKS: dict[str, tuple[str, int, dict[str, tuple[str, ...]]]] = {
 def _mount_tmpfs(point: Path, mib: int) -> None:
     """A tmpfs of ``mib`` MiB at ``point`` (root only: the tests that need one say why not)."""
     point.mkdir()
-    done = subprocess.run(("mount", "-t", "tmpfs", "-o", f"size={mib}m,mode=0755", "tmpfs",
-                           str(point)), capture_output=True, text=True, check=False)
+    # private, as the harness's own pair filesystems are (supervise.pair_fs.mount)
+    done = subprocess.run(("mount", "--make-private", "-t", "tmpfs", "-o",
+                           f"size={mib}m,mode=0755", "tmpfs", str(point)),
+                          capture_output=True, text=True, check=False)
     if done.returncode != 0:
         if os.environ.get("CI"):
             pytest.fail(f"under CI the disk attack tests must run: {done.stderr.strip()}")

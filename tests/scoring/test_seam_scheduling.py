@@ -21,7 +21,7 @@ from fake_runner import (
 from lean_eval.records.verdict import Verdict
 from lean_eval.sandbox.runner import Launch
 from lean_eval.scoring import scheduler, sizing, workspace
-from lean_eval.supervise import disk, pair_fs
+from lean_eval.supervise import disk, pair_fs, process
 
 MIB = 1 << 20
 
@@ -210,3 +210,37 @@ def test_progress_is_one_line_per_pair_off_a_terminal_and_nothing_with_quiet(
                for i in range(2)) >= 2
     quiet = run_eval(*subs, out=tmp_path / "quiet", extra=("-j", "2"))
     assert quiet.code == 0 and quiet.result.output == ""
+
+
+def test_a_sandbox_that_lost_the_mount_race_is_scored_again_from_a_fresh_copy(
+        tmp_path: Path) -> None:
+    """bwrap's "Unable to apply mount flags" (a pair filesystem another pair removed while the
+    sandbox copied it) is no verdict on the proof: that pair is scored once more, alone, at the
+    end, and ends accepted; another sandbox error is not tried again."""
+    fake = FakeRunner()
+    lost: set[tuple[str, str]] = set()
+    race = (b"bwrap: Can't bind mount /oldroot/ on /newroot/: Unable to apply mount flags: "
+            b'remount "/newroot/tmp/lean-eval-run-x/other/problem": No such file or directory\n')
+    broken = b"bwrap: Can't find source path /nowhere: No such file or directory\n"
+
+    class Racing:
+        def run(self, launch: Launch) -> process.ProcessResult:
+            key = pair_of(launch)
+            if key[0] == "broken" or key not in lost:
+                lost.add(key)
+                fake.started.append(key)
+                stderr = broken if key[0] == "broken" else race
+                return process.ProcessResult(1, None, False, 0.1, b"", stderr, False, False, 0)
+            return fake.run(launch)
+
+    subs = [submission(tmp_path / "subs", "raced", "accepted"),
+            submission(tmp_path / "subs", "broken", "accepted"),
+            submission(tmp_path / "subs", "good", "accepted")]
+    out = tmp_path / "out"
+    score(subs, catalog(), Racing(), options(out, jobs=2))  # type: ignore[arg-type]
+    verdicts = {name: Verdict.model_validate_json((out / name / f"{PROBLEM}.json").read_bytes())
+                for name in ("raced", "broken", "good")}
+    assert [sid for sid, _ in fake.started].count("raced") == 2  # the race, then a fresh try
+    assert [sid for sid, _ in fake.started].count("broken") == 1
+    assert (verdicts["raced"].verdict, verdicts["good"].verdict) == ("accepted", "accepted")
+    assert verdicts["broken"].execution == "sandbox_error"

@@ -55,6 +55,30 @@ def test_a_pair_filesystem_refuses_writes_past_its_budget_and_counts_what_no_wal
     assert not pair_fs.unmount(root)  # nothing there any more: a no-op
 
 
+def _optional_fields(point: Path) -> list[str]:
+    """The propagation tags (``shared:N``, ``master:N``) of the mount at ``point``."""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        left, _, _ = line.partition(" - ")
+        fields = left.split()
+        if fields[4] == str(point):
+            return fields[6:]
+    raise AssertionError(f"{point} is not mounted")
+
+
+@pytest.mark.usefixtures("can_mount", "cleanup")
+def test_a_pair_filesystem_is_private_so_its_unmount_never_reaches_a_sandbox_that_copied_it(
+        tmp_path: Path) -> None:
+    # A shared pair mount and its unmount would propagate into the namespace of every sandbox
+    # started meanwhile (where / is shared, as systemd makes it).
+    root = tmp_path / "pair"
+    root.mkdir(mode=0o700)
+    parent_shared = any(tag.startswith("shared:") for tag in _optional_fields(Path("/")))
+    pair_fs.mount(root, 4 * MIB, 100)
+    assert not [tag for tag in _optional_fields(root) if tag.startswith("shared:")], (
+        "the pair filesystem joined a peer group" + (" (/ is shared here)" if parent_shared
+                                                      else ""))
+
+
 @pytest.mark.usefixtures("can_mount", "cleanup")
 def test_a_pair_filesystem_out_of_inodes_is_over_the_file_budget(tmp_path: Path) -> None:
     root = tmp_path / "pair"
