@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
-from lean_eval.errors import MergeRefusedError
+from lean_eval.errors import MergeRefusedError, OutputRefusedError
 from lean_eval.outputs import outdir
 from lean_eval.records import out_layout
 from lean_eval.records.verdict import Summary
@@ -31,8 +31,10 @@ class ShardOutput(NamedTuple):
 def load_shard(path: Path) -> ShardOutput:
     """``path/summary.json``, checked; else a refusal naming ``path``."""
     summary_path = path / out_layout.SUMMARY
-    try:
-        raw = summary_path.read_bytes()
+    try:  # as verify and report read it: never through a link, a regular file only
+        raw = outdir.read_file(path, out_layout.SUMMARY)
+    except OutputRefusedError as exc:
+        raise MergeRefusedError(str(exc)) from exc
     except OSError as exc:
         raise MergeRefusedError(f"{path}: no readable summary.json ({exc.strerror or exc}); "
                                 "is it a run-eval output directory?") from exc

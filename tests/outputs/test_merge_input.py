@@ -266,3 +266,18 @@ def test_the_checks_raise_a_typed_refusal(tmp_path: Path) -> None:
     summary = Summary.model_validate_json((out / "summary.json").read_bytes())
     with pytest.raises(OutputRefusedError, match=r"submission id 'a/b'"):
         outdir.check_summary(out, summary)
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_a_shard_whose_summary_is_a_link_or_no_regular_file_is_refused(
+        tmp_path: Path, parts: list[Path], kind: str) -> None:
+    # merge reads summary.json as verify and report do (outdir.read_file): a link to a summary
+    # elsewhere (another run's, with its own verdicts) is named, never followed
+    elsewhere = tmp_path / "elsewhere.json"
+    (parts[0] / "summary.json").rename(elsewhere)
+    if kind == "symlink":
+        (parts[0] / "summary.json").symlink_to(elsewhere)
+    else:
+        os.mkfifo(parts[0] / "summary.json")
+    refused(merge_cli(*parts, "--out", tmp_path / "o" / "m"), parts[0], "summary.json")
+    nothing_written(tmp_path)
