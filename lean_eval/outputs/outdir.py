@@ -286,3 +286,24 @@ def read_file(out_dir: Path, rel: str) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def read_summary(out_dir: Path) -> Summary:
+    """``out_dir``'s ``summary.json`` as recorded, read by :func:`read_file` (never through a
+    link) and checked by :func:`check_summary`: the one reader report, verify and merge use.
+    OutputRefusedError for a link or a breach, UsageError when there is none to read."""
+    try:
+        data = read_file(out_dir, out_layout.SUMMARY)
+    except OutputRefusedError:
+        raise
+    except OSError as exc:
+        raise UsageError(f"{out_dir}: no readable summary.json ({exc.strerror or exc}); is it "
+                         "a run-eval or merge output directory?") from exc
+    try:
+        summary = Summary.model_validate_json(data)
+    except ValidationError as exc:
+        raise UsageError(f"{out_dir / out_layout.SUMMARY} is not a summary this lean-eval can "
+                         f"read ({exc.error_count()} problem(s), first: "
+                         f"{exc.errors()[0]['msg']})") from exc
+    check_summary(out_dir, summary)
+    return summary

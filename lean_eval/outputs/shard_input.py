@@ -9,11 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pydantic import ValidationError
-
-from lean_eval.errors import MergeRefusedError, OutputRefusedError
+from lean_eval.errors import MergeRefusedError, UsageError
 from lean_eval.outputs import outdir
-from lean_eval.records import out_layout
 from lean_eval.records.verdict import Summary
 
 # What must be equal across shards for their verdicts to mean the same thing. Paths (benchmark,
@@ -30,21 +27,10 @@ class ShardOutput(NamedTuple):
 
 def load_shard(path: Path) -> ShardOutput:
     """``path/summary.json``, checked; else a refusal naming ``path``."""
-    summary_path = path / out_layout.SUMMARY
-    try:  # as verify and report read it: never through a link, a regular file only
-        raw = outdir.read_file(path, out_layout.SUMMARY)
-    except OutputRefusedError as exc:
+    try:  # the one reader of summary.json (report and verify read it so too)
+        summary = outdir.read_summary(path)
+    except UsageError as exc:  # none to read; a breach stays OutputRefusedError, as before
         raise MergeRefusedError(str(exc)) from exc
-    except OSError as exc:
-        raise MergeRefusedError(f"{path}: no readable summary.json ({exc.strerror or exc}); "
-                                "is it a run-eval output directory?") from exc
-    try:
-        summary = Summary.model_validate_json(raw)
-    except ValidationError as exc:
-        raise MergeRefusedError(f"{summary_path}: not a summary this lean-eval can read "
-                                f"({exc.error_count()} problem(s), first: "
-                                f"{exc.errors()[0]['msg']})") from exc
-    outdir.check_summary(path, summary)
     return ShardOutput(path, summary)
 
 

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
-from lean_eval.errors import LeanEvalError, OutputRefusedError, UsageError
+from lean_eval.errors import LeanEvalError, OutputRefusedError
 from lean_eval.intake import reader
 from lean_eval.intake.bounds import IntakeLimits
 from lean_eval.outputs import outdir, signing
@@ -294,28 +294,10 @@ def _submission(checker: _Checker, path: Path,
                                 f"{rel} signs: this is not the submission that was scored")
 
 
-def _summary(out_dir: Path) -> Summary:
-    """``summary.json`` read by :func:`read_file`, then checked as ``report`` checks it."""
-    try:
-        data = outdir.read_file(out_dir, out_layout.SUMMARY)
-    except OutputRefusedError as exc:
-        raise UsageError(str(exc)) from exc
-    except OSError as exc:
-        raise UsageError(f"{out_dir}: no readable summary.json ({exc.strerror or exc}); is it "
-                         "a run-eval or merge output directory?") from exc
-    try:
-        summary = Summary.model_validate_json(data)
-    except ValidationError as exc:
-        raise UsageError(f"{out_dir / out_layout.SUMMARY} is not a summary this lean-eval can "
-                         f"read: {exc.errors()[0]['msg']}") from exc
-    outdir.check_summary(out_dir, summary)
-    return summary
-
-
 def verify(out_dir: Path, key: signing.PublicKey, submissions: Sequence[Path] = ()
            ) -> VerifyReport:
     """Check ``out_dir`` against ``key``, and each submission given."""
-    summary = _summary(out_dir)
+    summary = outdir.read_summary(out_dir)
     checker = _Checker(out_dir, key)
     recorded = summary.signing_key
     if recorded is not None and recorded != key.fingerprint:

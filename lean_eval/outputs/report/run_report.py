@@ -21,8 +21,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from pydantic import ValidationError
-
 from lean_eval.errors import UsageError
 from lean_eval.outputs import outdir
 from lean_eval.outputs.report.names import FORMATS, Format  # noqa: F401 - named there, once
@@ -115,23 +113,9 @@ class Run(NamedTuple):
         return self.recorded or self.summary
 
 
-def read_summary(out_dir: Path) -> Summary:
-    """``out_dir``'s ``summary.json`` as recorded, checked by ``outputs.outdir``."""
-    try:
-        summary = Summary.model_validate_json((out_dir / out_layout.SUMMARY).read_bytes())
-    except OSError as exc:
-        raise UsageError(f"{out_dir}: no readable summary.json ({exc.strerror or exc}); is it "
-                         "a run-eval or merge output directory?") from exc
-    except ValidationError as exc:
-        raise UsageError(f"{out_dir / out_layout.SUMMARY} is not a summary this lean-eval can "
-                         f"read: {exc.errors()[0]['msg']}") from exc
-    outdir.check_summary(out_dir, summary)
-    return summary
-
-
 def load_run(out_dir: Path) -> Run:
     """The run in ``out_dir``, checked by ``outputs.outdir``."""
-    summary = read_summary(out_dir)
+    summary = outdir.read_summary(out_dir)
     files = outdir.pair_files(out_dir, summary)
     verdicts = tuple(f.verdict for f in files)
     pairs, disagreements = [], []
